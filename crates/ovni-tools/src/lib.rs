@@ -1,0 +1,1 @@
+//! Shared glue of the ovni command-line tools.

@@ -1,0 +1,1 @@
+//! The ovni trace format v3.
