@@ -1,1 +1,34 @@
-//! FTI-FF.
+//! FTI-FF, the self-describing checkpoint file format of FTI 1.1, byte-compatible with files
+//! written by the original C library.
+//!
+//! A file is a 96-byte file block (FB: sizes, file checksum, self-hash) followed by variable
+//! chunk blocks. Each block holds a 12-byte block meta data record (BMD), one 64-byte variable
+//! chunk meta data record (VMD) per container, then the containers. Containers are added when a
+//! variable grows, partly emptied when it shrinks, and never moved. See `docs/ftiff-format.md`.
+//!
+//! - [`raw`]: the records, encoded and decoded little-endian at named offsets.
+//! - [`hash`]: chunk MD5, file checksum, FB self-hash.
+//! - [`Layout::plan`]: the container planner.
+//! - [`write`]: streaming writer.
+//! - [`Checkpoint`]: validating reader, verifier and variable reassembly; [`RsedFile`] for L3
+//!   trailers.
+//! - [`view`], [`diff`]: what the `fti` tool prints.
+//!
+//! This crate holds no policy: file names, directories and levels belong to the runtime.
+#![deny(missing_docs)]
+
+pub mod diff;
+mod error;
+pub mod hash;
+mod layout;
+pub mod raw;
+mod read;
+mod rsed;
+pub mod view;
+pub mod write;
+
+pub use error::{Error, ErrorKind, Record, Result};
+pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
+pub use read::{Checkpoint, ChunkRecord, MappedFile, VarInfo};
+pub use rsed::{is_rsed_name, RsedFile};
+pub use write::{write_file, write_path, WriteOptions};

@@ -1,0 +1,221 @@
+//! The crate's one error type: what went wrong, in which file, at which byte.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The on-disk record an error refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    /// The 96-byte file block at offset 0 (or the trailer of an `RSed` file).
+    FileBlock,
+    /// The 12-byte block meta data that opens every variable chunk block.
+    BlockMeta,
+    /// A 64-byte variable chunk meta data record.
+    VarMeta,
+    /// The data bytes of a container.
+    Container,
+    /// The file as a whole (its length, trailing bytes).
+    File,
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Record::FileBlock => "FB",
+            Record::BlockMeta => "BMD",
+            Record::VarMeta => "VMD",
+            Record::Container => "container",
+            Record::File => "file",
+        })
+    }
+}
+
+/// What is wrong. Every variant carries the values a user needs to act on it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The operating system refused a read or write.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// The file ends before a record or before the size its file block announces.
+    #[error("file is {len} bytes but {what} needs {needed} bytes (truncated file?)")]
+    Truncated {
+        /// Actual length of the file.
+        len: u64,
+        /// Length required.
+        needed: u64,
+        /// What required it.
+        what: &'static str,
+    },
+    /// A field holds a value the format does not allow at this place.
+    #[error("{record}.{field} = {value}: {what}")]
+    Malformed {
+        /// Record holding the field.
+        record: Record,
+        /// Field name as in the format documentation.
+        field: &'static str,
+        /// The value found.
+        value: i64,
+        /// Why it is wrong.
+        what: &'static str,
+    },
+    /// A stored hash differs from the hash of the bytes it covers.
+    #[error("{record}.{field} mismatch: stored {stored}, computed {computed}")]
+    HashMismatch {
+        /// Record holding the hash.
+        record: Record,
+        /// `checksum`, `myHash` or `hash`.
+        field: &'static str,
+        /// Stored value, printable.
+        stored: String,
+        /// Value computed from the file.
+        computed: String,
+    },
+    /// The zero fill after a chunk's data holds a non-zero byte (FTI always writes zeros).
+    #[error("non-zero byte 0x{byte:02x} in the zero fill of the container of variable {id}")]
+    NonZeroFill {
+        /// Variable id of the container.
+        id: i32,
+        /// The byte found.
+        byte: u8,
+    },
+    /// Bytes follow the end announced by `FB.fs`.
+    #[error("{extra} byte(s) after the end of the checkpoint (FB.fs = {fs})")]
+    TrailingBytes {
+        /// `FB.fs`.
+        fs: u64,
+        /// Number of extra bytes.
+        extra: u64,
+    },
+    /// The planner was given variables that do not continue the previous layout.
+    #[error("variable at protect position {idx}: {what}")]
+    Plan {
+        /// Protect position (`idx`).
+        idx: usize,
+        /// What is inconsistent.
+        what: String,
+    },
+    /// A variable's data buffer does not have the size the layout needs.
+    #[error("variable {id}: buffer is {actual} bytes, the layout needs {expected}")]
+    SizeMismatch {
+        /// Variable id.
+        id: i32,
+        /// Size in the layout or the checkpoint.
+        expected: u64,
+        /// Size of the buffer given.
+        actual: u64,
+    },
+    /// No variable with this id is in the checkpoint.
+    #[error("no variable with id {id} in this checkpoint")]
+    NoSuchVariable {
+        /// The id asked for.
+        id: i32,
+    },
+}
+
+/// An FTI-FF error: the kind, and where (file, byte offset) when known.
+#[derive(Debug)]
+pub struct Error {
+    path: Option<PathBuf>,
+    offset: Option<u64>,
+    kind: ErrorKind,
+}
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error at a byte offset of the file being read or written.
+    pub fn at(offset: u64, kind: ErrorKind) -> Self {
+        Error {
+            path: None,
+            offset: Some(offset),
+            kind,
+        }
+    }
+
+    /// An error with no particular offset.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error {
+            path: None,
+            offset: None,
+            kind,
+        }
+    }
+
+    /// Shorthand for a [`ErrorKind::Malformed`] error at `offset`.
+    pub fn malformed(
+        offset: u64,
+        record: Record,
+        field: &'static str,
+        value: i64,
+        what: &'static str,
+    ) -> Self {
+        Error::at(
+            offset,
+            ErrorKind::Malformed {
+                record,
+                field,
+                value,
+                what,
+            },
+        )
+    }
+
+    /// Names the file the error is about (kept if already set).
+    #[must_use]
+    pub fn with_path(mut self, path: &Path) -> Self {
+        if self.path.is_none() {
+            self.path = Some(path.to_path_buf());
+        }
+        self
+    }
+
+    /// The kind of error.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The file, when known.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The byte offset in the file, when known.
+    pub fn offset(&self) -> Option<u64> {
+        self.offset
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(path) = &self.path {
+            write!(f, "{}: ", path.display())?;
+        }
+        if let Some(offset) = self.offset {
+            write!(f, "byte {offset}: ")?;
+        }
+        write!(f, "{}", self.kind)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error::new(kind)
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Error::new(ErrorKind::Io(e))
+    }
+}

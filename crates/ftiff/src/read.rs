@@ -1,0 +1,570 @@
+//! Reading and verifying checkpoint files.
+//!
+//! [`Checkpoint::parse`] validates the whole structure before anything is trusted: every length
+//! is checked against the bytes that exist, every loop advances, and nothing is allocated beyond
+//! what the file's own size justifies (one record per 64 bytes of meta data at most).
+//! [`Checkpoint::verify`] then checks the hashes; [`Checkpoint::read_var`] reassembles a variable
+//! and checks each chunk's hash as it copies it.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::error::{Error, ErrorKind, Record, Result};
+use crate::hash::{self, Digest, Md5Stream};
+use crate::layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize};
+use crate::raw::{fb, vmd, BlockMeta, Cursor, FileBlock, VarMeta};
+
+/// One VMD as read: the validated chunk plus what the file stores beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkRecord {
+    /// File offset of the VMD itself.
+    pub vmd_offset: u64,
+    /// The validated structure.
+    pub chunk: Chunk,
+    /// Stored MD5 of the chunk bytes.
+    pub hash: Digest,
+    /// VMD padding bytes 13..15 as found (garbage in FTI 1.1 files).
+    pub padding: [u8; 3],
+}
+
+/// A variable as stored: its id, protect position and current size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VarInfo {
+    /// The user's id.
+    pub id: i32,
+    /// Position in protect order.
+    pub idx: u32,
+    /// Current size: the sum of its chunk sizes.
+    pub size: u64,
+}
+
+/// A structurally valid checkpoint file (hashes not yet checked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The file block.
+    pub fb: FileBlock,
+    /// Blocks in file order, each with its VMD records.
+    pub blocks: Vec<Vec<ChunkRecord>>,
+    /// Bytes after `FB.fs` (FTI ignores them; `verify` reports them).
+    pub trailing: u64,
+    vars: Vec<VarInfo>,
+}
+
+/// Per-variable state while walking the blocks.
+struct VarState {
+    id: i32,
+    containers: u32,
+    reserved: u64,
+    size: u64,
+    /// A chunk smaller than its container was seen: later chunks must be empty.
+    closed: bool,
+}
+
+fn positive(value: i64, offset: u64, record: Record, field: &'static str) -> Result<u64> {
+    u64::try_from(value)
+        .map_err(|_| Error::malformed(offset, record, field, value, "negative value"))
+}
+
+impl Checkpoint {
+    /// Parses and validates the structure of a checkpoint file held in `bytes`.
+    pub fn parse(bytes: &[u8]) -> Result<Self> {
+        let len = bytes.len() as u64;
+        let mut cur = Cursor::new(bytes, 0);
+        let fb = FileBlock::parse(&mut cur)?;
+        let fs = positive(fb.fs, fb::FS as u64, Record::FileBlock, "fs")?;
+        if fs < fb::SIZE as u64 {
+            return Err(Error::malformed(
+                fb::FS as u64,
+                Record::FileBlock,
+                "fs",
+                fb.fs,
+                "smaller than the 96-byte file block",
+            ));
+        }
+        if fb.ckpt_size != fb.fs {
+            return Err(Error::malformed(
+                fb::CKPT_SIZE as u64,
+                Record::FileBlock,
+                "ckptSize",
+                fb.ckpt_size,
+                "differs from fs (they are equal in every checkpoint file)",
+            ));
+        }
+        if fb.max_fs != -1 && fb.max_fs < fb.fs {
+            return Err(Error::malformed(
+                fb::MAX_FS as u64,
+                Record::FileBlock,
+                "maxFs",
+                fb.max_fs,
+                "neither -1 nor at least fs",
+            ));
+        }
+        if fb.pt_fs != -1 && fb.pt_fs < fb::SIZE as i64 {
+            return Err(Error::malformed(
+                fb::PT_FS as u64,
+                Record::FileBlock,
+                "ptFs",
+                fb.pt_fs,
+                "neither -1 nor a file size (at least 96)",
+            ));
+        }
+        if len < fs {
+            return Err(Error::at(
+                len,
+                ErrorKind::Truncated {
+                    len,
+                    needed: fs,
+                    what: "the size in FB.fs",
+                },
+            ));
+        }
+        // `fs <= len`, so it fits in usize; the body holds exactly the blocks.
+        let body = bytes.get(fb::SIZE..fs as usize).unwrap_or_default();
+        let mut ckpt = Checkpoint {
+            fb,
+            blocks: Vec::new(),
+            trailing: len - fs,
+            vars: Vec::new(),
+        };
+        ckpt.walk_blocks(body)?;
+        Ok(ckpt)
+    }
+
+    /// Walks the blocks of `body` (file bytes `[96, fs)`), validating every record.
+    fn walk_blocks(&mut self, body: &[u8]) -> Result<()> {
+        let mut states: Vec<VarState> = Vec::new();
+        let mut idx_of_id: HashMap<i32, u32> = HashMap::new();
+        let mut offset = fb::SIZE as u64;
+        let mut rest = body;
+        while !rest.is_empty() {
+            let mut cur = Cursor::new(rest, offset);
+            let meta = BlockMeta::parse(&mut cur)?;
+            let numvars = match u64::try_from(meta.numvars) {
+                Ok(n) if n > 0 => n,
+                _ => {
+                    return Err(Error::malformed(
+                        offset,
+                        Record::BlockMeta,
+                        "numvars",
+                        meta.numvars.into(),
+                        "a block holds at least one variable",
+                    ))
+                }
+            };
+            let dbsize = positive(meta.dbsize, offset + 4, Record::BlockMeta, "dbsize")?;
+            let remaining = rest.len() as u64;
+            let meta_size = 12 + 64 * numvars;
+            if dbsize < meta_size || dbsize > remaining {
+                return Err(Error::malformed(
+                    offset + 4,
+                    Record::BlockMeta,
+                    "dbsize",
+                    meta.dbsize,
+                    if dbsize < meta_size {
+                        "smaller than the block's meta data (12 + 64 * numvars)"
+                    } else {
+                        "block extends past FB.fs"
+                    },
+                ));
+            }
+            // `dbsize <= remaining`, so the split is in range.
+            let (block_bytes, after) = rest.split_at(dbsize as usize);
+            let mut cur = Cursor::new(block_bytes, offset);
+            cur.read_array::<12>("block meta data")?;
+            let mut records = Vec::with_capacity(numvars as usize);
+            let mut fptr = offset + meta_size;
+            let block_end = offset + dbsize;
+            let mut last_idx: Option<u32> = None;
+            for _ in 0..numvars {
+                let vmd_offset = cur.offset();
+                let raw = VarMeta::parse(&mut cur)?;
+                let chunk = check_vmd(&raw, vmd_offset, fptr, block_end)?;
+                if last_idx.is_some_and(|l| chunk.idx <= l) {
+                    return Err(Error::malformed(
+                        vmd_offset + vmd::IDX as u64,
+                        Record::VarMeta,
+                        "idx",
+                        raw.idx.into(),
+                        "not ascending within the block",
+                    ));
+                }
+                last_idx = Some(chunk.idx);
+                track_var(&mut states, &mut idx_of_id, &chunk, vmd_offset)?;
+                fptr += chunk.container_size;
+                records.push(ChunkRecord {
+                    vmd_offset,
+                    chunk,
+                    hash: raw.hash,
+                    padding: raw.padding,
+                });
+            }
+            if fptr != block_end {
+                return Err(Error::malformed(
+                    offset + 4,
+                    Record::BlockMeta,
+                    "dbsize",
+                    meta.dbsize,
+                    "differs from 12 + 64 * numvars + the sum of the containersizes",
+                ));
+            }
+            self.blocks.push(records);
+            offset = block_end;
+            rest = after;
+        }
+        self.vars = states
+            .iter()
+            .enumerate()
+            .map(|(idx, s)| VarInfo {
+                id: s.id,
+                idx: idx as u32,
+                size: s.size,
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// Parses the file at `path` (memory-mapped).
+    pub fn open(path: &Path) -> Result<(Self, MappedFile)> {
+        let map = MappedFile::open(path)?;
+        let ckpt = Checkpoint::parse(map.bytes()).map_err(|e| e.with_path(path))?;
+        Ok((ckpt, map))
+    }
+
+    /// The file's structure.
+    pub fn layout(&self) -> Layout {
+        let mut offset = fb::SIZE as u64;
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|records| {
+                let block = Block {
+                    offset: FileOffset(offset),
+                    chunks: records.iter().map(|r| r.chunk).collect(),
+                };
+                offset = block.end();
+                block
+            })
+            .collect();
+        Layout { blocks }
+    }
+
+    /// The variables, in protect order.
+    pub fn vars(&self) -> &[VarInfo] {
+        &self.vars
+    }
+
+    /// The variables as planner input, to continue this structure at the next checkpoint.
+    pub fn var_sizes(&self) -> Vec<VarSize> {
+        self.vars.iter().map(|v| VarSize { id: v.id, size: v.size }).collect()
+    }
+
+    /// The variable with user id `id`.
+    pub fn var(&self, id: i32) -> Result<&VarInfo> {
+        self.vars
+            .iter()
+            .find(|v| v.id == id)
+            .ok_or_else(|| Error::new(ErrorKind::NoSuchVariable { id }))
+    }
+
+    /// Every chunk record in file order.
+    pub fn records(&self) -> impl Iterator<Item = &ChunkRecord> {
+        self.blocks.iter().flatten()
+    }
+
+    /// Checks every hash, the zero fill and the file length. `bytes` must be the bytes this
+    /// checkpoint was parsed from. Returns every problem found (empty: the file is intact).
+    /// The file checksum runs on one thread while the chunk hashes run on the others;
+    /// `progress` receives the number of checksum bytes done so far.
+    pub fn verify(&self, bytes: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Vec<Error> {
+        let mut problems = Vec::new();
+        let computed_my_hash = hash::my_hash(&self.fb);
+        if computed_my_hash != self.fb.my_hash {
+            problems.push(Error::at(
+                fb::MY_HASH as u64,
+                ErrorKind::HashMismatch {
+                    record: Record::FileBlock,
+                    field: "myHash",
+                    stored: hash::to_hex(&self.fb.my_hash),
+                    computed: hash::to_hex(&computed_my_hash),
+                },
+            ));
+        }
+        // `fs` was checked against the length by `parse`.
+        let body = bytes.get(fb::SIZE..self.fs() as usize).unwrap_or_default();
+        let (checksum, mut chunk_problems) = rayon::join(
+            || checksum_of(body, progress),
+            || self.verify_chunks(bytes),
+        );
+        if hash::checksum_field(&checksum) != self.fb.checksum {
+            problems.push(Error::at(
+                fb::CHECKSUM as u64,
+                ErrorKind::HashMismatch {
+                    record: Record::FileBlock,
+                    field: "checksum",
+                    stored: self.fb.checksum_display(),
+                    computed: hash::to_hex(&checksum),
+                },
+            ));
+        }
+        problems.append(&mut chunk_problems);
+        if self.trailing > 0 {
+            problems.push(Error::at(
+                self.fs(),
+                ErrorKind::TrailingBytes {
+                    fs: self.fs(),
+                    extra: self.trailing,
+                },
+            ));
+        }
+        problems
+    }
+
+    fn verify_chunks(&self, bytes: &[u8]) -> Vec<Error> {
+        let records: Vec<&ChunkRecord> = self.records().collect();
+        records
+            .par_iter()
+            .flat_map_iter(|r| {
+                let mut problems = Vec::new();
+                let c = &r.chunk;
+                let chunk = slice_at(bytes, c.fptr.0, c.chunk_size);
+                let fill = slice_at(bytes, c.fptr.0 + c.chunk_size, c.container_size - c.chunk_size);
+                let computed = hash::md5(chunk);
+                if computed != r.hash {
+                    problems.push(Error::at(
+                        r.vmd_offset + vmd::HASH as u64,
+                        ErrorKind::HashMismatch {
+                            record: Record::VarMeta,
+                            field: "hash",
+                            stored: hash::to_hex(&r.hash),
+                            computed: hash::to_hex(&computed),
+                        },
+                    ));
+                }
+                if let Some(pos) = fill.iter().position(|&b| b != 0) {
+                    problems.push(Error::at(
+                        c.fptr.0 + c.chunk_size + pos as u64,
+                        ErrorKind::NonZeroFill {
+                            id: c.id,
+                            byte: fill[pos],
+                        },
+                    ));
+                }
+                problems
+            })
+            .collect()
+    }
+
+    /// `FB.fs`.
+    pub fn fs(&self) -> u64 {
+        self.fb.fs as u64
+    }
+
+    /// Copies the current bytes of variable `id` into `out`, which must have exactly the
+    /// variable's size, checking each chunk's hash. On a hash mismatch `out` may be partly
+    /// written.
+    pub fn read_var_into(&self, bytes: &[u8], id: i32, out: &mut [u8]) -> Result<()> {
+        let var = self.var(id)?;
+        if out.len() as u64 != var.size {
+            return Err(Error::new(ErrorKind::SizeMismatch {
+                id,
+                expected: var.size,
+                actual: out.len() as u64,
+            }));
+        }
+        for r in self.records().filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0) {
+            let c = &r.chunk;
+            let data = slice_at(bytes, c.fptr.0, c.chunk_size);
+            let computed = hash::md5(data);
+            if computed != r.hash {
+                return Err(Error::at(
+                    r.vmd_offset + vmd::HASH as u64,
+                    ErrorKind::HashMismatch {
+                        record: Record::VarMeta,
+                        field: "hash",
+                        stored: hash::to_hex(&r.hash),
+                        computed: hash::to_hex(&computed),
+                    },
+                ));
+            }
+            // parse() proved that a chunk with data ends within the variable's size.
+            let target = usize::try_from(c.dptr.0)
+                .ok()
+                .and_then(|start| out.get_mut(start..start.checked_add(data.len())?))
+                .ok_or_else(|| Error::new(ErrorKind::SizeMismatch { id, expected: c.dptr.0 + c.chunk_size, actual: var.size }))?;
+            target.copy_from_slice(data);
+        }
+        Ok(())
+    }
+
+    /// The current bytes of variable `id`, chunk hashes checked. The allocation is bounded by
+    /// the file size (the chunks are in the file).
+    pub fn read_var(&self, bytes: &[u8], id: i32) -> Result<Vec<u8>> {
+        let mut out = vec![0u8; self.var(id)?.size as usize];
+        self.read_var_into(bytes, id, &mut out)?;
+        Ok(out)
+    }
+
+    /// The bytes of one chunk (no hash check).
+    pub fn chunk_data<'a>(&self, bytes: &'a [u8], chunk: &Chunk) -> &'a [u8] {
+        slice_at(bytes, chunk.fptr.0, chunk.chunk_size)
+    }
+}
+
+/// `len` bytes of `bytes` at `start`, or fewer if the range is not all there (only possible
+/// when called with other bytes than the checkpoint was parsed from).
+fn slice_at(bytes: &[u8], start: u64, len: u64) -> &[u8] {
+    let (Ok(start), Ok(len)) = (usize::try_from(start), usize::try_from(len)) else {
+        return &[];
+    };
+    let end = start.saturating_add(len).min(bytes.len());
+    bytes.get(start..end).unwrap_or_default()
+}
+
+/// One serial MD5 pass over the body, reporting progress every 64 MiB.
+fn checksum_of(body: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Digest {
+    let mut md5 = Md5Stream::default();
+    let mut done = 0u64;
+    for piece in body.chunks(64 << 20) {
+        md5.update(piece);
+        done += piece.len() as u64;
+        progress(done);
+    }
+    md5.finish()
+}
+
+/// Validates one VMD against its expected position; returns it as a chunk.
+fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Result<Chunk> {
+    let field = |off: usize| at + off as u64;
+    let bad = |off: usize, name: &'static str, value: i64, what: &'static str| {
+        Error::malformed(field(off), Record::VarMeta, name, value, what)
+    };
+    let idx = u32::try_from(raw.idx).map_err(|_| bad(vmd::IDX, "idx", raw.idx.into(), "negative value"))?;
+    let container_id = u32::try_from(raw.container_id)
+        .map_err(|_| bad(vmd::CONTAINER_ID, "containerid", raw.container_id.into(), "negative value"))?;
+    let has_content = match raw.has_content {
+        0 => false,
+        1 => true,
+        b => return Err(bad(vmd::HAS_CONTENT, "hascontent", b.into(), "a bool must be 0 or 1")),
+    };
+    let dptr = positive(raw.dptr, field(vmd::DPTR), Record::VarMeta, "dptr")?;
+    let chunk_size = positive(raw.chunk_size, field(vmd::CHUNK_SIZE), Record::VarMeta, "chunksize")?;
+    let container_size =
+        positive(raw.container_size, field(vmd::CONTAINER_SIZE), Record::VarMeta, "containersize")?;
+    if raw.fptr < 0 || raw.fptr as u64 != expected_fptr {
+        return Err(bad(
+            vmd::FPTR,
+            "fptr",
+            raw.fptr,
+            "not where the container must start (after the previous container of the block)",
+        ));
+    }
+    if container_size > block_end - expected_fptr {
+        return Err(bad(vmd::CONTAINER_SIZE, "containersize", raw.container_size, "container extends past the end of its block"));
+    }
+    if chunk_size > container_size {
+        return Err(bad(vmd::CHUNK_SIZE, "chunksize", raw.chunk_size, "larger than containersize"));
+    }
+    if !has_content && chunk_size != 0 {
+        return Err(bad(vmd::CHUNK_SIZE, "chunksize", raw.chunk_size, "non-zero in a container without content"));
+    }
+    Ok(Chunk {
+        id: raw.id,
+        idx,
+        container_id,
+        has_content,
+        dptr: DataOffset(dptr),
+        fptr: FileOffset(expected_fptr),
+        chunk_size,
+        container_size,
+    })
+}
+
+/// Checks that a chunk continues its variable: ids stable, containers numbered in order, `dptr`
+/// at the end of the earlier containers, no data after a partly filled container.
+fn track_var(
+    states: &mut Vec<VarState>,
+    idx_of_id: &mut HashMap<i32, u32>,
+    c: &Chunk,
+    at: u64,
+) -> Result<()> {
+    let bad = |off: usize, name: &'static str, value: i64, what: &'static str| {
+        Error::malformed(at + off as u64, Record::VarMeta, name, value, what)
+    };
+    let idx = c.idx as usize;
+    if idx == states.len() {
+        if let Some(_other) = idx_of_id.insert(c.id, c.idx) {
+            return Err(bad(vmd::ID, "id", c.id.into(), "the same id belongs to two variables"));
+        }
+        states.push(VarState {
+            id: c.id,
+            containers: 0,
+            reserved: 0,
+            size: 0,
+            closed: false,
+        });
+    }
+    let Some(s) = states.get_mut(idx) else {
+        return Err(bad(vmd::IDX, "idx", idx as i64, "skips a protect position (a new variable takes the next idx)"));
+    };
+    if s.id != c.id {
+        return Err(bad(vmd::ID, "id", c.id.into(), "differs from the id of the earlier containers of this idx"));
+    }
+    if c.container_id != s.containers {
+        return Err(bad(vmd::CONTAINER_ID, "containerid", c.container_id.into(), "containers of a variable must be numbered 0, 1, 2, ... in file order"));
+    }
+    if c.dptr.0 != s.reserved {
+        return Err(bad(vmd::DPTR, "dptr", c.dptr.0 as i64, "differs from the sum of the variable's earlier containersizes"));
+    }
+    if s.closed && c.chunk_size > 0 {
+        return Err(bad(vmd::CHUNK_SIZE, "chunksize", c.chunk_size as i64, "data after a partly filled container of the same variable"));
+    }
+    s.containers += 1;
+    s.reserved += c.container_size;
+    s.size += c.chunk_size;
+    s.closed |= c.chunk_size < c.container_size || !c.has_content;
+    Ok(())
+}
+
+/// A read-only memory map of a checkpoint file.
+#[derive(Debug)]
+pub struct MappedFile {
+    path: PathBuf,
+    // `None` for an empty file, which cannot be mapped.
+    map: Option<memmap2::Mmap>,
+}
+
+impl MappedFile {
+    /// Maps `path` read-only.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
+        let len = file.metadata().map_err(|e| Error::from(e).with_path(path))?.len();
+        let map = if len == 0 {
+            None
+        } else {
+            #[allow(unsafe_code)]
+            // SAFETY: the map is read-only and private to this process. If another process
+            // truncates the file while it is mapped, reads fault (SIGBUS); checkpoint files are
+            // written once under a temporary name and renamed, never modified in place, so a
+            // published file does not change under its readers.
+            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(path))?;
+            Some(map)
+        };
+        Ok(MappedFile {
+            path: path.to_path_buf(),
+            map,
+        })
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or_default()
+    }
+
+    /// The path it was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
