@@ -96,8 +96,12 @@ fn var_meta(c: &Chunk, hash: Digest) -> VarMeta {
     }
 }
 
-/// The bytes of `c` in its variable's buffer. Sizes were checked by `check_data`.
+/// The bytes of `c` in its variable's buffer. Sizes were checked by `check_data`; an empty
+/// chunk left behind by a shrink may have a `dptr` past the variable's end.
 fn chunk_slice<'a>(data: &[&'a [u8]], c: &Chunk) -> &'a [u8] {
+    if c.chunk_size == 0 {
+        return &[];
+    }
     let start = c.dptr.0 as usize;
     &data[c.idx as usize][start..start + c.chunk_size as usize]
 }
