@@ -1,1 +1,37 @@
-//! Shared glue of the ovni command-line tools.
+//! Shared glue of the ovni command-line tools: loading a trace with the usual messages and
+//! turning errors into exit codes. The format logic lives in the `ovni` crate.
+
+use std::io;
+use std::path::Path;
+use std::process::ExitCode;
+
+use ovni::Trace;
+
+/// Loads the trace under `dir`, printing the C tools' `INFO`/`WARN` lines to stderr.
+pub fn load_trace(prog: &str, dir: &Path) -> anyhow::Result<Trace> {
+    let trace = Trace::open(dir)
+        .map_err(|e| anyhow::anyhow!(e).context(format!("failed to load trace: {}", dir.display())))?;
+    for s in trace.streams().iter().filter(|s| s.is_empty()) {
+        eprintln!("{prog}: WARN: stream '{}' has zero events", s.name());
+    }
+    eprintln!("{prog}: INFO: loaded {} streams", trace.streams().len());
+    Ok(trace)
+}
+
+/// Prints `err` (with its causes) and returns exit code 1; a broken pipe on stdout is not an
+/// error (`ovnidump | head`).
+pub fn report(prog: &str, err: &anyhow::Error) -> ExitCode {
+    if err
+        .chain()
+        .filter_map(|e| e.downcast_ref::<io::Error>())
+        .any(|e| e.kind() == io::ErrorKind::BrokenPipe)
+        || err.chain().any(|e| {
+            matches!(e.downcast_ref::<ovni::Error>(),
+                Some(ovni::Error::Io { source, .. }) if source.kind() == io::ErrorKind::BrokenPipe)
+        })
+    {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("{prog}: ERROR: {err:#}");
+    ExitCode::FAILURE
+}

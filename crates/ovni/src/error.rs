@@ -1,0 +1,394 @@
+//! The crate's single error type.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+use crate::raw::Mcv;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every failure of the ovni crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O operation on `path` failed.
+    #[error("{}", path.display())]
+    Io {
+        /// File or directory involved.
+        path: PathBuf,
+        /// Underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A binary stream (`stream.obs`) is malformed at `offset`.
+    #[error("stream '{}' at offset {offset}: {problem}", path.display())]
+    Stream {
+        /// Path of the `stream.obs` file.
+        path: PathBuf,
+        /// Byte offset of the header or event that is malformed.
+        offset: u64,
+        /// What is wrong.
+        problem: StreamProblem,
+    },
+    /// A `stream.json` file is not valid JSON.
+    #[error("{}: invalid JSON", path.display())]
+    Json {
+        /// Path of the `stream.json` file.
+        path: PathBuf,
+        /// Parser error (with line and column).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// Metadata is missing, ill-typed or inconsistent (SPEC §3).
+    #[error("metadata of stream '{stream}': {problem}")]
+    Metadata {
+        /// Relative path of the stream (or the loom name for loom-wide problems).
+        stream: String,
+        /// What is wrong.
+        problem: MetaProblem,
+    },
+    /// The directory holds no `stream.json` at all.
+    #[error("no streams found under {} (no stream.json file)", .0.display())]
+    NoStreams(PathBuf),
+    /// The writer API was misused (the cases where libovni aborts).
+    #[error("{0}")]
+    Usage(UsageError),
+}
+
+/// Structural problems of a `stream.obs` file (SPEC §2.7 and the payload checks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamProblem {
+    /// The file has zero bytes.
+    Empty,
+    /// Fewer than the 8 bytes of the stream header.
+    IncompleteHeader {
+        /// File size.
+        len: u64,
+    },
+    /// Magic is not `ovni`.
+    BadMagic([u8; 4]),
+    /// Stream version is not 1.
+    BadVersion(u32),
+    /// An event does not fit in the rest of the file.
+    IncompleteEvent {
+        /// Bytes the event needs (12 if its header is cut).
+        needed: u64,
+        /// Bytes left in the file from the event's start.
+        available: u64,
+    },
+    /// The event's clock is lower than the previous event's in the same stream.
+    ClockBackwards {
+        /// Previous clock (signed, as the readers compare them).
+        prev: i64,
+        /// This event's clock.
+        clock: i64,
+    },
+    /// The payload is shorter than the event's signature needs.
+    PayloadTooShort {
+        /// Event MCV.
+        mcv: Mcv,
+        /// Bytes needed to decode the argument that does not fit.
+        needed: u64,
+        /// Payload bytes present.
+        available: u64,
+    },
+    /// A `str` argument has no terminating NUL inside the payload.
+    UnterminatedString {
+        /// Event MCV.
+        mcv: Mcv,
+    },
+}
+
+impl fmt::Display for StreamProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Empty => write!(f, "stream is empty"),
+            Self::IncompleteHeader { len } => {
+                write!(f, "incomplete stream header ({len} bytes, need 8)")
+            }
+            Self::BadMagic(m) => write!(
+                f,
+                "wrong stream magic '{}' (expected 'ovni')",
+                m.escape_ascii()
+            ),
+            Self::BadVersion(v) => write!(f, "stream version mismatch {v} (expected 1)"),
+            Self::IncompleteEvent { needed, available } => write!(
+                f,
+                "ends with incomplete event (event needs {needed} bytes, {available} left in file)"
+            ),
+            Self::ClockBackwards { prev, clock } => {
+                write!(f, "clock goes backwards {prev} -> {clock}")
+            }
+            Self::PayloadTooShort {
+                mcv,
+                needed,
+                available,
+            } => write!(
+                f,
+                "payload of {mcv} too short for its signature (needs {needed} bytes, has {available})"
+            ),
+            Self::UnterminatedString { mcv } => {
+                write!(f, "string argument of {mcv} has no terminating NUL")
+            }
+        }
+    }
+}
+
+/// Metadata problems (SPEC §3.1 keys, §3.2 merge rules).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum MetaProblem {
+    /// A mandatory key is absent.
+    MissingKey(&'static str),
+    /// A key has the wrong JSON type or an out-of-range value.
+    BadValue {
+        /// Dotted key.
+        key: &'static str,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// `version` is not 3.
+    VersionMismatch(i64),
+    /// `ovni.finished` is missing or not 1.
+    NotFinished,
+    /// `ovni.part` is not `"thread"`.
+    UnknownPart(String),
+    /// Loom name contains `/`.
+    LoomHasSlash,
+    /// `ovni.loom_cpus` is an empty array.
+    EmptyCpus,
+    /// Negative CPU index.
+    CpuIndexNegative(i64),
+    /// Negative CPU phyid.
+    CpuPhyidNegative(i64),
+    /// Same phyid listed with two indices.
+    CpuIndexMismatch {
+        /// Physical id.
+        phyid: i64,
+        /// First index seen.
+        index: i64,
+        /// Conflicting index.
+        other: i64,
+    },
+    /// Index outside `[0, ncpus)`.
+    CpuIndexOutOfBounds {
+        /// Index.
+        index: i64,
+        /// Number of CPUs of the loom.
+        ncpus: usize,
+    },
+    /// Two CPUs with the same index.
+    CpuIndexTaken(i64),
+    /// The loom lists no CPU in any stream.
+    LoomWithoutCpus,
+    /// `app_id` differs between streams of a process.
+    AppIdMismatch {
+        /// First value.
+        prev: i64,
+        /// Conflicting value.
+        other: i64,
+    },
+    /// `rank`/`nranks` differ between streams of a process.
+    RankMismatch {
+        /// First (rank, nranks).
+        prev: (i64, i64),
+        /// Conflicting (rank, nranks).
+        other: (i64, i64),
+    },
+    /// `rank` outside `[0, nranks)`.
+    RankOutOfRange {
+        /// Rank.
+        rank: i64,
+        /// Number of ranks.
+        nranks: i64,
+    },
+    /// Some process of the loom has a rank and this one has none.
+    ProcessWithoutRank(i64),
+    /// Two streams with the same tid in one process.
+    DuplicateThread(i64),
+    /// A mark type defined with different title or channel type.
+    MarkTypeMismatch(i64),
+    /// A mark value labelled differently.
+    MarkLabelMismatch {
+        /// Mark type.
+        mark: i64,
+        /// Value.
+        value: i64,
+    },
+    /// A required model version the reader's model cannot serve.
+    UnsupportedModelVersion {
+        /// Model name.
+        model: String,
+        /// Requested version.
+        want: String,
+        /// Available version.
+        have: String,
+    },
+    /// A version string that is not `x.y.z`.
+    BadVersionString(String),
+}
+
+impl fmt::Display for MetaProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingKey(k) => write!(f, "missing key {k}"),
+            Self::BadValue { key, expected } => write!(f, "key {key} must be {expected}"),
+            Self::VersionMismatch(v) => write!(f, "metadata version mismatch {v} (expected 3)"),
+            Self::NotFinished => write!(f, "ovni.finished is missing or not 1"),
+            Self::UnknownPart(p) => write!(f, "unknown stream part '{p}'"),
+            Self::LoomHasSlash => write!(f, "loom name contains '/'"),
+            Self::EmptyCpus => write!(f, "empty ovni.loom_cpus array"),
+            Self::CpuIndexNegative(i) => write!(f, "cpu index {i} out of bounds"),
+            Self::CpuPhyidNegative(p) => write!(f, "cannot use negative cpu phyid {p}"),
+            Self::CpuIndexMismatch {
+                phyid,
+                index,
+                other,
+            } => write!(
+                f,
+                "cpu phyid {phyid} has index {index} and index {other} in another stream"
+            ),
+            Self::CpuIndexOutOfBounds { index, ncpus } => {
+                write!(f, "cpu index {index} out of bounds [0, {ncpus})")
+            }
+            Self::CpuIndexTaken(i) => write!(f, "cpu with index {i} already taken"),
+            Self::LoomWithoutCpus => write!(f, "loom has no physical CPUs"),
+            Self::AppIdMismatch { prev, other } => {
+                write!(f, "mismatch previous appid {prev} with {other}")
+            }
+            Self::RankMismatch { prev, other } => write!(
+                f,
+                "mismatch previous rank {}/{} with {}/{}",
+                prev.0, prev.1, other.0, other.1
+            ),
+            Self::RankOutOfRange { rank, nranks } => {
+                write!(f, "rank {rank} out of range [0, {nranks})")
+            }
+            Self::ProcessWithoutRank(pid) => {
+                write!(f, "process proc.{pid} has no rank information")
+            }
+            Self::DuplicateThread(tid) => write!(f, "duplicate thread {tid} in process"),
+            Self::MarkTypeMismatch(t) => {
+                write!(f, "mark type {t} defined with different title or chan_type")
+            }
+            Self::MarkLabelMismatch { mark, value } => {
+                write!(f, "mark type {mark} value {value} has different labels")
+            }
+            Self::UnsupportedModelVersion { model, want, have } => write!(
+                f,
+                "unsupported {model} model version (want {want}, have {have})"
+            ),
+            Self::BadVersionString(s) => write!(f, "malformed version '{s}' (want x.y.z)"),
+        }
+    }
+}
+
+/// Misuse of the writer API: the cases where libovni prints FATAL and aborts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UsageError {
+    /// A normal payload of 1 byte cannot be encoded.
+    PayloadTooSmall(usize),
+    /// A normal payload above 16 bytes.
+    PayloadNoSpace {
+        /// Bytes already in the payload.
+        have: usize,
+        /// Bytes being added.
+        adding: usize,
+    },
+    /// Jumbo event larger than the buffer.
+    JumboTooLarge(usize),
+    /// `tid`/`pid` of zero.
+    ZeroId(&'static str),
+    /// Loom name empty, too long (≥ 512 bytes) or with `/`.
+    BadLoom,
+    /// Model name with space or dot, or ≤ 1 character.
+    BadModelName(String),
+    /// Version string not `x.y.z`.
+    BadVersion(String),
+    /// Attribute path empty, with an empty component, or through a non-object.
+    BadAttrPath(String),
+    /// Attribute not present (or not of the requested type).
+    AttrNotFound(String),
+    /// Mark type outside `[0, 100)`.
+    MarkTypeRange(i32),
+    /// Mark title or label empty.
+    EmptyMarkText,
+    /// Mark type defined twice in one thread.
+    MarkTypeDefined(i32),
+    /// Label on a mark type not defined in this thread.
+    MarkTypeUndefined(i32),
+    /// Label value ≤ 0 (labels) or 0 (push/pop/set).
+    MarkValue(i64),
+    /// Label already defined for the value.
+    MarkLabelDefined {
+        /// Mark type.
+        mark: i32,
+        /// Value.
+        value: i64,
+    },
+    /// `rank` outside `[0, nranks)`.
+    RankRange {
+        /// Rank.
+        rank: i32,
+        /// Number of ranks.
+        nranks: i32,
+    },
+    /// CPU index or phyid negative.
+    CpuRange,
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::PayloadTooSmall(n) => write!(f, "payload size {n} too small"),
+            Self::PayloadNoSpace { have, adding } => {
+                write!(f, "no space left for {adding} bytes (payload has {have} of 16)")
+            }
+            Self::JumboTooLarge(n) => write!(f, "jumbo event of {n} data bytes too large"),
+            Self::ZeroId(what) => write!(f, "{what} must be non-zero"),
+            Self::BadLoom => write!(f, "loom must be 1..511 bytes without '/'"),
+            Self::BadModelName(m) => write!(f, "malformed model name '{m}'"),
+            Self::BadVersion(v) => write!(f, "malformed version '{v}' (want x.y.z)"),
+            Self::BadAttrPath(k) => write!(f, "cannot set attribute '{k}'"),
+            Self::AttrNotFound(k) => write!(f, "key not found: {k}"),
+            Self::MarkTypeRange(t) => write!(f, "mark type {t} must be in [0,100) range"),
+            Self::EmptyMarkText => write!(f, "mark title or label is empty"),
+            Self::MarkTypeDefined(t) => write!(f, "mark type {t} already defined"),
+            Self::MarkTypeUndefined(t) => write!(f, "mark type {t} not defined"),
+            Self::MarkValue(v) => write!(f, "bad mark value {v}"),
+            Self::MarkLabelDefined { mark, value } => {
+                write!(f, "label for value {value} of mark type {mark} already defined")
+            }
+            Self::RankRange { rank, nranks } => {
+                write!(f, "rank {rank} out of range [0, {nranks})")
+            }
+            Self::CpuRange => write!(f, "cpu index and phyid must be non-negative"),
+        }
+    }
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn meta(stream: impl Into<String>, problem: MetaProblem) -> Self {
+        Self::Metadata {
+            stream: stream.into(),
+            problem,
+        }
+    }
+}
+
+impl From<UsageError> for Error {
+    fn from(e: UsageError) -> Self {
+        Self::Usage(e)
+    }
+}

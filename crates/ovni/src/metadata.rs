@@ -1,0 +1,538 @@
+//! `stream.json` keys (SPEC §3.1) and the merge rules that build looms, processes, threads,
+//! CPUs, marks and required models from all streams (SPEC §3.2), as ovniemu applies them.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, MetaProblem, Result};
+use crate::events::EventTable;
+use crate::read::Trace;
+
+/// A mark type merged over all threads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkType {
+    /// Title.
+    pub title: String,
+    /// `"single"` or `"stack"`.
+    pub chan_type: String,
+    /// Labels by value.
+    pub labels: BTreeMap<i64, String>,
+}
+
+/// Metadata of one thread stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadMeta {
+    /// Stream relpath.
+    pub stream: String,
+    /// Thread id.
+    pub tid: i64,
+    /// Process id.
+    pub pid: i64,
+    /// Loom name.
+    pub loom: String,
+    /// Application id.
+    pub app_id: Option<i64>,
+    /// `(rank, nranks)`.
+    pub rank: Option<(i64, i64)>,
+    /// `(index, phyid)` of the loom CPUs this stream lists.
+    pub cpus: Option<Vec<(i64, i64)>>,
+    /// Required models and versions.
+    pub require: BTreeMap<String, String>,
+    /// Mark types defined by this thread.
+    pub marks: BTreeMap<i64, MarkType>,
+    /// `ovni.lib.version`.
+    pub lib_version: String,
+    /// `ovni.lib.commit`.
+    pub lib_commit: String,
+}
+
+/// A CPU of a loom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cpu {
+    /// Logical index in the loom.
+    pub index: i64,
+    /// Physical id.
+    pub phyid: i64,
+}
+
+/// A process: the streams with the same pid in a loom.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Process {
+    /// Process id.
+    pub pid: i64,
+    /// Application id.
+    pub app_id: Option<i64>,
+    /// `(rank, nranks)`.
+    pub rank: Option<(i64, i64)>,
+    /// Thread ids, sorted.
+    pub threads: Vec<i64>,
+}
+
+/// A loom: the streams with the same loom name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loom {
+    /// Name.
+    pub name: String,
+    /// Physical CPUs sorted by phyid.
+    pub cpus: Vec<Cpu>,
+    /// Processes sorted by pid.
+    pub processes: Vec<Process>,
+}
+
+/// The whole system described by a trace's metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct System {
+    /// Looms sorted by name.
+    pub looms: Vec<Loom>,
+    /// All thread streams, in relpath order.
+    pub threads: Vec<ThreadMeta>,
+    /// Mark types merged over all threads.
+    pub marks: BTreeMap<i64, MarkType>,
+    /// Models enabled (required by any thread) with the highest version requested.
+    pub require: BTreeMap<String, String>,
+}
+
+fn bad(stream: &str, key: &'static str, expected: &'static str) -> Error {
+    Error::meta(stream, MetaProblem::BadValue { key, expected })
+}
+
+fn get<'a>(obj: &'a Map<String, Value>, stream: &str, key: &'static str) -> Result<&'a Value> {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    obj.get(last)
+        .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey(key)))
+}
+
+fn int(v: &Value, stream: &str, key: &'static str) -> Result<i64> {
+    v.as_i64()
+        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18).map(|f| f as i64))
+        .ok_or_else(|| bad(stream, key, "an integer"))
+}
+
+fn string(v: &Value, stream: &str, key: &'static str) -> Result<String> {
+    v.as_str()
+        .map(str::to_string)
+        .ok_or_else(|| bad(stream, key, "a string"))
+}
+
+/// Parses `x.y.z` into numbers (anything after `-` in the patch is ignored).
+pub fn parse_version(s: &str) -> Option<(u64, u64, u64)> {
+    let mut it = s.splitn(3, '.');
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    let patch = it.next()?;
+    let patch = patch.split(['-', '.']).next()?.parse().ok()?;
+    Some((major, minor, patch))
+}
+
+/// True if a model serving `have` can emulate a trace requiring `want`: same major,
+/// requested minor not newer (patch ignored).
+pub fn version_compatible(want: &str, have: &str) -> Option<bool> {
+    let w = parse_version(want)?;
+    let h = parse_version(have)?;
+    Some(w.0 == h.0 && w.1 <= h.1)
+}
+
+impl ThreadMeta {
+    /// Reads the thread keys of one stream and checks them (mandatory keys, types,
+    /// `finished == 1`, `part == "thread"`).
+    pub fn from_json(stream: &str, meta: &Value) -> Result<Self> {
+        let ovni = meta
+            .get("ovni")
+            .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey("ovni")))?
+            .as_object()
+            .ok_or_else(|| bad(stream, "ovni", "an object"))?;
+        let part = string(get(ovni, stream, "ovni.part")?, stream, "ovni.part")?;
+        if part != "thread" {
+            return Err(Error::meta(stream, MetaProblem::UnknownPart(part)));
+        }
+        let tid = int(get(ovni, stream, "ovni.tid")?, stream, "ovni.tid")?;
+        let pid = int(get(ovni, stream, "ovni.pid")?, stream, "ovni.pid")?;
+        if tid == 0 {
+            return Err(bad(stream, "ovni.tid", "non-zero"));
+        }
+        if pid == 0 {
+            return Err(bad(stream, "ovni.pid", "non-zero"));
+        }
+        let loom = string(get(ovni, stream, "ovni.loom")?, stream, "ovni.loom")?;
+        if loom.contains('/') {
+            return Err(Error::meta(stream, MetaProblem::LoomHasSlash));
+        }
+        let app_id = match ovni.get("app_id") {
+            None => None,
+            Some(v) => {
+                let a = int(v, stream, "ovni.app_id")?;
+                if a <= 0 {
+                    return Err(bad(stream, "ovni.app_id", "greater than 0"));
+                }
+                Some(a)
+            }
+        };
+        let rank = match ovni.get("rank") {
+            None => None,
+            Some(r) => {
+                let rank = int(r, stream, "ovni.rank")?;
+                let nranks = int(get(ovni, stream, "ovni.nranks")?, stream, "ovni.nranks")?;
+                if rank < 0 || rank >= nranks {
+                    return Err(Error::meta(
+                        stream,
+                        MetaProblem::RankOutOfRange { rank, nranks },
+                    ));
+                }
+                Some((rank, nranks))
+            }
+        };
+        let cpus = match ovni.get("loom_cpus") {
+            None => None,
+            Some(v) => Some(parse_cpus(v, stream)?),
+        };
+        let require = get(ovni, stream, "ovni.require")?
+            .as_object()
+            .ok_or_else(|| bad(stream, "ovni.require", "an object"))?
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), string(v, stream, "ovni.require")?)))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let marks = match ovni.get("mark") {
+            None => BTreeMap::new(),
+            Some(v) => parse_marks(v, stream)?,
+        };
+        let lib = get(ovni, stream, "ovni.lib")?
+            .as_object()
+            .ok_or_else(|| bad(stream, "ovni.lib", "an object"))?;
+        let lib_version = string(get(lib, stream, "ovni.lib.version")?, stream, "ovni.lib.version")?;
+        let lib_commit = string(get(lib, stream, "ovni.lib.commit")?, stream, "ovni.lib.commit")?;
+        match ovni.get("finished").and_then(Value::as_f64) {
+            Some(1.0) => {}
+            _ => return Err(Error::meta(stream, MetaProblem::NotFinished)),
+        }
+        Ok(Self {
+            stream: stream.to_string(),
+            tid,
+            pid,
+            loom,
+            app_id,
+            rank,
+            cpus,
+            require,
+            marks,
+            lib_version,
+            lib_commit,
+        })
+    }
+}
+
+fn parse_cpus(v: &Value, stream: &str) -> Result<Vec<(i64, i64)>> {
+    let arr = v
+        .as_array()
+        .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array"))?;
+    if arr.is_empty() {
+        return Err(Error::meta(stream, MetaProblem::EmptyCpus));
+    }
+    arr.iter()
+        .map(|c| {
+            let o = c
+                .as_object()
+                .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array of objects"))?;
+            let index = int(get(o, stream, "ovni.loom_cpus.index")?, stream, "ovni.loom_cpus.index")?;
+            let phyid = int(get(o, stream, "ovni.loom_cpus.phyid")?, stream, "ovni.loom_cpus.phyid")?;
+            if index < 0 {
+                return Err(Error::meta(stream, MetaProblem::CpuIndexNegative(index)));
+            }
+            if phyid < 0 {
+                return Err(Error::meta(stream, MetaProblem::CpuPhyidNegative(phyid)));
+            }
+            Ok((index, phyid))
+        })
+        .collect()
+}
+
+fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad(stream, "ovni.mark", "an object"))?;
+    let mut out = BTreeMap::new();
+    for (k, m) in obj {
+        let ty: i64 = k
+            .parse()
+            .map_err(|_| bad(stream, "ovni.mark", "keyed by integer types"))?;
+        let m = m
+            .as_object()
+            .ok_or_else(|| bad(stream, "ovni.mark", "an object of objects"))?;
+        let title = string(get(m, stream, "ovni.mark.title")?, stream, "ovni.mark.title")?;
+        let chan_type = string(
+            get(m, stream, "ovni.mark.chan_type")?,
+            stream,
+            "ovni.mark.chan_type",
+        )?;
+        if chan_type != "single" && chan_type != "stack" {
+            return Err(bad(stream, "ovni.mark.chan_type", "\"single\" or \"stack\""));
+        }
+        let mut labels = BTreeMap::new();
+        if let Some(l) = m.get("labels") {
+            let l = l
+                .as_object()
+                .ok_or_else(|| bad(stream, "ovni.mark.labels", "an object"))?;
+            for (val, label) in l {
+                let val: i64 = val
+                    .parse()
+                    .map_err(|_| bad(stream, "ovni.mark.labels", "keyed by integer values"))?;
+                labels.insert(val, string(label, stream, "ovni.mark.labels")?);
+            }
+        }
+        out.insert(
+            ty,
+            MarkType {
+                title,
+                chan_type,
+                labels,
+            },
+        );
+    }
+    Ok(out)
+}
+
+fn merge_marks(into: &mut BTreeMap<i64, MarkType>, from: &ThreadMeta) -> Result<()> {
+    for (&ty, m) in &from.marks {
+        let Some(have) = into.get_mut(&ty) else {
+            into.insert(ty, m.clone());
+            continue;
+        };
+        if have.title != m.title || have.chan_type != m.chan_type {
+            return Err(Error::meta(&from.stream, MetaProblem::MarkTypeMismatch(ty)));
+        }
+        for (&value, label) in &m.labels {
+            match have.labels.get(&value) {
+                Some(l) if l != label => {
+                    return Err(Error::meta(
+                        &from.stream,
+                        MetaProblem::MarkLabelMismatch { mark: ty, value },
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    have.labels.insert(value, label.clone());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl System {
+    /// Builds the system from every stream of `trace`, checking each stream's keys and the
+    /// merge rules; required model versions are checked against `table`.
+    pub fn load(trace: &Trace, table: &EventTable) -> Result<Self> {
+        let threads = trace
+            .streams()
+            .iter()
+            .map(|s| ThreadMeta::from_json(&s.name(), s.meta()))
+            .collect::<Result<Vec<_>>>()?;
+        Self::from_threads(threads, table)
+    }
+
+    /// Merges already parsed thread metadata.
+    pub fn from_threads(threads: Vec<ThreadMeta>, table: &EventTable) -> Result<Self> {
+        let mut looms: BTreeMap<String, (Vec<Cpu>, BTreeMap<i64, Process>)> = BTreeMap::new();
+        let mut marks = BTreeMap::new();
+        let mut require: BTreeMap<String, String> = BTreeMap::new();
+        for t in &threads {
+            let (cpus, procs) = looms.entry(t.loom.clone()).or_default();
+            for &(index, phyid) in t.cpus.iter().flatten() {
+                match cpus.iter().find(|c| c.phyid == phyid) {
+                    Some(c) if c.index != index => {
+                        return Err(Error::meta(
+                            &t.stream,
+                            MetaProblem::CpuIndexMismatch {
+                                phyid,
+                                index: c.index,
+                                other: index,
+                            },
+                        ))
+                    }
+                    Some(_) => {}
+                    None => cpus.push(Cpu { index, phyid }),
+                }
+            }
+            let p = procs.entry(t.pid).or_insert_with(|| Process {
+                pid: t.pid,
+                app_id: t.app_id,
+                rank: t.rank,
+                threads: Vec::new(),
+            });
+            match (p.app_id, t.app_id) {
+                (Some(a), Some(b)) if a != b => {
+                    return Err(Error::meta(
+                        &t.stream,
+                        MetaProblem::AppIdMismatch { prev: a, other: b },
+                    ))
+                }
+                (None, Some(b)) => p.app_id = Some(b),
+                _ => {}
+            }
+            match (p.rank, t.rank) {
+                (Some(a), Some(b)) if a != b => {
+                    return Err(Error::meta(
+                        &t.stream,
+                        MetaProblem::RankMismatch { prev: a, other: b },
+                    ))
+                }
+                (None, Some(b)) => p.rank = Some(b),
+                _ => {}
+            }
+            if p.threads.contains(&t.tid) {
+                return Err(Error::meta(&t.stream, MetaProblem::DuplicateThread(t.tid)));
+            }
+            p.threads.push(t.tid);
+            merge_marks(&mut marks, t)?;
+            for (model, want) in &t.require {
+                if parse_version(want).is_none() {
+                    return Err(Error::meta(
+                        &t.stream,
+                        MetaProblem::BadVersionString(want.clone()),
+                    ));
+                }
+                if let Some(m) = table.model_by_name(model) {
+                    if version_compatible(want, &m.version) != Some(true) {
+                        return Err(Error::meta(
+                            &t.stream,
+                            MetaProblem::UnsupportedModelVersion {
+                                model: model.clone(),
+                                want: want.clone(),
+                                have: m.version.clone(),
+                            },
+                        ));
+                    }
+                }
+                let e = require.entry(model.clone()).or_insert_with(|| want.clone());
+                if parse_version(want) > parse_version(e) {
+                    *e = want.clone();
+                }
+            }
+        }
+        let looms = looms
+            .into_iter()
+            .map(|(name, (mut cpus, procs))| finish_loom(name, &mut cpus, procs))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self {
+            looms,
+            threads,
+            marks,
+            require,
+        })
+    }
+}
+
+fn finish_loom(name: String, cpus: &mut Vec<Cpu>, procs: BTreeMap<i64, Process>) -> Result<Loom> {
+    if cpus.is_empty() {
+        return Err(Error::meta(&name, MetaProblem::LoomWithoutCpus));
+    }
+    let n = cpus.len();
+    let mut taken = vec![false; n];
+    for c in cpus.iter() {
+        let slot = usize::try_from(c.index)
+            .ok()
+            .and_then(|i| taken.get_mut(i))
+            .ok_or_else(|| {
+                Error::meta(
+                    &name,
+                    MetaProblem::CpuIndexOutOfBounds {
+                        index: c.index,
+                        ncpus: n,
+                    },
+                )
+            })?;
+        if *slot {
+            return Err(Error::meta(&name, MetaProblem::CpuIndexTaken(c.index)));
+        }
+        *slot = true;
+    }
+    cpus.sort_by_key(|c| c.phyid);
+    let mut processes: Vec<Process> = procs.into_values().collect();
+    if processes.iter().any(|p| p.rank.is_some()) {
+        if let Some(p) = processes.iter().find(|p| p.rank.is_none()) {
+            return Err(Error::meta(&name, MetaProblem::ProcessWithoutRank(p.pid)));
+        }
+    }
+    for p in &mut processes {
+        p.threads.sort_unstable();
+    }
+    Ok(Loom {
+        name,
+        cpus: std::mem::take(cpus),
+        processes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn thread(tid: i64, cpus: Value) -> Value {
+        json!({"version": 3, "ovni": {"lib": {"version": "1.14.0", "commit": "x"},
+            "part": "thread", "tid": tid, "pid": 1, "loom": "n0", "app_id": 1,
+            "require": {"ovni": "1.1.0"}, "loom_cpus": cpus, "finished": 1}})
+    }
+
+    fn load(metas: &[Value]) -> Result<System> {
+        let t = metas
+            .iter()
+            .enumerate()
+            .map(|(i, m)| ThreadMeta::from_json(&format!("s{i}"), m))
+            .collect::<Result<Vec<_>>>()?;
+        System::from_threads(t, EventTable::builtin())
+    }
+
+    #[test]
+    fn cpus_merge_by_phyid() {
+        let a = thread(1, json!([{"index": 0, "phyid": 4}]));
+        let b = thread(2, json!([{"index": 1, "phyid": 6}, {"index": 0, "phyid": 4}]));
+        let s = load(&[a.clone(), b]).unwrap();
+        assert_eq!(s.looms[0].cpus.len(), 2);
+        assert_eq!(s.looms[0].processes[0].threads, vec![1, 2]);
+        let c = thread(3, json!([{"index": 1, "phyid": 4}]));
+        assert!(matches!(
+            load(&[a.clone(), c]),
+            Err(Error::Metadata { problem: MetaProblem::CpuIndexMismatch { .. }, .. })
+        ));
+        let d = thread(3, json!([{"index": 5, "phyid": 7}]));
+        assert!(matches!(
+            load(&[a.clone(), d]),
+            Err(Error::Metadata { problem: MetaProblem::CpuIndexOutOfBounds { .. }, .. })
+        ));
+        assert!(matches!(
+            load(&[a.clone(), a]),
+            Err(Error::Metadata { problem: MetaProblem::DuplicateThread(1), .. })
+        ));
+    }
+
+    #[test]
+    fn thread_keys_are_checked() {
+        let mut m = thread(1, json!([{"index": 0, "phyid": 0}]));
+        m["ovni"]["finished"] = json!(0);
+        assert!(matches!(
+            load(&[m.clone()]),
+            Err(Error::Metadata { problem: MetaProblem::NotFinished, .. })
+        ));
+        m["ovni"]["finished"] = json!(1);
+        m["ovni"]["require"]["ovni"] = json!("2.0.0");
+        assert!(matches!(
+            load(&[m.clone()]),
+            Err(Error::Metadata { problem: MetaProblem::UnsupportedModelVersion { .. }, .. })
+        ));
+        let mut m = thread(1, json!([{"index": 0, "phyid": 0}]));
+        m["ovni"].as_object_mut().unwrap().remove("loom_cpus");
+        assert!(matches!(
+            load(&[m]),
+            Err(Error::Metadata { problem: MetaProblem::LoomWithoutCpus, .. })
+        ));
+    }
+
+    #[test]
+    fn versions() {
+        assert_eq!(version_compatible("1.0.9", "1.1.0"), Some(true));
+        assert_eq!(version_compatible("1.2.0", "1.1.0"), Some(false));
+        assert_eq!(version_compatible("2.0.0", "1.1.0"), Some(false));
+        assert_eq!(version_compatible("1.x", "1.1.0"), None);
+    }
+}

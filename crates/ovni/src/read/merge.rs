@@ -1,0 +1,132 @@
+//! K-way merge of streams by clock.
+//!
+//! Order: by clock read as a signed 64-bit value (as the C readers do), ties between streams
+//! broken by stream index (relpath order), events of one stream in file order. A stream is
+//! stepped only after its previous event was returned, so an error in a stream is reported
+//! right after the last good event that precedes it in merged order, as the C tools do.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::error::Result;
+use crate::raw::Event;
+use crate::read::stream::{EventIter, Stream};
+
+/// An event in merged order.
+#[derive(Debug, Clone, Copy)]
+pub struct Merged<'a> {
+    /// Index of the stream in the slice given to [`Merger::new`].
+    pub stream: usize,
+    /// Byte offset of the event in its `stream.obs`.
+    pub offset: u64,
+    /// The event.
+    pub event: Event<'a>,
+    /// Clock of the previous merged event when this one is lower (a backwards jump).
+    pub backwards_from: Option<i64>,
+}
+
+type Key = Reverse<(i64, usize)>;
+
+/// Iterator over all events of a set of streams in merged order.
+#[derive(Debug)]
+pub struct Merger<'a> {
+    iters: Vec<EventIter<'a>>,
+    heads: Vec<Option<(u64, Event<'a>)>>,
+    heap: BinaryHeap<Key>,
+    /// Stream whose head was returned last and must be stepped before the next pick.
+    current: Option<usize>,
+    started: bool,
+    last_clock: Option<i64>,
+    failed: bool,
+}
+
+impl<'a> Merger<'a> {
+    /// Merges `streams`.
+    pub fn new(streams: &'a [Stream]) -> Self {
+        Self {
+            iters: streams.iter().map(Stream::events).collect(),
+            heads: vec![None; streams.len()],
+            heap: BinaryHeap::with_capacity(streams.len()),
+            current: None,
+            started: false,
+            last_clock: None,
+            failed: false,
+        }
+    }
+
+    fn step(&mut self, s: usize) -> Result<Option<i64>> {
+        let Some(it) = self.iters.get_mut(s) else {
+            return Ok(None);
+        };
+        match it.next() {
+            None => Ok(None),
+            Some(Err(e)) => Err(e),
+            Some(Ok((off, ev))) => {
+                let clock = ev.signed_clock();
+                if let Some(h) = self.heads.get_mut(s) {
+                    *h = Some((off, ev));
+                }
+                Ok(Some(clock))
+            }
+        }
+    }
+
+    fn pick(&mut self) -> Result<Option<usize>> {
+        if !self.started {
+            self.started = true;
+            for s in 0..self.iters.len() {
+                if let Some(clock) = self.step(s)? {
+                    self.heap.push(Reverse((clock, s)));
+                }
+            }
+            return Ok(self.heap.peek().map(|Reverse((_, s))| *s));
+        }
+        let Some(cur) = self.current else {
+            return Ok(None);
+        };
+        // The current stream is still at the top of the heap; replace its key in place.
+        match self.step(cur)? {
+            Some(clock) => {
+                if let Some(mut top) = self.heap.peek_mut() {
+                    *top = Reverse((clock, cur));
+                }
+            }
+            None => {
+                self.heap.pop();
+            }
+        }
+        Ok(self.heap.peek().map(|Reverse((_, s))| *s))
+    }
+}
+
+impl<'a> Iterator for Merger<'a> {
+    type Item = Result<Merged<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let s = match self.pick() {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                self.current = None;
+                return None;
+            }
+            Err(e) => {
+                self.failed = true;
+                return Some(Err(e));
+            }
+        };
+        self.current = Some(s);
+        let (offset, event) = self.heads.get(s).copied().flatten()?;
+        let clock = event.signed_clock();
+        let backwards_from = self.last_clock.filter(|&last| clock < last);
+        self.last_clock = Some(clock);
+        Some(Ok(Merged {
+            stream: s,
+            offset,
+            event,
+            backwards_from,
+        }))
+    }
+}

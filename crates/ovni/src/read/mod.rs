@@ -1,0 +1,9 @@
+//! Reading traces: memory-mapped streams, the trace walker and the merge by clock.
+
+mod merge;
+mod stream;
+mod trace;
+
+pub use merge::{Merged, Merger};
+pub use stream::{EventIter, Stream};
+pub use trace::{find_streams, StreamDir, Trace};

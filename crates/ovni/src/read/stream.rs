@@ -1,0 +1,279 @@
+//! One stream: its `stream.json` and its memory-mapped `stream.obs`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::error::{Error, MetaProblem, Result, StreamProblem};
+use crate::raw::{self, Event, STREAM_HEADER_SIZE};
+
+/// The bytes of a `stream.obs`: a read-only mapping, or owned bytes (tests, tools).
+#[derive(Debug)]
+enum Bytes {
+    Map(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Map(m) => m,
+            Self::Owned(v) => v,
+        }
+    }
+}
+
+/// A loaded stream: metadata and the event bytes, header already validated.
+#[derive(Debug)]
+pub struct Stream {
+    relpath: Vec<u8>,
+    obs_path: PathBuf,
+    meta: Value,
+    bytes: Bytes,
+}
+
+impl Stream {
+    /// Loads the stream in directory `dir`; `relpath` is its name in the trace.
+    ///
+    /// Loads `stream.json` first (version must be 3) then maps `stream.obs` and checks its
+    /// header, in the order of the C tools.
+    pub fn load(dir: &Path, relpath: Vec<u8>) -> Result<Self> {
+        let json_path = dir.join("stream.json");
+        let meta = load_json(&json_path, &relpath)?;
+        let obs_path = dir.join("stream.obs");
+        let file = File::open(&obs_path).map_err(|e| Error::io(&obs_path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(&obs_path, e))?
+            .len();
+        let bytes = if len == 0 {
+            Bytes::Owned(Vec::new())
+        } else {
+            map_file(&file).map_err(|e| Error::io(&obs_path, e))?
+        };
+        Self::with_bytes(relpath, obs_path, meta, bytes)
+    }
+
+    /// Builds a stream from bytes already in memory.
+    pub fn from_bytes(
+        relpath: impl Into<Vec<u8>>,
+        obs_path: impl Into<PathBuf>,
+        meta: Value,
+        bytes: Vec<u8>,
+    ) -> Result<Self> {
+        Self::with_bytes(relpath.into(), obs_path.into(), meta, Bytes::Owned(bytes))
+    }
+
+    fn with_bytes(relpath: Vec<u8>, obs_path: PathBuf, meta: Value, bytes: Bytes) -> Result<Self> {
+        raw::check_stream_header(bytes.as_slice()).map_err(|problem| Error::Stream {
+            path: obs_path.clone(),
+            offset: 0,
+            problem,
+        })?;
+        Ok(Self {
+            relpath,
+            obs_path,
+            meta,
+            bytes,
+        })
+    }
+
+    /// Path of the stream directory relative to the trace directory (may be empty).
+    pub fn relpath(&self) -> &[u8] {
+        &self.relpath
+    }
+
+    /// The relpath as text (lossy).
+    pub fn name(&self) -> String {
+        String::from_utf8_lossy(&self.relpath).into_owned()
+    }
+
+    /// Path of `stream.obs`.
+    pub fn obs_path(&self) -> &Path {
+        &self.obs_path
+    }
+
+    /// Parsed `stream.json`.
+    pub fn meta(&self) -> &Value {
+        &self.meta
+    }
+
+    /// Whole file bytes, header included.
+    pub fn bytes(&self) -> &[u8] {
+        self.bytes.as_slice()
+    }
+
+    /// True if the stream holds only its header.
+    pub fn is_empty(&self) -> bool {
+        self.bytes().len() <= STREAM_HEADER_SIZE
+    }
+
+    /// Iterates over the events in file order.
+    pub fn events(&self) -> EventIter<'_> {
+        EventIter {
+            data: self.bytes(),
+            pos: STREAM_HEADER_SIZE,
+            path: &self.obs_path,
+        }
+    }
+
+    pub(crate) fn error(&self, offset: u64, problem: StreamProblem) -> Error {
+        Error::Stream {
+            path: self.obs_path.clone(),
+            offset,
+            problem,
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+fn map_file(file: &File) -> std::io::Result<Bytes> {
+    // SAFETY: the mapping is read-only and private to this process. A trace is not modified
+    // while it is read (the same assumption as the C tools); if another process truncates the
+    // file anyway, accesses past the new end fault with SIGBUS, they cannot read other memory.
+    let map = unsafe { memmap2::Mmap::map(file)? };
+    Ok(Bytes::Map(map))
+}
+
+/// Reads `stream.json`, strips comments (the C tools tolerate them) and checks `version`.
+fn load_json(path: &Path, relpath: &[u8]) -> Result<Value> {
+    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = strip_json_comments(&text);
+    let meta: Value = serde_json::from_slice(&text).map_err(|source| Error::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let name = String::from_utf8_lossy(relpath);
+    let version = meta
+        .get("version")
+        .ok_or_else(|| Error::meta(name.as_ref(), MetaProblem::MissingKey("version")))?;
+    let v = version.as_f64().ok_or_else(|| {
+        Error::meta(
+            name.as_ref(),
+            MetaProblem::BadValue {
+                key: "version",
+                expected: "a number",
+            },
+        )
+    })?;
+    // Only the integer part is compared, like the C tools.
+    let v = v.trunc();
+    if v != 3.0 {
+        let shown = if v.abs() < 9.0e18 { v as i64 } else { i64::MAX };
+        return Err(Error::meta(
+            name.as_ref(),
+            MetaProblem::VersionMismatch(shown),
+        ));
+    }
+    Ok(meta)
+}
+
+/// Replaces `//` and `/* */` comments outside strings by spaces.
+fn strip_json_comments(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut it = text.iter().copied().peekable();
+    let mut in_str = false;
+    while let Some(b) = it.next() {
+        if in_str {
+            out.push(b);
+            if b == b'\\' {
+                if let Some(n) = it.next() {
+                    out.push(n);
+                }
+            } else if b == b'"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match (b, it.peek()) {
+            (b'"', _) => {
+                in_str = true;
+                out.push(b);
+            }
+            (b'/', Some(b'/')) => {
+                for c in it.by_ref() {
+                    if c == b'\n' {
+                        out.push(b'\n');
+                        break;
+                    }
+                }
+            }
+            (b'/', Some(b'*')) => {
+                it.next();
+                let mut prev = 0u8;
+                for c in it.by_ref() {
+                    if prev == b'*' && c == b'/' {
+                        break;
+                    }
+                    if c == b'\n' {
+                        out.push(b'\n');
+                    }
+                    prev = c;
+                }
+                out.push(b' ');
+            }
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+/// Iterator over the events of one stream, yielding `(offset, event)`.
+///
+/// After an error it yields nothing more.
+#[derive(Debug, Clone)]
+pub struct EventIter<'a> {
+    data: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+}
+
+impl<'a> EventIter<'a> {
+    /// Offset of the next event.
+    pub fn offset(&self) -> u64 {
+        self.pos as u64
+    }
+}
+
+impl<'a> Iterator for EventIter<'a> {
+    type Item = Result<(u64, Event<'a>)>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.data.get(self.pos..)?;
+        if rest.is_empty() {
+            return None;
+        }
+        let off = self.pos as u64;
+        match raw::decode_event(rest) {
+            Ok((ev, n)) => {
+                self.pos += n;
+                Some(Ok((off, ev)))
+            }
+            Err(problem) => {
+                self.pos = self.data.len();
+                Some(Err(Error::Stream {
+                    path: self.path.to_path_buf(),
+                    offset: off,
+                    problem,
+                }))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_are_stripped_outside_strings() {
+        let t = br#"{ // c
+  "a": "x//y", /* z */ "b": "q\"/*"
+}"#;
+        let v: Value = serde_json::from_slice(&strip_json_comments(t)).unwrap();
+        assert_eq!(v["a"], "x//y");
+        assert_eq!(v["b"], "q\"/*");
+    }
+}
