@@ -1,1 +1,300 @@
-fn main() {}
+//! `fti`: inspect, verify, extract and compare FTI-FF checkpoint files.
+//!
+//! Glue only: parsing, checking and rendering live in the `ftiff` crate.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context as _, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use ftiff::diff::Change;
+use ftiff::{view, Checkpoint, MappedFile, RsedFile};
+
+/// Inspect and check FTI-FF checkpoint files (FTI 1.1's `ckpt_io = 3` format).
+///
+/// Works on any level's files: `Ckpt<id>-Rank<r>.fti` (L1, L2, L3, L4), the L2 partner copies
+/// `Ckpt<id>-Pcof<r>.fti` and the L3 Reed-Solomon files `Ckpt<id>-RSed<r>.fti`, whose 96-byte
+/// file block is a trailer after the code (recognised by the name, or with `--kind rsed`).
+///
+/// Examples:
+///   fti inspect Ckpt3-Rank0.fti                 readable view of every record
+///   fti inspect --format doc Ckpt3-Rank0.fti    the layout of the FTI-FF design document
+///   fti verify l1/*.fti                         exit 0 when all files are intact
+///   fti extract Ckpt3-Rank0.fti --id 2 -o v2.bin
+///   fti diff Ckpt2-Rank0.fti Ckpt3-Rank0.fti    what changed per variable
+#[derive(Parser)]
+#[command(name = "fti", version, verbatim_doc_comment)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the structure of a file: file block, blocks, containers, hashes.
+    ///
+    /// `text` (default) shows every record with its file offset, then the variables and notes
+    /// on unusual bytes (e.g. the uninitialised VMD padding FTI 1.1 writes). `doc` prints the
+    /// layout of the FTI-FF design document (no file block, offsets or hashes). `json` is for
+    /// scripts: {"fb": {...}, "blocks": [{"offset", "numvars", "dbsize", "vars": [...]}]}.
+    /// Inspect checks the structure, not the hashes: use `verify` for that.
+    Inspect {
+        /// The checkpoint file.
+        file: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// How to read the file; `auto` treats `Ckpt<id>-RSed<r>.fti` names as RSed files.
+        #[arg(long, value_enum, default_value_t = Kind::Auto)]
+        kind: Kind,
+    },
+    /// Check structure, every hash (file checksum, file block self-hash, every chunk's MD5),
+    /// the zero fill of containers, and that nothing follows the file's end.
+    ///
+    /// Prints one line per problem, naming the file, the byte offset and what is wrong, and
+    /// `<file>: ok` for intact files. Exits 0 when every file is intact, 1 otherwise.
+    /// FB bytes 49..55 (struct padding) are covered by no hash and cannot be checked.
+    Verify {
+        /// Checkpoint files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// How to read the files; `auto` treats `Ckpt<id>-RSed<r>.fti` names as RSed files.
+        #[arg(long, value_enum, default_value_t = Kind::Auto)]
+        kind: Kind,
+        /// Print only problems.
+        #[arg(short, long)]
+        quiet: bool,
+    },
+    /// Write the current bytes of a variable (all its chunks, reassembled in order).
+    ///
+    /// Each chunk's MD5 is checked while copying; a mismatch is an error.
+    Extract {
+        /// The checkpoint file.
+        file: PathBuf,
+        /// Id of the variable (the id given to FTI_Protect).
+        #[arg(long, required_unless_present = "all", requires = "output")]
+        id: Option<i32>,
+        /// Output file for `--id`.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// Write every variable as DIR/var-<id>.bin instead.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["id", "output"])]
+        all: Option<PathBuf>,
+    },
+    /// Compare two checkpoints variable by variable: unchanged, changed (which chunks),
+    /// resized, added or removed.
+    Diff {
+        /// The older checkpoint.
+        a: PathBuf,
+        /// The newer checkpoint.
+        b: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Doc,
+    Json,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Kind {
+    Auto,
+    Ckpt,
+    Rsed,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("fti: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|e| e.downcast_ref::<std::io::Error>())
+        .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Inspect { file, format, kind } => inspect(&file, format, kind),
+        Command::Verify { files, kind, quiet } => verify(&files, kind, quiet),
+        Command::Extract {
+            file,
+            id,
+            output,
+            all,
+        } => extract(&file, id, output.as_deref(), all.as_deref()),
+        Command::Diff { a, b } => diff(&a, &b),
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn is_rsed(path: &Path, kind: Kind) -> bool {
+    match kind {
+        Kind::Auto => ftiff::is_rsed_name(&file_name(path)),
+        Kind::Ckpt => false,
+        Kind::Rsed => true,
+    }
+}
+
+fn open(path: &Path) -> Result<(Checkpoint, MappedFile)> {
+    Ok(Checkpoint::open(path)?)
+}
+
+fn inspect(path: &Path, format: Format, kind: Kind) -> Result<ExitCode> {
+    let map = MappedFile::open(path)?;
+    let bytes = map.bytes();
+    let out = if is_rsed(path, kind) {
+        let rsed = RsedFile::parse(bytes).map_err(|e| e.with_path(path))?;
+        match format {
+            Format::Text => view::rsed_text(&file_name(path), bytes, &rsed),
+            Format::Doc => bail!(
+                "{}: an RSed file holds Reed-Solomon code, not blocks; use --format text or json",
+                path.display()
+            ),
+            Format::Json => format!("{:#}\n", view::rsed_json(&rsed)),
+        }
+    } else {
+        let ckpt = Checkpoint::parse(bytes).map_err(|e| e.with_path(path))?;
+        match format {
+            Format::Text => view::text(&file_name(path), bytes.len() as u64, &ckpt),
+            Format::Doc => view::doc_format(&ckpt.layout()),
+            Format::Json => format!("{:#}\n", view::json(&ckpt)),
+        }
+    };
+    std::io::stdout().lock().write_all(out.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Files at least this large get a progress bar while their hashes are checked.
+const PROGRESS_THRESHOLD: u64 = 256 << 20;
+
+fn verify(files: &[PathBuf], kind: Kind, quiet: bool) -> Result<ExitCode> {
+    let mut stdout = std::io::stdout().lock();
+    let mut intact = true;
+    for path in files {
+        let problems = verify_one(path, kind);
+        if problems.is_empty() {
+            if !quiet {
+                writeln!(stdout, "{}: ok", path.display())?;
+            }
+        } else {
+            intact = false;
+            for p in problems {
+                writeln!(stdout, "{p}")?;
+            }
+        }
+    }
+    Ok(if intact {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Every problem of one file, each naming the file.
+fn verify_one(path: &Path, kind: Kind) -> Vec<ftiff::Error> {
+    let map = match MappedFile::open(path) {
+        Ok(map) => map,
+        Err(e) => return vec![e],
+    };
+    let bytes = map.bytes();
+    let bar = progress_bar(path, bytes.len() as u64);
+    let progress = |done: u64| bar.set_position(done);
+    let problems = if is_rsed(path, kind) {
+        match RsedFile::parse(bytes) {
+            Ok(rsed) => rsed.verify(bytes, &progress),
+            Err(e) => vec![e],
+        }
+    } else {
+        match Checkpoint::parse(bytes) {
+            Ok(ckpt) => ckpt.verify(bytes, &progress),
+            Err(e) => vec![e],
+        }
+    };
+    bar.finish_and_clear();
+    problems.into_iter().map(|e| e.with_path(path)).collect()
+}
+
+fn progress_bar(path: &Path, len: u64) -> indicatif::ProgressBar {
+    if len < PROGRESS_THRESHOLD {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    let style = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    )
+    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(format!("verifying {}", file_name(path)));
+    bar
+}
+
+fn extract(
+    path: &Path,
+    id: Option<i32>,
+    output: Option<&Path>,
+    all: Option<&Path>,
+) -> Result<ExitCode> {
+    let (ckpt, map) = open(path)?;
+    let write = |id: i32, out: &Path| -> Result<()> {
+        let data = ckpt
+            .read_var(map.bytes(), id)
+            .map_err(|e| e.with_path(path))?;
+        std::fs::write(out, data).with_context(|| format!("writing {}", out.display()))
+    };
+    match (id, output, all) {
+        (Some(id), Some(out), None) => write(id, out)?,
+        (None, None, Some(dir)) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            for var in ckpt.vars() {
+                write(var.id, &dir.join(format!("var-{}.bin", var.id)))?;
+            }
+        }
+        _ => bail!("give --id N -o OUT, or --all DIR"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diff(a: &Path, b: &Path) -> Result<ExitCode> {
+    let (ca, ma) = open(a)?;
+    let (cb, mb) = open(b)?;
+    let changes = ftiff::diff::diff(&ca, ma.bytes(), &cb, mb.bytes())
+        .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
+    let mut stdout = std::io::stdout().lock();
+    for d in changes {
+        let line = match d.change {
+            Change::Unchanged { size } => format!("unchanged ({size} bytes)"),
+            Change::Changed { size, chunks } => {
+                let list: Vec<String> = chunks.iter().map(u32::to_string).collect();
+                format!(
+                    "changed ({size} bytes; containers {} differ)",
+                    list.join(", ")
+                )
+            }
+            Change::Resized { from, to } => format!("resized ({from} -> {to} bytes)"),
+            Change::Added { size } => format!("added ({size} bytes)"),
+            Change::Removed { size } => format!("removed ({size} bytes)"),
+        };
+        writeln!(stdout, "id {}: {line}", d.id)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -48,12 +48,20 @@ pub struct VarDiff {
 
 /// Compares variables by id: B's variables in protect order, then those only in A. Chunk
 /// hashes of both files are checked while reading.
-pub fn diff(a: &Checkpoint, a_bytes: &[u8], b: &Checkpoint, b_bytes: &[u8]) -> Result<Vec<VarDiff>> {
+pub fn diff(
+    a: &Checkpoint,
+    a_bytes: &[u8],
+    b: &Checkpoint,
+    b_bytes: &[u8],
+) -> Result<Vec<VarDiff>> {
     let mut out = Vec::new();
     for vb in b.vars() {
         let change = match a.vars().iter().find(|va| va.id == vb.id) {
             None => Change::Added { size: vb.size },
-            Some(va) if va.size != vb.size => Change::Resized { from: va.size, to: vb.size },
+            Some(va) if va.size != vb.size => Change::Resized {
+                from: va.size,
+                to: vb.size,
+            },
             Some(_) => {
                 let old = a.read_var(a_bytes, vb.id)?;
                 let new = b.read_var(b_bytes, vb.id)?;
@@ -70,7 +78,10 @@ pub fn diff(a: &Checkpoint, a_bytes: &[u8], b: &Checkpoint, b_bytes: &[u8]) -> R
                 if chunks.is_empty() {
                     Change::Unchanged { size: vb.size }
                 } else {
-                    Change::Changed { size: vb.size, chunks }
+                    Change::Changed {
+                        size: vb.size,
+                        chunks,
+                    }
                 }
             }
         };
@@ -78,7 +89,10 @@ pub fn diff(a: &Checkpoint, a_bytes: &[u8], b: &Checkpoint, b_bytes: &[u8]) -> R
     }
     for va in a.vars() {
         if b.vars().iter().all(|vb| vb.id != va.id) {
-            out.push(VarDiff { id: va.id, change: Change::Removed { size: va.size } });
+            out.push(VarDiff {
+                id: va.id,
+                change: Change::Removed { size: va.size },
+            });
         }
     }
     Ok(out)

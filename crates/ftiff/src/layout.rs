@@ -197,7 +197,11 @@ impl Layout {
             })
         };
         let meta = (bmd::SIZE as u64)
-            .checked_add((vmd::SIZE as u64).checked_mul(needs.len() as u64).ok_or_else(|| too_big(0))?)
+            .checked_add(
+                (vmd::SIZE as u64)
+                    .checked_mul(needs.len() as u64)
+                    .ok_or_else(|| too_big(0))?,
+            )
             .ok_or_else(|| too_big(0))?;
         let mut fptr = offset.checked_add(meta).ok_or_else(|| too_big(0))?;
         let mut chunks = Vec::with_capacity(needs.len());
@@ -216,7 +220,10 @@ impl Layout {
                 chunk_size: size,
                 container_size: size,
             });
-            fptr = fptr.checked_add(size).filter(|&e| e <= MAX_SIZE).ok_or_else(|| too_big(idx))?;
+            fptr = fptr
+                .checked_add(size)
+                .filter(|&e| e <= MAX_SIZE)
+                .ok_or_else(|| too_big(idx))?;
         }
         self.blocks.push(Block {
             offset: FileOffset(offset),
@@ -231,7 +238,9 @@ mod tests {
     use super::*;
 
     fn sizes(list: &[(i32, u64)]) -> Vec<VarSize> {
-        list.iter().map(|&(id, size)| VarSize { id, size }).collect()
+        list.iter()
+            .map(|&(id, size)| VarSize { id, size })
+            .collect()
     }
 
     #[test]

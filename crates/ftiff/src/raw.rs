@@ -323,6 +323,13 @@ mod tests {
         let bytes = [0u8; 11];
         let err = BlockMeta::parse(&mut Cursor::new(&bytes, 500)).unwrap_err();
         assert_eq!(err.offset(), Some(504));
-        assert!(matches!(err.kind(), ErrorKind::Truncated { len: 511, needed: 512, .. }));
+        assert!(matches!(
+            err.kind(),
+            ErrorKind::Truncated {
+                len: 511,
+                needed: 512,
+                ..
+            }
+        ));
     }
 }

@@ -258,7 +258,13 @@ impl Checkpoint {
 
     /// The variables as planner input, to continue this structure at the next checkpoint.
     pub fn var_sizes(&self) -> Vec<VarSize> {
-        self.vars.iter().map(|v| VarSize { id: v.id, size: v.size }).collect()
+        self.vars
+            .iter()
+            .map(|v| VarSize {
+                id: v.id,
+                size: v.size,
+            })
+            .collect()
     }
 
     /// The variable with user id `id`.
@@ -294,10 +300,8 @@ impl Checkpoint {
         }
         // `fs` was checked against the length by `parse`.
         let body = bytes.get(fb::SIZE..self.fs() as usize).unwrap_or_default();
-        let (checksum, mut chunk_problems) = rayon::join(
-            || checksum_of(body, progress),
-            || self.verify_chunks(bytes),
-        );
+        let (checksum, mut chunk_problems) =
+            rayon::join(|| checksum_of(body, progress), || self.verify_chunks(bytes));
         if hash::checksum_field(&checksum) != self.fb.checksum {
             problems.push(Error::at(
                 fb::CHECKSUM as u64,
@@ -330,7 +334,11 @@ impl Checkpoint {
                 let mut problems = Vec::new();
                 let c = &r.chunk;
                 let chunk = slice_at(bytes, c.fptr.0, c.chunk_size);
-                let fill = slice_at(bytes, c.fptr.0 + c.chunk_size, c.container_size - c.chunk_size);
+                let fill = slice_at(
+                    bytes,
+                    c.fptr.0 + c.chunk_size,
+                    c.container_size - c.chunk_size,
+                );
                 let computed = hash::md5(chunk);
                 if computed != r.hash {
                     problems.push(Error::at(
@@ -374,7 +382,10 @@ impl Checkpoint {
                 actual: out.len() as u64,
             }));
         }
-        for r in self.records().filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0) {
+        for r in self
+            .records()
+            .filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0)
+        {
             let c = &r.chunk;
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
             let computed = hash::md5(data);
@@ -393,7 +404,13 @@ impl Checkpoint {
             let target = usize::try_from(c.dptr.0)
                 .ok()
                 .and_then(|start| out.get_mut(start..start.checked_add(data.len())?))
-                .ok_or_else(|| Error::new(ErrorKind::SizeMismatch { id, expected: c.dptr.0 + c.chunk_size, actual: var.size }))?;
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::SizeMismatch {
+                        id,
+                        expected: c.dptr.0 + c.chunk_size,
+                        actual: var.size,
+                    })
+                })?;
             target.copy_from_slice(data);
         }
         Ok(())
@@ -441,18 +458,41 @@ fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Resu
     let bad = |off: usize, name: &'static str, value: i64, what: &'static str| {
         Error::malformed(field(off), Record::VarMeta, name, value, what)
     };
-    let idx = u32::try_from(raw.idx).map_err(|_| bad(vmd::IDX, "idx", raw.idx.into(), "negative value"))?;
-    let container_id = u32::try_from(raw.container_id)
-        .map_err(|_| bad(vmd::CONTAINER_ID, "containerid", raw.container_id.into(), "negative value"))?;
+    let idx = u32::try_from(raw.idx)
+        .map_err(|_| bad(vmd::IDX, "idx", raw.idx.into(), "negative value"))?;
+    let container_id = u32::try_from(raw.container_id).map_err(|_| {
+        bad(
+            vmd::CONTAINER_ID,
+            "containerid",
+            raw.container_id.into(),
+            "negative value",
+        )
+    })?;
     let has_content = match raw.has_content {
         0 => false,
         1 => true,
-        b => return Err(bad(vmd::HAS_CONTENT, "hascontent", b.into(), "a bool must be 0 or 1")),
+        b => {
+            return Err(bad(
+                vmd::HAS_CONTENT,
+                "hascontent",
+                b.into(),
+                "a bool must be 0 or 1",
+            ))
+        }
     };
     let dptr = positive(raw.dptr, field(vmd::DPTR), Record::VarMeta, "dptr")?;
-    let chunk_size = positive(raw.chunk_size, field(vmd::CHUNK_SIZE), Record::VarMeta, "chunksize")?;
-    let container_size =
-        positive(raw.container_size, field(vmd::CONTAINER_SIZE), Record::VarMeta, "containersize")?;
+    let chunk_size = positive(
+        raw.chunk_size,
+        field(vmd::CHUNK_SIZE),
+        Record::VarMeta,
+        "chunksize",
+    )?;
+    let container_size = positive(
+        raw.container_size,
+        field(vmd::CONTAINER_SIZE),
+        Record::VarMeta,
+        "containersize",
+    )?;
     if raw.fptr < 0 || raw.fptr as u64 != expected_fptr {
         return Err(bad(
             vmd::FPTR,
@@ -462,13 +502,28 @@ fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Resu
         ));
     }
     if container_size > block_end - expected_fptr {
-        return Err(bad(vmd::CONTAINER_SIZE, "containersize", raw.container_size, "container extends past the end of its block"));
+        return Err(bad(
+            vmd::CONTAINER_SIZE,
+            "containersize",
+            raw.container_size,
+            "container extends past the end of its block",
+        ));
     }
     if chunk_size > container_size {
-        return Err(bad(vmd::CHUNK_SIZE, "chunksize", raw.chunk_size, "larger than containersize"));
+        return Err(bad(
+            vmd::CHUNK_SIZE,
+            "chunksize",
+            raw.chunk_size,
+            "larger than containersize",
+        ));
     }
     if !has_content && chunk_size != 0 {
-        return Err(bad(vmd::CHUNK_SIZE, "chunksize", raw.chunk_size, "non-zero in a container without content"));
+        return Err(bad(
+            vmd::CHUNK_SIZE,
+            "chunksize",
+            raw.chunk_size,
+            "non-zero in a container without content",
+        ));
     }
     Ok(Chunk {
         id: raw.id,
@@ -496,7 +551,12 @@ fn track_var(
     let idx = c.idx as usize;
     if idx == states.len() {
         if let Some(_other) = idx_of_id.insert(c.id, c.idx) {
-            return Err(bad(vmd::ID, "id", c.id.into(), "the same id belongs to two variables"));
+            return Err(bad(
+                vmd::ID,
+                "id",
+                c.id.into(),
+                "the same id belongs to two variables",
+            ));
         }
         states.push(VarState {
             id: c.id,
@@ -507,19 +567,44 @@ fn track_var(
         });
     }
     let Some(s) = states.get_mut(idx) else {
-        return Err(bad(vmd::IDX, "idx", idx as i64, "skips a protect position (a new variable takes the next idx)"));
+        return Err(bad(
+            vmd::IDX,
+            "idx",
+            idx as i64,
+            "skips a protect position (a new variable takes the next idx)",
+        ));
     };
     if s.id != c.id {
-        return Err(bad(vmd::ID, "id", c.id.into(), "differs from the id of the earlier containers of this idx"));
+        return Err(bad(
+            vmd::ID,
+            "id",
+            c.id.into(),
+            "differs from the id of the earlier containers of this idx",
+        ));
     }
     if c.container_id != s.containers {
-        return Err(bad(vmd::CONTAINER_ID, "containerid", c.container_id.into(), "containers of a variable must be numbered 0, 1, 2, ... in file order"));
+        return Err(bad(
+            vmd::CONTAINER_ID,
+            "containerid",
+            c.container_id.into(),
+            "containers of a variable must be numbered 0, 1, 2, ... in file order",
+        ));
     }
     if c.dptr.0 != s.reserved {
-        return Err(bad(vmd::DPTR, "dptr", c.dptr.0 as i64, "differs from the sum of the variable's earlier containersizes"));
+        return Err(bad(
+            vmd::DPTR,
+            "dptr",
+            c.dptr.0 as i64,
+            "differs from the sum of the variable's earlier containersizes",
+        ));
     }
     if s.closed && c.chunk_size > 0 {
-        return Err(bad(vmd::CHUNK_SIZE, "chunksize", c.chunk_size as i64, "data after a partly filled container of the same variable"));
+        return Err(bad(
+            vmd::CHUNK_SIZE,
+            "chunksize",
+            c.chunk_size as i64,
+            "data after a partly filled container of the same variable",
+        ));
     }
     s.containers += 1;
     s.reserved += c.container_size;
@@ -540,7 +625,10 @@ impl MappedFile {
     /// Maps `path` read-only.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
-        let len = file.metadata().map_err(|e| Error::from(e).with_path(path))?.len();
+        let len = file
+            .metadata()
+            .map_err(|e| Error::from(e).with_path(path))?
+            .len();
         let map = if len == 0 {
             None
         } else {
@@ -549,7 +637,8 @@ impl MappedFile {
             // truncates the file while it is mapped, reads fault (SIGBUS); checkpoint files are
             // written once under a temporary name and renamed, never modified in place, so a
             // published file does not change under its readers.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(path))?;
+            let map =
+                unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(path))?;
             Some(map)
         };
         Ok(MappedFile {

@@ -22,27 +22,51 @@ impl RsedFile {
         let Some(trailer_offset) = len.checked_sub(fb::SIZE as u64) else {
             return Err(Error::at(
                 0,
-                ErrorKind::Truncated { len, needed: fb::SIZE as u64, what: "the 96-byte RSed trailer" },
+                ErrorKind::Truncated {
+                    len,
+                    needed: fb::SIZE as u64,
+                    what: "the 96-byte RSed trailer",
+                },
             ));
         };
         let trailer = bytes.get(trailer_offset as usize..).unwrap_or_default();
         let fb = FileBlock::parse(&mut Cursor::new(trailer, trailer_offset))?;
         let at = |off: usize| trailer_offset + off as u64;
         if fb.fs < 0 || fb.fs as u64 != trailer_offset {
-            return Err(Error::malformed(at(fb::FS), Record::FileBlock, "fs", fb.fs,
-                "an RSed trailer's fs must equal the length of the code before it"));
+            return Err(Error::malformed(
+                at(fb::FS),
+                Record::FileBlock,
+                "fs",
+                fb.fs,
+                "an RSed trailer's fs must equal the length of the code before it",
+            ));
         }
         if fb.max_fs != fb.fs {
-            return Err(Error::malformed(at(fb::MAX_FS), Record::FileBlock, "maxFs", fb.max_fs,
-                "an RSed trailer's maxFs must equal its fs"));
+            return Err(Error::malformed(
+                at(fb::MAX_FS),
+                Record::FileBlock,
+                "maxFs",
+                fb.max_fs,
+                "an RSed trailer's maxFs must equal its fs",
+            ));
         }
         if fb.ckpt_size < fb::SIZE as i64 || fb.ckpt_size > fb.max_fs {
-            return Err(Error::malformed(at(fb::CKPT_SIZE), Record::FileBlock, "ckptSize", fb.ckpt_size,
-                "an RSed trailer's ckptSize is the rank's file size: between 96 and maxFs"));
+            return Err(Error::malformed(
+                at(fb::CKPT_SIZE),
+                Record::FileBlock,
+                "ckptSize",
+                fb.ckpt_size,
+                "an RSed trailer's ckptSize is the rank's file size: between 96 and maxFs",
+            ));
         }
         if fb.pt_fs != -1 {
-            return Err(Error::malformed(at(fb::PT_FS), Record::FileBlock, "ptFs", fb.pt_fs,
-                "an RSed trailer's ptFs is -1"));
+            return Err(Error::malformed(
+                at(fb::PT_FS),
+                Record::FileBlock,
+                "ptFs",
+                fb.pt_fs,
+                "an RSed trailer's ptFs is -1",
+            ));
         }
         Ok(RsedFile { fb, trailer_offset })
     }
@@ -52,14 +76,19 @@ impl RsedFile {
         let mut problems = Vec::new();
         let my_hash = hash::my_hash(&self.fb);
         if my_hash != self.fb.my_hash {
-            problems.push(Error::at(self.trailer_offset + fb::MY_HASH as u64, ErrorKind::HashMismatch {
-                record: Record::FileBlock,
-                field: "myHash",
-                stored: hash::to_hex(&self.fb.my_hash),
-                computed: hash::to_hex(&my_hash),
-            }));
+            problems.push(Error::at(
+                self.trailer_offset + fb::MY_HASH as u64,
+                ErrorKind::HashMismatch {
+                    record: Record::FileBlock,
+                    field: "myHash",
+                    stored: hash::to_hex(&self.fb.my_hash),
+                    computed: hash::to_hex(&my_hash),
+                },
+            ));
         }
-        let code = bytes.get(..self.trailer_offset as usize).unwrap_or_default();
+        let code = bytes
+            .get(..self.trailer_offset as usize)
+            .unwrap_or_default();
         let mut md5 = Md5Stream::default();
         let mut done = 0u64;
         for piece in code.chunks(64 << 20) {
@@ -69,12 +98,15 @@ impl RsedFile {
         }
         let checksum = md5.finish();
         if hash::checksum_field(&checksum) != self.fb.checksum {
-            problems.push(Error::at(self.trailer_offset + fb::CHECKSUM as u64, ErrorKind::HashMismatch {
-                record: Record::FileBlock,
-                field: "checksum",
-                stored: self.fb.checksum_display(),
-                computed: hash::to_hex(&checksum),
-            }));
+            problems.push(Error::at(
+                self.trailer_offset + fb::CHECKSUM as u64,
+                ErrorKind::HashMismatch {
+                    record: Record::FileBlock,
+                    field: "checksum",
+                    stored: self.fb.checksum_display(),
+                    computed: hash::to_hex(&checksum),
+                },
+            ));
         }
         problems
     }
@@ -86,7 +118,10 @@ pub fn is_rsed_name(name: &str) -> bool {
         .and_then(|s| s.split_once("-RSed"))
         .and_then(|(id, rest)| Some((id, rest.strip_suffix(".fti")?)))
         .is_some_and(|(id, rank)| {
-            !id.is_empty() && !rank.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) && rank.bytes().all(|b| b.is_ascii_digit())
+            !id.is_empty()
+                && !rank.is_empty()
+                && id.bytes().all(|b| b.is_ascii_digit())
+                && rank.bytes().all(|b| b.is_ascii_digit())
         })
 }
 

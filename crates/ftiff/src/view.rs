@@ -20,7 +20,14 @@ pub fn doc_format(layout: &Layout) -> String {
     let mut out = String::from(BEGIN);
     out.push('\n');
     for (b, block) in layout.blocks.iter().enumerate() {
-        block_header(&mut out, b, block.chunks.len(), block.dbsize(), block.meta_size(), None);
+        block_header(
+            &mut out,
+            b,
+            block.chunks.len(),
+            block.dbsize(),
+            block.meta_size(),
+            None,
+        );
         for (v, c) in block.chunks.iter().enumerate() {
             let _ = writeln!(out, "         Var-id: {v}");
             chunk_fields(&mut out, c);
@@ -32,7 +39,14 @@ pub fn doc_format(layout: &Layout) -> String {
     out
 }
 
-fn block_header(out: &mut String, b: usize, numvars: usize, dbsize: u64, meta: u64, offset: Option<u64>) {
+fn block_header(
+    out: &mut String,
+    b: usize,
+    numvars: usize,
+    dbsize: u64,
+    meta: u64,
+    offset: Option<u64>,
+) {
     let _ = writeln!(out, "    DataBase-id: {b}");
     if let Some(offset) = offset {
         let _ = writeln!(out, "{INDENT}[file offset: {offset}]");
@@ -47,7 +61,14 @@ fn chunk_fields(out: &mut String, c: &crate::layout::Chunk) {
         out,
         "{INDENT}id: {}\n{INDENT}idx: {}\n{INDENT}containerid: {}\n{INDENT}hascontent: {}\n\
          {INDENT}dptr: {}\n{INDENT}fptr: {}\n{INDENT}chunksize: {}\n{INDENT}containersize: {}\n",
-        c.id, c.idx, c.container_id, c.has_content, c.dptr.0, c.fptr.0, c.chunk_size, c.container_size
+        c.id,
+        c.idx,
+        c.container_id,
+        c.has_content,
+        c.dptr.0,
+        c.fptr.0,
+        c.chunk_size,
+        c.container_size
     );
 }
 
@@ -74,9 +95,20 @@ pub fn text(name: &str, len: u64, ckpt: &Checkpoint) -> String {
     out.push('\n');
     let layout = ckpt.layout();
     for (b, (block, records)) in layout.blocks.iter().zip(&ckpt.blocks).enumerate() {
-        block_header(&mut out, b, records.len(), block.dbsize(), block.meta_size(), Some(block.offset.0));
+        block_header(
+            &mut out,
+            b,
+            records.len(),
+            block.dbsize(),
+            block.meta_size(),
+            Some(block.offset.0),
+        );
         for (v, r) in records.iter().enumerate() {
-            let _ = writeln!(out, "         Var-id: {v}\n{INDENT}[file offset: {}]", r.vmd_offset);
+            let _ = writeln!(
+                out,
+                "         Var-id: {v}\n{INDENT}[file offset: {}]",
+                r.vmd_offset
+            );
             chunk_fields(&mut out, &r.chunk);
             let _ = writeln!(out, "{INDENT}hash: {}\n", to_hex(&r.hash));
         }
@@ -105,19 +137,31 @@ pub fn text(name: &str, len: u64, ckpt: &Checkpoint) -> String {
         }
     }
     if ckpt.trailing > 0 {
-        let _ = writeln!(out, "    NOTE: {} byte(s) after FB.fs (ignored by FTI)", ckpt.trailing);
+        let _ = writeln!(
+            out,
+            "    NOTE: {} byte(s) after FB.fs (ignored by FTI)",
+            ckpt.trailing
+        );
     }
     out
 }
 
 /// The readable view of an `RSed` file: its trailer FB.
 pub fn rsed_text(name: &str, bytes: &[u8], rsed: &RsedFile) -> String {
-    let mut out = format!("# {name}  ({} bytes, RSed)\n    FB (trailer at offset {}):\n", bytes.len(), rsed.trailer_offset);
+    let mut out = format!(
+        "# {name}  ({} bytes, RSed)\n    FB (trailer at offset {}):\n",
+        bytes.len(),
+        rsed.trailer_offset
+    );
     fb_fields(&mut out, &rsed.fb);
     let pad_at = rsed.trailer_offset as usize + fb::PADDING;
     let padding = bytes.get(pad_at..pad_at + 7).unwrap_or_default();
     if padding.iter().any(|&b| b != 0) {
-        let _ = writeln!(out, "    NOTE: RSed trailer padding bytes 49..55 = {} (non-zero)", to_hex(padding));
+        let _ = writeln!(
+            out,
+            "    NOTE: RSed trailer padding bytes 49..55 = {} (non-zero)",
+            to_hex(padding)
+        );
     }
     out
 }

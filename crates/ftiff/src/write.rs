@@ -53,7 +53,13 @@ impl Default for WriteOptions {
 }
 
 /// Builds a file block for a body checksum, computing `myHash`.
-pub fn file_block(checksum: &Digest, fs: u64, max_fs: i64, pt_fs: i64, timestamp: i64) -> FileBlock {
+pub fn file_block(
+    checksum: &Digest,
+    fs: u64,
+    max_fs: i64,
+    pt_fs: i64,
+    timestamp: i64,
+) -> FileBlock {
     let mut fb = FileBlock {
         checksum: hash::checksum_field(checksum),
         my_hash: [0; 16],
@@ -112,7 +118,11 @@ fn check_data(layout: &Layout, data: &[&[u8]]) -> Result<()> {
     if vars.len() != data.len() {
         return Err(Error::new(ErrorKind::Plan {
             idx: vars.len().min(data.len()),
-            what: format!("the layout has {} variables, {} buffers were given", vars.len(), data.len()),
+            what: format!(
+                "the layout has {} variables, {} buffers were given",
+                vars.len(),
+                data.len()
+            ),
         }));
     }
     for (v, d) in vars.iter().zip(data) {
@@ -145,7 +155,12 @@ fn write_containers(file: &File, layout: &Layout, data: &[&[u8]]) -> std::io::Re
 /// Writes a whole checkpoint file for `layout` into `file`, whose current content is replaced.
 /// `data[idx]` is the buffer of the variable at protect position `idx`; its length must be the
 /// variable's size in the layout. Returns the file block written.
-pub fn write_file(file: &File, layout: &Layout, data: &[&[u8]], opts: &WriteOptions) -> Result<FileBlock> {
+pub fn write_file(
+    file: &File,
+    layout: &Layout,
+    data: &[&[u8]],
+    opts: &WriteOptions,
+) -> Result<FileBlock> {
     check_data(layout, data)?;
     let fs = layout.file_size();
     let (checksum, metas, written) = std::thread::scope(|s| {
@@ -159,7 +174,11 @@ pub fn write_file(file: &File, layout: &Layout, data: &[&[u8]], opts: &WriteOpti
         let (tx, rx) = mpsc::sync_channel::<Vec<Digest>>(1);
         s.spawn(move || {
             for block in &layout.blocks {
-                let hashes = block.chunks.par_iter().map(|c| hash::md5(chunk_slice(data, c))).collect();
+                let hashes = block
+                    .chunks
+                    .par_iter()
+                    .map(|c| hash::md5(chunk_slice(data, c)))
+                    .collect();
                 if tx.send(hashes).is_err() {
                     return;
                 }
@@ -176,7 +195,9 @@ pub fn write_file(file: &File, layout: &Layout, data: &[&[u8]], opts: &WriteOpti
             }
             metas.push(meta);
         }
-        let written = writer.join().unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")));
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")));
         (md5.finish(), metas, written)
     });
     written?;
@@ -194,7 +215,12 @@ pub fn write_file(file: &File, layout: &Layout, data: &[&[u8]], opts: &WriteOpti
 }
 
 /// Creates (or replaces) the file at `path` and writes the checkpoint into it.
-pub fn write_path(path: &Path, layout: &Layout, data: &[&[u8]], opts: &WriteOptions) -> Result<FileBlock> {
+pub fn write_path(
+    path: &Path,
+    layout: &Layout,
+    data: &[&[u8]],
+    opts: &WriteOptions,
+) -> Result<FileBlock> {
     let file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -48,7 +48,11 @@ fn outcome(bytes: &[u8]) -> Result<Vec<(i32, Vec<u8>)>, String> {
     }
     ckpt.vars()
         .iter()
-        .map(|v| ckpt.read_var(bytes, v.id).map(|d| (v.id, d)).map_err(|e| e.to_string()))
+        .map(|v| {
+            ckpt.read_var(bytes, v.id)
+                .map(|d| (v.id, d))
+                .map_err(|e| e.to_string())
+        })
         .collect()
 }
 
@@ -85,8 +89,14 @@ fn fields_of(bytes: &[u8]) -> (Vec<Field>, Vec<usize>) {
     let mut vmds = Vec::new();
     for block in ckpt.layout().blocks {
         let b = block.offset.0 as usize;
-        fields.push(Field { at: b + bmd::NUMVARS, width: 4 });
-        fields.push(Field { at: b + bmd::DBSIZE, width: 8 });
+        fields.push(Field {
+            at: b + bmd::NUMVARS,
+            width: 4,
+        });
+        fields.push(Field {
+            at: b + bmd::DBSIZE,
+            width: 8,
+        });
     }
     for r in ckpt.records() {
         let v = r.vmd_offset as usize;
@@ -138,7 +148,13 @@ fn mutated_meta_data_with_recomputed_hashes_is_rejected() {
                     field.at
                 );
                 if let Ok(data) = got {
-                    assert_eq!(data, expected, "{}: field at {} = {value} accepted with other data", path.display(), field.at);
+                    assert_eq!(
+                        data,
+                        expected,
+                        "{}: field at {} = {value} accepted with other data",
+                        path.display(),
+                        field.at
+                    );
                 }
                 cases += 1;
             }
@@ -165,7 +181,10 @@ fn every_truncation_is_an_error() {
     let original = std::fs::read(fixtures().join("seed-example/ckpt1-rank0.fti")).unwrap();
     for len in 0..original.len() {
         let err = Checkpoint::parse(&original[..len]).unwrap_err();
-        assert!(matches!(err.kind(), ftiff::ErrorKind::Truncated { .. }), "len {len}: {err}");
+        assert!(
+            matches!(err.kind(), ftiff::ErrorKind::Truncated { .. }),
+            "len {len}: {err}"
+        );
     }
 }
 
@@ -177,7 +196,13 @@ fn appended_bytes_are_reported_by_verify_but_readable() {
     assert_eq!(ckpt.trailing, 4);
     let problems = ckpt.verify(&bytes, &no_progress);
     assert_eq!(problems.len(), 1);
-    assert!(matches!(problems[0].kind(), ftiff::ErrorKind::TrailingBytes { fs: 24300, extra: 4 }));
+    assert!(matches!(
+        problems[0].kind(),
+        ftiff::ErrorKind::TrailingBytes {
+            fs: 24300,
+            extra: 4
+        }
+    ));
     assert_eq!(problems[0].offset(), Some(24300));
     assert_eq!(ckpt.read_var(&bytes, 1).unwrap(), var_bytes(1, 1000, 0));
 }
@@ -188,7 +213,9 @@ fn errors_name_offset_record_and_field() {
     // Second VMD's containersize.
     let at = 96 + 12 + 64 + vmd::CONTAINER_SIZE;
     bytes[at..at + 8].copy_from_slice(&7999i64.to_le_bytes());
-    let err = Checkpoint::parse(&bytes).unwrap_err().with_path(std::path::Path::new("x.fti"));
+    let err = Checkpoint::parse(&bytes)
+        .unwrap_err()
+        .with_path(std::path::Path::new("x.fti"));
     let msg = err.to_string();
     assert!(msg.starts_with("x.fti: byte "), "{msg}");
     assert!(msg.contains("VMD.") || msg.contains("BMD."), "{msg}");

@@ -5,8 +5,11 @@ use proptest::prelude::*;
 
 /// A history: per step, the sizes of the variables protected so far (a step may add some).
 fn history() -> impl Strategy<Value = Vec<Vec<u64>>> {
-    (1usize..5, prop::collection::vec((0usize..3, prop::collection::vec(0u64..3000, 8)), 1..7)).prop_map(
-        |(initial, steps)| {
+    (
+        1usize..5,
+        prop::collection::vec((0usize..3, prop::collection::vec(0u64..3000, 8)), 1..7),
+    )
+        .prop_map(|(initial, steps)| {
             let mut count = initial;
             steps
                 .into_iter()
@@ -16,14 +19,19 @@ fn history() -> impl Strategy<Value = Vec<Vec<u64>>> {
                     step
                 })
                 .collect()
-        },
-    )
+        })
 }
 
 fn no_progress(_: u64) {}
 
 fn fill(id: i32, step: usize, size: u64) -> Vec<u8> {
-    (0..size).map(|i| (i as u32).wrapping_mul(31).wrapping_add(id as u32 * 7 + step as u32) as u8).collect()
+    (0..size)
+        .map(|i| {
+            (i as u32)
+                .wrapping_mul(31)
+                .wrapping_add(id as u32 * 7 + step as u32) as u8
+        })
+        .collect()
 }
 
 proptest! {

@@ -30,14 +30,19 @@ fn every_vector_parses_verifies_and_matches_its_view() {
     for path in &files {
         let bytes = std::fs::read(path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let expected = expected_view(path).unwrap_or_else(|| panic!("no expected view for {}", path.display()));
+        let expected = expected_view(path)
+            .unwrap_or_else(|| panic!("no expected view for {}", path.display()));
         if ftiff::is_rsed_name(&name) {
             rsed += 1;
             let r = RsedFile::parse(&bytes).unwrap();
             let problems = r.verify(&bytes, &no_progress);
             assert!(problems.is_empty(), "{}: {problems:?}", path.display());
             let ours = view::rsed_text(&name, &bytes, &r);
-            let theirs: String = expected.lines().filter(|l| !l.starts_with("    [")).map(|l| format!("{l}\n")).collect();
+            let theirs: String = expected
+                .lines()
+                .filter(|l| !l.starts_with("    ["))
+                .map(|l| format!("{l}\n"))
+                .collect();
             assert_eq!(ours.trim_end(), theirs.trim_end(), "{}", path.display());
             continue;
         }
@@ -45,7 +50,12 @@ fn every_vector_parses_verifies_and_matches_its_view() {
         let problems = ckpt.verify(&bytes, &no_progress);
         assert!(problems.is_empty(), "{}: {problems:?}", path.display());
         let ours = view::text(&name, bytes.len() as u64, &ckpt);
-        assert_eq!(structure_section(&ours), structure_section(&expected), "{}", path.display());
+        assert_eq!(
+            structure_section(&ours),
+            structure_section(&expected),
+            "{}",
+            path.display()
+        );
         // Our notes on garbage padding are the same lines as the expected view's.
         for note in expected.lines().filter(|l| l.contains("VMD padding")) {
             assert!(ours.contains(note), "{}: missing {note}", path.display());
@@ -53,7 +63,13 @@ fn every_vector_parses_verifies_and_matches_its_view() {
         let rank = data_rank(path);
         for var in ckpt.vars() {
             let data = ckpt.read_var(&bytes, var.id).unwrap();
-            assert_eq!(data, var_bytes(var.id, data.len() / 4, rank), "{} var {}", path.display(), var.id);
+            assert_eq!(
+                data,
+                var_bytes(var.id, data.len() / 4, rank),
+                "{} var {}",
+                path.display(),
+                var.id
+            );
         }
     }
     assert_eq!(rsed, 4, "the L3 vectors hold 4 RSed files");
@@ -67,7 +83,11 @@ fn doc_format_is_byte_identical() {
         let fti = doc.to_string_lossy().replace(".doc-format.txt", ".fti");
         let bytes = std::fs::read(&fti).unwrap();
         let ckpt = Checkpoint::parse(&bytes).unwrap();
-        assert_eq!(view::doc_format(&ckpt.layout()), std::fs::read_to_string(&doc).unwrap(), "{fti}");
+        assert_eq!(
+            view::doc_format(&ckpt.layout()),
+            std::fs::read_to_string(&doc).unwrap(),
+            "{fti}"
+        );
     }
 }
 
@@ -78,7 +98,9 @@ fn planner_reproduces_seed_example_at_full_size() {
     let mut layout: Option<Layout> = None;
     for (k, step) in seed_steps().iter().enumerate() {
         let next = Layout::plan(layout.as_ref(), &step_sizes(step, 1)).unwrap();
-        let expected = std::fs::read_to_string(dir.join(format!("ckpt{}-rank0.doc-format.txt", k + 1))).unwrap();
+        let expected =
+            std::fs::read_to_string(dir.join(format!("ckpt{}-rank0.doc-format.txt", k + 1)))
+                .unwrap();
         assert_eq!(view::doc_format(&next), expected, "step {}", k + 1);
         layout = Some(next);
     }
@@ -92,15 +114,27 @@ fn writer_reproduces_model_written_files() {
     let mut layout: Option<Layout> = None;
     for (k, step) in seed_steps().iter().enumerate() {
         let next = Layout::plan(layout.as_ref(), &step_sizes(step, 1000)).unwrap();
-        let buffers: Vec<Vec<u8>> = step.iter().map(|&(id, n)| var_bytes(id, (n / 1000) as usize, 0)).collect();
+        let buffers: Vec<Vec<u8>> = step
+            .iter()
+            .map(|&(id, n)| var_bytes(id, (n / 1000) as usize, 0))
+            .collect();
         let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
         let out = dir.path().join(format!("ckpt{}.fti", k + 1));
-        let opts = WriteOptions { timestamp: Some(1_700_000_000_000_000_000), sync: false, ..Default::default() };
+        let opts = WriteOptions {
+            timestamp: Some(1_700_000_000_000_000_000),
+            sync: false,
+            ..Default::default()
+        };
         ftiff::write_path(&out, &next, &data, &opts).unwrap();
         let ours = std::fs::read(&out).unwrap();
         let name = format!("ckpt{}-rank0.fti", k + 1);
-        let model = std::fs::read(fixtures().join("seed-example-model-written").join(&name)).unwrap();
-        assert!(ours == model, "step {} differs from the model-written file", k + 1);
+        let model =
+            std::fs::read(fixtures().join("seed-example-model-written").join(&name)).unwrap();
+        assert!(
+            ours == model,
+            "step {} differs from the model-written file",
+            k + 1
+        );
 
         let real = std::fs::read(fixtures().join("seed-example").join(&name)).unwrap();
         let real_ckpt = Checkpoint::parse(&real).unwrap();
@@ -111,7 +145,11 @@ fn writer_reproduces_model_written_files() {
             let at = r.vmd_offset as usize + 13;
             masked[at..at + 3].fill(0);
         }
-        assert!(masked == ours, "step {} differs from FTI 1.1's file beyond hashes, timestamp and padding", k + 1);
+        assert!(
+            masked == ours,
+            "step {} differs from FTI 1.1's file beyond hashes, timestamp and padding",
+            k + 1
+        );
         // Continue from what was written, as a restarted run does.
         layout = Some(Checkpoint::parse(&ours).unwrap().layout());
     }
@@ -122,8 +160,13 @@ fn writer_reproduces_model_written_files() {
 fn planning_from_a_real_file_continues_it() {
     let dir = fixtures().join("seed-example");
     for k in 1..7 {
-        let prev = Checkpoint::parse(&std::fs::read(dir.join(format!("ckpt{k}-rank0.fti"))).unwrap()).unwrap();
-        let next = Checkpoint::parse(&std::fs::read(dir.join(format!("ckpt{}-rank0.fti", k + 1))).unwrap()).unwrap();
+        let prev =
+            Checkpoint::parse(&std::fs::read(dir.join(format!("ckpt{k}-rank0.fti"))).unwrap())
+                .unwrap();
+        let next = Checkpoint::parse(
+            &std::fs::read(dir.join(format!("ckpt{}-rank0.fti", k + 1))).unwrap(),
+        )
+        .unwrap();
         let planned = Layout::plan(Some(&prev.layout()), &next.var_sizes()).unwrap();
         assert_eq!(planned, next.layout(), "ckpt{k} -> ckpt{}", k + 1);
     }
@@ -134,7 +177,14 @@ fn planning_from_a_real_file_continues_it() {
 #[test]
 fn sparse_file_with_a_5_gib_variable() {
     let big = 5u64 << 30;
-    let layout = Layout::plan(None, &[ftiff::VarSize { id: 9, size: 3 }, ftiff::VarSize { id: 10, size: big }]).unwrap();
+    let layout = Layout::plan(
+        None,
+        &[
+            ftiff::VarSize { id: 9, size: 3 },
+            ftiff::VarSize { id: 10, size: big },
+        ],
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.fti");
     let file = std::fs::File::create(&path).unwrap();

@@ -43,7 +43,9 @@ pub fn value(id: i32, j: usize, rank: i32) -> i32 {
 
 /// The int32 LE bytes of variable `id` with `count` elements written by `rank`.
 pub fn var_bytes(id: i32, count: usize, rank: i32) -> Vec<u8> {
-    (0..count).flat_map(|j| value(id, j, rank).to_le_bytes()).collect()
+    (0..count)
+        .flat_map(|j| value(id, j, rank).to_le_bytes())
+        .collect()
 }
 
 /// The seed example's seven steps: (id, element count) in protect order, counts at full size.
@@ -63,7 +65,10 @@ pub fn seed_steps() -> Vec<Vec<(i32, u64)>> {
 /// Byte sizes of a seed step with element counts divided by `scale`.
 pub fn step_sizes(step: &[(i32, u64)], scale: u64) -> Vec<VarSize> {
     step.iter()
-        .map(|&(id, n)| VarSize { id, size: n / scale * 4 })
+        .map(|&(id, n)| VarSize {
+            id,
+            size: n / scale * 4,
+        })
         .collect()
 }
 
@@ -86,7 +91,9 @@ pub fn data_rank(path: &Path) -> i32 {
 
 /// The section of a structure view from the BEGIN line to the END line, inclusive.
 pub fn structure_section(view: &str) -> &str {
-    let start = view.find("------------------- DATASTRUCTURE BEGIN").expect("BEGIN line");
+    let start = view
+        .find("------------------- DATASTRUCTURE BEGIN")
+        .expect("BEGIN line");
     let end_marker = "------------------- DATASTRUCTURE END ---------------------\n";
     let end = view.find(end_marker).expect("END line") + end_marker.len();
     &view[start..end]

@@ -1,0 +1,248 @@
+//! The `fti` tool on real FTI 1.1 files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti")
+}
+
+fn seed(k: u32) -> PathBuf {
+    fixtures().join(format!("seed-example/ckpt{k}-rank0.fti"))
+}
+
+fn fti(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fti"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+macro_rules! args {
+    ($($a:expr),*) => { &[$(std::ffi::OsStr::new(&$a)),*] };
+}
+
+#[test]
+fn inspect_doc_format_matches_the_seed_document() {
+    for k in 1..=7 {
+        let out = fti(args!["inspect", "--format", "doc", seed(k)]);
+        assert!(out.status.success());
+        let expected = std::fs::read_to_string(
+            fixtures().join(format!("seed-example/ckpt{k}-rank0.doc-format.txt")),
+        )
+        .unwrap();
+        assert_eq!(stdout(&out), expected, "ckpt{k}");
+    }
+}
+
+#[test]
+fn inspect_json_has_the_documented_keys_in_order() {
+    let out = fti(args!["inspect", "--format", "json", seed(3)]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&v), ["fb", "blocks"]);
+    assert_eq!(
+        keys(&v["fb"]),
+        [
+            "checksum",
+            "myHash",
+            "ckptSize",
+            "fs",
+            "maxFs",
+            "ptFs",
+            "timestamp"
+        ]
+    );
+    assert_eq!(v["fb"]["checksum"], "220d26791b2538098483af35f05ef43c");
+    assert_eq!(v["fb"]["fs"], 72516);
+    assert_eq!(v["fb"]["maxFs"], -1);
+    let block = &v["blocks"][2];
+    assert_eq!(keys(block), ["offset", "numvars", "dbsize", "vars"]);
+    assert_eq!(
+        (
+            block["offset"].as_u64(),
+            block["numvars"].as_u64(),
+            block["dbsize"].as_u64()
+        ),
+        (Some(40376), Some(2), Some(32140))
+    );
+    let var = &block["vars"][1];
+    assert_eq!(
+        keys(var),
+        [
+            "id",
+            "idx",
+            "containerid",
+            "hascontent",
+            "dptr",
+            "fptr",
+            "chunksize",
+            "containersize",
+            "hash"
+        ]
+    );
+    assert_eq!(var["id"], 3);
+    assert_eq!(var["hascontent"], true);
+    assert_eq!(var["fptr"], 56516);
+    assert_eq!(var["hash"], "2063d1f991a891f143346f32952d7867");
+}
+
+#[test]
+fn inspect_text_shows_records_with_offsets() {
+    let out = fti(args!["inspect", seed(3)]);
+    let text = stdout(&out);
+    assert!(text.starts_with("# ckpt3-rank0.fti  (72516 bytes)\n"));
+    assert!(text.contains("                 [file offset: 40452]\n"));
+    assert!(
+        text.contains("NOTE: block 2 var 1 (id 3): VMD padding bytes 13..15 = 841e00 (non-zero)")
+    );
+}
+
+#[test]
+fn verify_exit_codes_and_problem_lines() {
+    let ok = fti(args!["verify", seed(1), seed(7)]);
+    assert_eq!(ok.status.code(), Some(0));
+    assert_eq!(stdout(&ok).lines().count(), 2);
+
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("Ckpt1-Rank0.fti");
+    let mut bytes = std::fs::read(seed(1)).unwrap();
+    bytes[5000] ^= 1;
+    std::fs::write(&bad, &bytes).unwrap();
+    let out = fti(args!["verify", "--quiet", seed(1), bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert!(
+        lines[0].contains("Ckpt1-Rank0.fti: byte 0: FB.checksum mismatch"),
+        "{text}"
+    );
+    assert!(lines[1].contains("byte 220: VMD.hash mismatch"), "{text}");
+
+    let short = dir.path().join("short.fti");
+    std::fs::write(&short, &bytes[..1000]).unwrap();
+    let out = fti(args!["verify", short]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains(
+        "short.fti: byte 1000: file is 1000 bytes but the size in FB.fs needs 24300 bytes"
+    ));
+}
+
+#[test]
+fn verify_rsed_by_name_or_option() {
+    let l3 = fixtures().join("levels/L3/files/step1/Local/node2/2026-11-22_04-12-34/l3");
+    assert_eq!(
+        fti(args!["verify", l3.join("Ckpt1-RSed2.fti")])
+            .status
+            .code(),
+        Some(0)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let renamed = dir.path().join("code.bin");
+    std::fs::copy(l3.join("Ckpt1-RSed2.fti"), &renamed).unwrap();
+    assert_eq!(fti(args!["verify", renamed]).status.code(), Some(1));
+    assert_eq!(
+        fti(args!["verify", "--kind", "rsed", renamed])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = fti(args![
+        "inspect", "--format", "json", "--kind", "rsed", renamed
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["rsed"]["trailerOffset"], 15236);
+}
+
+fn ints(bytes: &[u8]) -> Vec<i32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn extract_one_and_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("v3.bin");
+    assert!(fti(args!["extract", seed(6), "--id", "3", "-o", out])
+        .status
+        .success());
+    let expected: Vec<i32> = (0..9000).map(|j| 3 * 1_000_003 + j).collect();
+    assert_eq!(ints(&std::fs::read(&out).unwrap()), expected);
+
+    let all = dir.path().join("all");
+    assert!(fti(args!["extract", seed(7), "--all", all])
+        .status
+        .success());
+    for (id, n) in [(1, 1000), (2, 1000), (3, 2000), (4, 4000), (5, 5000)] {
+        let expected: Vec<i32> = (0..n).map(|j| id * 1_000_003 + j).collect();
+        assert_eq!(
+            ints(&std::fs::read(all.join(format!("var-{id}.bin"))).unwrap()),
+            expected,
+            "id {id}"
+        );
+    }
+    let missing = fti(args!["extract", seed(1), "--id", "9", "-o", out]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no variable with id 9"));
+}
+
+#[test]
+fn diff_seed_pairs() {
+    let d = |a, b| stdout(&fti(args!["diff", seed(a), seed(b)]));
+    assert_eq!(d(1, 2), "id 1: unchanged (4000 bytes)\nid 2: unchanged (8000 bytes)\nid 3: unchanged (12000 bytes)\nid 4: added (16000 bytes)\n");
+    assert_eq!(d(2, 3), "id 1: unchanged (4000 bytes)\nid 2: resized (8000 -> 24000 bytes)\nid 3: resized (12000 -> 28000 bytes)\nid 4: unchanged (16000 bytes)\n");
+    assert_eq!(
+        d(6, 7),
+        "id 1: unchanged (4000 bytes)\nid 2: resized (32000 -> 4000 bytes)\nid 3: resized (36000 -> 8000 bytes)\nid 4: unchanged (16000 bytes)\nid 5: unchanged (20000 bytes)\n"
+    );
+    assert_eq!(d(2, 1), "id 1: unchanged (4000 bytes)\nid 2: unchanged (8000 bytes)\nid 3: unchanged (12000 bytes)\nid 4: removed (16000 bytes)\n");
+}
+
+#[test]
+fn diff_names_changed_containers() {
+    // Same structure, one int changed in the second container of variable 3 of ckpt3.
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(seed(3)).unwrap();
+    let (ckpt, _) = (ftiff::Checkpoint::parse(&bytes).unwrap(), ());
+    let mut data: Vec<Vec<u8>> = ckpt
+        .vars()
+        .iter()
+        .map(|v| ckpt.read_var(&bytes, v.id).unwrap())
+        .collect();
+    data[2][13000] ^= 0xff;
+    let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+    let b = dir.path().join("b.fti");
+    ftiff::write_path(
+        &b,
+        &ckpt.layout(),
+        &slices,
+        &ftiff::WriteOptions {
+            sync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let out = stdout(&fti(args!["diff", seed(3), b]));
+    assert!(
+        out.contains("id 3: changed (28000 bytes; containers 1 differ)\n"),
+        "{out}"
+    );
+    assert!(out.contains("id 2: unchanged (24000 bytes)\n"), "{out}");
+}
+
+#[test]
+fn help_teaches() {
+    let out = fti(args!["--help"]);
+    let text = stdout(&out);
+    for word in ["inspect", "verify", "extract", "diff", "Examples"] {
+        assert!(text.contains(word), "{word} missing from --help");
+    }
+}
