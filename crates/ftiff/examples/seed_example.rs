@@ -25,14 +25,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (k, step) in steps.iter().enumerate() {
         let buffers: Vec<Vec<u8>> = step
             .iter()
-            .map(|&(id, n)| (0..n).flat_map(|j| (id * 1_000_003 + j as i32).to_le_bytes()).collect())
+            .map(|&(id, n)| {
+                (0..n)
+                    .flat_map(|j| (id * 1_000_003 + j as i32).to_le_bytes())
+                    .collect()
+            })
             .collect();
-        let sizes: Vec<VarSize> = step.iter().zip(&buffers).map(|(&(id, _), b)| VarSize { id, size: b.len() as u64 }).collect();
+        let sizes: Vec<VarSize> = step
+            .iter()
+            .zip(&buffers)
+            .map(|(&(id, _), b)| VarSize {
+                id,
+                size: b.len() as u64,
+            })
+            .collect();
         let next = Layout::plan(layout.as_ref(), &sizes)?;
         let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
         let path = dir.join(format!("Ckpt{}-Rank0.fti", k + 1));
         let fb = ftiff::write_path(&path, &next, &data, &WriteOptions::default())?;
-        println!("{}: {} bytes, {} blocks, checksum {}", path.display(), fb.fs, next.blocks.len(), fb.checksum_display());
+        println!(
+            "{}: {} bytes, {} blocks, checksum {}",
+            path.display(),
+            fb.fs,
+            next.blocks.len(),
+            fb.checksum_display()
+        );
         // A restarted run continues from the structure stored in the file.
         let bytes = std::fs::read(&path)?;
         layout = Some(Checkpoint::parse(&bytes)?.layout());
