@@ -5,12 +5,13 @@
 //!
 //! Passes over the data: every data byte is read three times and written once, and no byte is
 //! read back from the file:
-//! 1. copied into the file (page cache) by a writer thread, which then starts the `fsync` of
-//!    the data while the hashes are still being computed;
-//! 2. MD5 per chunk (the VMD hashes), chunks of a block in parallel;
-//! 3. MD5 of the file checksum, serially in file order. The checksum covers each block's VMDs,
-//!    which hold the chunk hashes, so block `i`'s checksum runs while the chunk hashes of block
-//!    `i + 1` are computed.
+//! 1. MD5 per chunk (the VMD hashes), the chunks of a block in parallel;
+//! 2. MD5 of the file checksum, serially in file order. The checksum covers each block's VMDs,
+//!    which hold the chunk hashes, so it starts on a block once that block's chunk hashes are
+//!    done, while the chunk hashes of the next block are computed;
+//! 3. copied into the file by a writer thread, block by block once hashed (so the copy uses
+//!    the core the serial checksum leaves free), which then `fsync`s the data while the
+//!    checksum is still running.
 //!
 //! Two MD5 streams over every byte are the format's own cost (SPEC §3); the copy and the
 //! `fsync` overlap with them.
@@ -137,9 +138,9 @@ fn check_data(layout: &Layout, data: &[&[u8]]) -> Result<()> {
     Ok(())
 }
 
-/// Writes every container: chunk data then zero fill.
-fn write_containers(file: &File, layout: &Layout, data: &[&[u8]]) -> std::io::Result<()> {
-    for c in layout.chunks() {
+/// Writes the containers of a block: chunk data then zero fill.
+fn write_containers(file: &File, block: &Block, data: &[&[u8]]) -> std::io::Result<()> {
+    for c in &block.chunks {
         file.write_all_at(chunk_slice(data, c), c.fptr.0)?;
         let mut at = c.fptr.0 + c.chunk_size;
         let end = c.fptr.0 + c.container_size;
@@ -164,14 +165,19 @@ pub fn write_file(
     check_data(layout, data)?;
     let fs = layout.file_size();
     let (checksum, metas, written) = std::thread::scope(|s| {
-        let writer = s.spawn(|| -> std::io::Result<()> {
-            write_containers(file, layout, data)?;
+        // Block i's containers are copied only once its chunk hashes are done: the copy then
+        // runs on the core the serial checksum leaves free, not against the parallel hashing.
+        let (tx_write, rx_write) = mpsc::channel::<&Block>();
+        let writer = s.spawn(move || -> std::io::Result<()> {
+            for block in rx_write {
+                write_containers(file, block, data)?;
+            }
             if opts.sync {
                 file.sync_data()?;
             }
             Ok(())
         });
-        let (tx, rx) = mpsc::sync_channel::<Vec<Digest>>(1);
+        let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<Digest>>(1);
         s.spawn(move || {
             for block in &layout.blocks {
                 let hashes = block
@@ -179,14 +185,14 @@ pub fn write_file(
                     .par_iter()
                     .map(|c| hash::md5(chunk_slice(data, c)))
                     .collect();
-                if tx.send(hashes).is_err() {
+                if tx_sum.send(hashes).is_err() || tx_write.send(block).is_err() {
                     return;
                 }
             }
         });
         let mut md5 = Md5Stream::default();
         let mut metas = Vec::with_capacity(layout.blocks.len());
-        for (block, hashes) in layout.blocks.iter().zip(rx) {
+        for (block, hashes) in layout.blocks.iter().zip(rx_sum) {
             let meta = encode_block_meta(block, &hashes);
             md5.update(&meta);
             for c in &block.chunks {
