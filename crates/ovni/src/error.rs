@@ -303,6 +303,8 @@ pub enum UsageError {
     JumboTooLarge(usize),
     /// `tid`/`pid` of zero.
     ZeroId(&'static str),
+    /// A stream for this tid was already started in the process.
+    ThreadExists(i32),
     /// Loom name empty, too long (≥ 512 bytes) or with `/`.
     BadLoom,
     /// Model name with space or dot, or ≤ 1 character.
@@ -350,6 +352,7 @@ impl fmt::Display for UsageError {
             }
             Self::JumboTooLarge(n) => write!(f, "jumbo event of {n} data bytes too large"),
             Self::ZeroId(what) => write!(f, "{what} must be non-zero"),
+            Self::ThreadExists(t) => write!(f, "thread {t} already initialized"),
             Self::BadLoom => write!(f, "loom must be 1..511 bytes without '/'"),
             Self::BadModelName(m) => write!(f, "malformed model name '{m}'"),
             Self::BadVersion(v) => write!(f, "malformed version '{v}' (want x.y.z)"),
