@@ -1,0 +1,479 @@
+//! FTI's configuration file (INI) and the same settings built in code.
+//!
+//! Keys and meanings are FTI 1.1's. Keys we do not support with their FTI meaning are refused
+//! with an error, never silently changed; keys we do not know are kept as warnings. Our own
+//! additions (documented in `docs/runtime.md`): `ckpt_l1_secs` .. `ckpt_l4_secs` (intervals in
+//! seconds; FTI only has minutes), `keep_ckpts` (how many checkpoints of each level to keep,
+//! the newest in `lK/`, older ones in `lK_archive/`), and `trace` (write an ovni trace).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// The four checkpoint levels of FTI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Level {
+    /// Local storage of the node.
+    L1 = 1,
+    /// Local storage plus a copy on a partner node (needs MPI).
+    L2 = 2,
+    /// Local storage plus Reed-Solomon encoding across a group (needs MPI).
+    L3 = 3,
+    /// The global (parallel) file system.
+    L4 = 4,
+}
+
+impl Level {
+    /// The level for FTI's number 1..4.
+    pub fn from_number(n: i32) -> Option<Level> {
+        match n {
+            1 => Some(Level::L1),
+            2 => Some(Level::L2),
+            3 => Some(Level::L3),
+            4 => Some(Level::L4),
+            _ => None,
+        }
+    }
+
+    /// FTI's number of the level.
+    pub fn number(self) -> u8 {
+        self as u8
+    }
+
+    /// All levels, in FTI's recovery order.
+    pub const ALL: [Level; 4] = [Level::L1, Level::L2, Level::L3, Level::L4];
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "L{}", self.number())
+    }
+}
+
+/// Runtime settings. `Config::default()` works without any file: directories under `./fti`,
+/// L1 only on explicit checkpoints, one rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `[basic] ckpt_dir`: node-local checkpoint directory (L1-L3).
+    pub ckpt_dir: PathBuf,
+    /// `[basic] glbl_dir`: global directory (L4).
+    pub glbl_dir: PathBuf,
+    /// `[basic] meta_dir`: where `Topology.fti` goes.
+    pub meta_dir: PathBuf,
+    /// `[basic] ckpt_l1..ckpt_l4` (minutes) or our `ckpt_lK_secs`: interval of each level for
+    /// [`crate::Fti::snapshot`]; `None` = off.
+    pub intervals: [Option<Duration>; 4],
+    /// `[basic] inline_l4`: write L4 checkpoints directly to the global directory (1, default)
+    /// or write them locally first and copy them (0).
+    pub inline_l4: bool,
+    /// `[basic] keep_last_ckpt`: at finalize, keep the last checkpoint (flushed to L4) instead
+    /// of deleting everything.
+    pub keep_last_ckpt: bool,
+    /// Our `[basic] keep_ckpts`: checkpoints kept per level (newest in `lK/`, the others in
+    /// `lK_archive/`). 1 = FTI's behaviour.
+    pub keep_ckpts: usize,
+    /// `[basic] group_size`.
+    pub group_size: u32,
+    /// `[basic] node_size`: ranks per node.
+    pub node_size: u32,
+    /// `[basic] verbosity`: 1 = debug, 2 = info, 3 = warnings only (FTI's scale).
+    pub verbosity: u8,
+    /// `[restart] failure`: 0 = fresh run, 1 = restart, 2 = restart from the L4 copy kept by
+    /// keep_last_ckpt. `None` when not given: a restart is then detected from the directories.
+    pub failure: Option<u8>,
+    /// `[restart] exec_id`: `YYYY-MM-DD_HH-MM-SS` of the run that wrote the checkpoints.
+    pub exec_id: Option<String>,
+    /// `[advanced] local_test`: node of a rank = rank / node_size, local paths get `node<N>/`.
+    pub local_test: bool,
+    /// Our `[basic] trace`: write an ovni trace of the runtime's work.
+    pub trace: bool,
+    /// This process's rank (given in code; MPI builds take it from the communicator).
+    pub rank: u32,
+    /// The file the config was read from; `failure` and `exec_id` are written back to it.
+    pub path: Option<PathBuf>,
+    /// Unknown keys and ignored settings, as messages for the user.
+    pub warnings: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            ckpt_dir: PathBuf::from("fti/Local"),
+            glbl_dir: PathBuf::from("fti/Global"),
+            meta_dir: PathBuf::from("fti/Meta"),
+            intervals: [None; 4],
+            inline_l4: true,
+            keep_last_ckpt: false,
+            keep_ckpts: 1,
+            group_size: 4,
+            node_size: 1,
+            verbosity: 2,
+            failure: None,
+            exec_id: None,
+            local_test: true,
+            trace: false,
+            rank: 0,
+            path: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Parsed INI: section -> key -> (value, line number). Keys and sections lower-cased.
+type Ini = BTreeMap<String, BTreeMap<String, (String, usize)>>;
+
+fn parse_ini(path: &Path, text: &str) -> Result<Ini> {
+    let mut ini = Ini::new();
+    let mut section = String::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_ascii_lowercase();
+            ini.entry(section.clone()).or_default();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(Error::config(
+                path,
+                n + 1,
+                format!("expected `key = value` or `[section]`, found `{line}`"),
+            ));
+        };
+        let value = value.split([';', '#']).next().unwrap_or_default().trim();
+        ini.entry(section.clone())
+            .or_default()
+            .insert(key.trim().to_ascii_lowercase(), (value.to_owned(), n + 1));
+    }
+    Ok(ini)
+}
+
+/// Keys FTI 1.1 knows, per section, that we accept.
+const KNOWN: &[(&str, &[&str])] = &[
+    (
+        "basic",
+        &[
+            "head",
+            "node_size",
+            "ckpt_dir",
+            "glbl_dir",
+            "meta_dir",
+            "ckpt_l1",
+            "ckpt_l2",
+            "ckpt_l3",
+            "ckpt_l4",
+            "inline_l2",
+            "inline_l3",
+            "inline_l4",
+            "keep_last_ckpt",
+            "group_size",
+            "max_sync_intv",
+            "ckpt_io",
+            "verbosity",
+            "ckpt_l1_secs",
+            "ckpt_l2_secs",
+            "ckpt_l3_secs",
+            "ckpt_l4_secs",
+            "keep_ckpts",
+            "trace",
+        ],
+    ),
+    ("restart", &["failure", "exec_id"]),
+    (
+        "advanced",
+        &["block_size", "transfer_size", "mpi_tag", "local_test"],
+    ),
+    (
+        "injection",
+        &["rank", "number", "position", "frequency", "index"],
+    ),
+];
+
+impl Config {
+    /// Reads an FTI configuration file.
+    pub fn from_file(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut cfg = Config::from_ini_text(path, &text)?;
+        cfg.path = Some(path.to_path_buf());
+        Ok(cfg)
+    }
+
+    /// Parses configuration text; `path` only names the source in messages. Relative
+    /// directories are kept relative (to the working directory, as FTI does).
+    pub fn from_ini_text(path: &Path, text: &str) -> Result<Config> {
+        let ini = parse_ini(path, text)?;
+        let mut cfg = Config::default();
+        let get = |section: &str, key: &str| ini.get(section).and_then(|s| s.get(key));
+        let int = |section: &str, key: &str| -> Result<Option<i64>> {
+            match get(section, key) {
+                None => Ok(None),
+                Some((v, line)) => v.parse::<i64>().map(Some).map_err(|_| {
+                    Error::config(
+                        path,
+                        *line,
+                        format!("[{section}] {key} = `{v}` is not an integer"),
+                    )
+                }),
+            }
+        };
+        for (section, keys) in &ini {
+            let known = KNOWN.iter().find(|(s, _)| s == section).map(|(_, k)| *k);
+            for (key, (_, line)) in keys {
+                match known {
+                    None => cfg.warnings.push(format!(
+                        "{}:{line}: unknown section [{section}] ignored",
+                        path.display()
+                    )),
+                    Some(k) if !k.contains(&key.as_str()) => cfg.warnings.push(format!(
+                        "{}:{line}: unknown key `{key}` in [{section}] ignored",
+                        path.display()
+                    )),
+                    _ => {}
+                }
+            }
+        }
+        let refuse =
+            |section: &str, key: &str, ok: &dyn Fn(i64) -> bool, why: &str| -> Result<()> {
+                if let (Some(v), Some((_, line))) = (int(section, key)?, get(section, key)) {
+                    if !ok(v) {
+                        return Err(Error::config(
+                            path,
+                            *line,
+                            format!("[{section}] {key} = {v}: {why}"),
+                        ));
+                    }
+                }
+                Ok(())
+            };
+        refuse(
+            "basic",
+            "ckpt_io",
+            &|v| v == 3,
+            "only ckpt_io = 3 (FTI-FF) is supported",
+        )?;
+        refuse("basic", "head", &|v| v == 0, "dedicated heads (head = 1) are not supported; post-processing runs in the application process")?;
+        for key in ["ckpt_l2", "ckpt_l3", "ckpt_l2_secs", "ckpt_l3_secs"] {
+            refuse(
+                "basic",
+                key,
+                &|v| v <= 0,
+                "L2 and L3 need several ranks over MPI, which this build does not have",
+            )?;
+        }
+        let dir = |key: &str, default: PathBuf| {
+            get("basic", key).map_or(default, |(v, _)| PathBuf::from(v))
+        };
+        cfg.ckpt_dir = dir("ckpt_dir", cfg.ckpt_dir);
+        cfg.glbl_dir = dir("glbl_dir", cfg.glbl_dir);
+        cfg.meta_dir = dir("meta_dir", cfg.meta_dir);
+        for (i, level) in Level::ALL.iter().enumerate() {
+            let n = level.number();
+            let minutes = int("basic", &format!("ckpt_l{n}"))?.filter(|&m| m > 0);
+            let secs = int("basic", &format!("ckpt_l{n}_secs"))?.filter(|&s| s > 0);
+            cfg.intervals[i] = secs
+                .or(minutes.map(|m| m * 60))
+                .map(|s| Duration::from_secs(s as u64));
+        }
+        let flag = |section: &str, key: &str, default: bool| -> Result<bool> {
+            Ok(int(section, key)?.map_or(default, |v| v != 0))
+        };
+        cfg.inline_l4 = flag("basic", "inline_l4", true)?;
+        cfg.keep_last_ckpt = flag("basic", "keep_last_ckpt", false)?;
+        cfg.trace = flag("basic", "trace", false)?;
+        cfg.local_test = flag("advanced", "local_test", true)?;
+        let positive = |section: &str, key: &str, default: u32| -> Result<u32> {
+            match (int(section, key)?, get(section, key)) {
+                (Some(v), Some((_, line))) => {
+                    u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+                        Error::config(
+                            path,
+                            *line,
+                            format!("[{section}] {key} = {v}: must be a positive integer"),
+                        )
+                    })
+                }
+                _ => Ok(default),
+            }
+        };
+        cfg.keep_ckpts = positive("basic", "keep_ckpts", 1)? as usize;
+        cfg.group_size = positive("basic", "group_size", cfg.group_size)?;
+        cfg.node_size = positive("basic", "node_size", cfg.node_size)?;
+        cfg.verbosity = int("basic", "verbosity")?.map_or(2, |v| v.clamp(1, 3) as u8);
+        if let Some(f) = int("restart", "failure")? {
+            let line = get("restart", "failure").map_or(0, |(_, l)| *l);
+            cfg.failure = Some(u8::try_from(f).ok().filter(|&f| f <= 2).ok_or_else(|| {
+                Error::config(
+                    path,
+                    line,
+                    format!("[restart] failure = {f}: must be 0, 1 or 2"),
+                )
+            })?);
+        }
+        cfg.exec_id = get("restart", "exec_id")
+            .map(|(v, _)| v.clone())
+            .filter(|v| !v.is_empty());
+        if let Some((v, line)) = get("basic", "inline_l2").or(get("basic", "inline_l3")) {
+            if v != "1" && int("basic", "ckpt_l2")?.unwrap_or(0) > 0 {
+                cfg.warnings.push(format!("{}:{line}: asynchronous post-processing (inline = 0) is not supported; done inline", path.display()));
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// The node of this rank (`rank / node_size`).
+    pub fn node(&self) -> u32 {
+        self.rank / self.node_size.max(1)
+    }
+}
+
+/// Records `failure` and `exec_id` in the config file at `path`, as FTI does, so that a
+/// program restarted with the same file recovers. Only those two lines of `[restart]` are
+/// replaced (or added); every other line is kept as the user wrote it. The new file replaces
+/// the old one atomically (temporary file, fsync, rename).
+pub fn record_restart(path: &Path, failure: u8, exec_id: &str) -> Result<()> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let mut out = Vec::new();
+    let mut in_restart = false;
+    let mut seen_restart = false;
+    let (mut wrote_failure, mut wrote_exec) = (false, false);
+    let pad = |key: &str| format!("{key:<31}= ");
+    let flush_missing = |out: &mut Vec<String>, wf: &mut bool, we: &mut bool| {
+        if !*wf {
+            out.push(format!("{}{failure}", pad("failure")));
+            *wf = true;
+        }
+        if !*we {
+            out.push(format!("{}{exec_id}", pad("exec_id")));
+            *we = true;
+        }
+    };
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('[') {
+            if in_restart {
+                flush_missing(&mut out, &mut wrote_failure, &mut wrote_exec);
+            }
+            in_restart = trimmed.eq_ignore_ascii_case("[restart]");
+            seen_restart |= in_restart;
+        } else if in_restart {
+            let key = trimmed
+                .split('=')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            if key == "failure" {
+                out.push(format!("{}{failure}", pad("failure")));
+                wrote_failure = true;
+                continue;
+            }
+            if key == "exec_id" {
+                out.push(format!("{}{exec_id}", pad("exec_id")));
+                wrote_exec = true;
+                continue;
+            }
+        }
+        out.push(line.to_owned());
+    }
+    if in_restart {
+        flush_missing(&mut out, &mut wrote_failure, &mut wrote_exec);
+    }
+    if !seen_restart {
+        out.push(String::new());
+        out.push("[restart]".into());
+        flush_missing(&mut out, &mut wrote_failure, &mut wrote_exec);
+    }
+    let mut text = out.join("\n");
+    text.push('\n');
+    crate::store::replace_file(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config> {
+        Config::from_ini_text(Path::new("test.cfg"), text)
+    }
+
+    #[test]
+    fn fti_config_of_the_level_vectors() {
+        let text = include_str!("../../../tests/fixtures/fti/levels/L4/config-after-run.ini");
+        let cfg = parse(text).unwrap();
+        assert_eq!(cfg.ckpt_dir, PathBuf::from("./run/Local"));
+        assert_eq!(cfg.glbl_dir, PathBuf::from("./run/Global"));
+        assert_eq!(cfg.meta_dir, PathBuf::from("./run/Meta"));
+        assert_eq!(cfg.failure, Some(1));
+        assert_eq!(cfg.exec_id.as_deref(), Some("2026-11-22_04-12-35"));
+        assert_eq!(
+            (cfg.node_size, cfg.group_size, cfg.local_test),
+            (1, 4, true)
+        );
+        assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+    }
+
+    #[test]
+    fn intervals_in_minutes_or_seconds() {
+        let cfg = parse("[basic]\nckpt_l1 = 2\nckpt_l4_secs = 30\nckpt_l4 = 9\n").unwrap();
+        assert_eq!(cfg.intervals[0], Some(Duration::from_secs(120)));
+        assert_eq!(cfg.intervals[3], Some(Duration::from_secs(30)));
+        assert_eq!(cfg.intervals[1], None);
+    }
+
+    #[test]
+    fn unsupported_values_are_refused_with_the_line() {
+        let err = parse("[basic]\nckpt_io = 1\n").unwrap_err().to_string();
+        assert!(
+            err.contains("test.cfg:2") && err.contains("ckpt_io"),
+            "{err}"
+        );
+        assert!(parse("[basic]\nhead = 1\n")
+            .unwrap_err()
+            .to_string()
+            .contains("head"));
+        assert!(parse("[basic]\nckpt_l2 = 5\n")
+            .unwrap_err()
+            .to_string()
+            .contains("MPI"));
+        assert!(parse("[basic]\nnode_size = 0\n").is_err());
+        assert!(parse("[basic]\nnode_size = x\n")
+            .unwrap_err()
+            .to_string()
+            .contains("not an integer"));
+        assert!(parse("[restart]\nfailure = 7\n").is_err());
+        assert!(parse("[basic]\njust words\n").is_err());
+    }
+
+    #[test]
+    fn unknown_keys_are_reported() {
+        let cfg = parse("[basic]\nckpt_dir = a\nfrobnicate = 1\n[weird]\nx = 1\n").unwrap();
+        assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
+        assert!(cfg.warnings[0].contains("frobnicate"));
+        assert!(cfg.warnings[1].contains("[weird]"));
+    }
+
+    #[test]
+    fn record_restart_rewrites_only_restart_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.fti");
+        std::fs::write(&path, "# mine\n[basic]\nckpt_dir = x ; comment\n[restart]\nfailure = 0\n[advanced]\nlocal_test = 1\n").unwrap();
+        record_restart(&path, 1, "2026-01-02_03-04-05").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("# mine\n[basic]\nckpt_dir = x ; comment\n[restart]\n"),
+            "{text}"
+        );
+        let cfg = Config::from_file(&path).unwrap();
+        assert_eq!(cfg.failure, Some(1));
+        assert_eq!(cfg.exec_id.as_deref(), Some("2026-01-02_03-04-05"));
+        assert!(cfg.local_test);
+        std::fs::write(&path, "[basic]\nckpt_dir = y\n").unwrap();
+        record_restart(&path, 2, "e").unwrap();
+        let cfg = Config::from_file(&path).unwrap();
+        assert_eq!((cfg.failure, cfg.exec_id.as_deref()), (Some(2), Some("e")));
+    }
+}

@@ -1,0 +1,42 @@
+//! fti-rs: checkpoint/restart for HPC applications, with FTI's model and FTI-FF files.
+//!
+//! A run protects its variables by id, checkpoints them at a level (L1 local, L4 global), and
+//! after a crash restarts from the newest checkpoint that verifies: files are published
+//! atomically, so a crash at any instant leaves the previous checkpoint recoverable
+//! (`docs/crash-safety.md`). Files are FTI 1.1's: same format, names and directories, so FTI
+//! 1.1 can restart from ours and we from FTI's.
+//!
+//! ```no_run
+//! use fti::{Config, Fti, Level, Status, Var};
+//!
+//! # fn main() -> fti::Result<()> {
+//! let mut fti = Fti::init(Config::from_file("config.fti".as_ref())?)?;
+//! let (mut step, mut grid) = (0u64, vec![0.0f64; 1 << 20]);
+//! if let Status::Restart(_) = fti.status() {
+//!     fti.recover(&mut [Var::new(0, &mut step), Var::slice(1, &mut grid)])?;
+//! }
+//! while step < 1000 {
+//!     // ... compute ...
+//!     step += 1;
+//!     if step % 100 == 0 {
+//!         fti.checkpoint(step as i32 / 100, Level::L1, &[Var::new(0, &mut step), Var::slice(1, &mut grid)])?;
+//!     }
+//! }
+//! fti.finalize()
+//! # }
+//! ```
+//!
+//! L2 and L3 need several ranks over MPI and are refused by this one-process build
+//! ([`Error::NeedsMpi`]).
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod runtime;
+pub mod store;
+mod var;
+
+pub use config::{record_restart, Config, Level};
+pub use error::{Error, Result};
+pub use runtime::{new_exec_id, CheckpointInfo, Fti, Snapshot, Status};
+pub use var::Var;

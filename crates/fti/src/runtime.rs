@@ -1,0 +1,570 @@
+//! The checkpoint runtime for one process (one rank).
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
+
+use crate::config::{self, Config, Level};
+use crate::error::{Error, Result};
+use crate::store::{self, Dirs, Found};
+use crate::var::Var;
+
+/// Whether this run started fresh or restarts from a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// No checkpoint to recover: a new execution.
+    Fresh,
+    /// A checkpoint was found and verified; [`Fti::recover`] (or the first
+    /// [`Fti::snapshot`]) restores it.
+    Restart(CheckpointInfo),
+    /// The restart's checkpoint has been recovered into the variables.
+    Recovered(CheckpointInfo),
+}
+
+/// A checkpoint on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointInfo {
+    /// Checkpoint id (the `id` of `checkpoint`, in the file name).
+    pub id: i32,
+    /// Level it was stored at.
+    pub level: Level,
+    /// The file.
+    pub path: PathBuf,
+    /// File size in bytes.
+    pub size: u64,
+    /// `FB.timestamp`, ns since the Unix epoch.
+    pub timestamp: i64,
+}
+
+/// What a call to [`Fti::snapshot`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Snapshot {
+    /// Nothing was due.
+    Nothing,
+    /// The restart's checkpoint was recovered into the variables.
+    Recovered(CheckpointInfo),
+    /// A checkpoint was taken.
+    Checkpointed(CheckpointInfo),
+}
+
+/// The restart's chosen checkpoint, verified and mapped.
+struct Restart {
+    info: CheckpointInfo,
+    ckpt: Checkpoint,
+    map: MappedFile,
+}
+
+/// The FTI runtime of one process. See the crate documentation for a complete example.
+pub struct Fti {
+    cfg: Config,
+    exec_id: String,
+    dirs: Dirs,
+    status: Status,
+    restart: Option<Restart>,
+    /// Structure of the last checkpoint written or recovered, continued by the next one.
+    layout: Option<Layout>,
+    last: Option<CheckpointInfo>,
+    /// Why newer checkpoints were passed over at restart.
+    skipped: Vec<String>,
+    next_id: i32,
+    timer: SnapshotTimer,
+}
+
+/// FTI_Snapshot's clock: time spent computing (checkpoints excluded) against each level's
+/// interval; every level that is due counts one more interval, the highest one is taken.
+struct SnapshotTimer {
+    start: Instant,
+    excluded: Duration,
+    counts: [u32; 4],
+}
+
+impl Fti {
+    /// Starts the runtime: decides between a fresh run and a restart, and on a restart finds
+    /// the newest checkpoint of this rank that verifies (falling back to older ones and other
+    /// levels; [`Fti::skipped`] says why newer ones were not used).
+    ///
+    /// A restart is requested by the config (`[restart] failure = 1 or 2` with `exec_id`, as FTI
+    /// writes it). Without those keys, the newest execution directory holding checkpoints of
+    /// this rank is used. `failure = 0` always starts fresh.
+    pub fn init(cfg: Config) -> Result<Fti> {
+        if cfg.intervals[1].is_some() || cfg.intervals[2].is_some() {
+            return Err(Error::NeedsMpi(if cfg.intervals[1].is_some() {
+                Level::L2
+            } else {
+                Level::L3
+            }));
+        }
+        for w in &cfg.warnings {
+            message(&cfg, Verbosity::Warning, w);
+        }
+        let restart_exec = match (cfg.failure, &cfg.exec_id) {
+            (Some(0), _) => None,
+            (Some(_), Some(id)) => Some(id.clone()),
+            (Some(_), None) => {
+                return Err(Error::Config {
+                    path: cfg.path.clone().unwrap_or_default(),
+                    line: 0,
+                    what: "[restart] failure asks for a restart but exec_id is not set".into(),
+                })
+            }
+            (None, _) => newest_exec_with_checkpoints(&cfg),
+        };
+        let exec_id = restart_exec.clone().unwrap_or_else(new_exec_id);
+        let dirs = Dirs::new(&cfg, &exec_id);
+        let mut fti = Fti {
+            dirs,
+            exec_id,
+            status: Status::Fresh,
+            restart: None,
+            layout: None,
+            last: None,
+            skipped: Vec::new(),
+            next_id: 1,
+            timer: SnapshotTimer {
+                start: Instant::now(),
+                excluded: Duration::ZERO,
+                counts: [1; 4],
+            },
+            cfg,
+        };
+        if restart_exec.is_some() {
+            fti.find_restart();
+        }
+        if fti.restart.is_none() && fti.cfg.rank == 0 {
+            fti.write_topology()?;
+        }
+        Ok(fti)
+    }
+
+    /// Tries the candidates newest first; keeps the first that parses and verifies.
+    fn find_restart(&mut self) {
+        for found in store::find_checkpoints(&self.dirs) {
+            match open_verified(&found) {
+                Ok(restart) => {
+                    message(
+                        &self.cfg,
+                        Verbosity::Info,
+                        &format!(
+                            "restarting from checkpoint {} ({}, {})",
+                            found.id,
+                            found.level,
+                            found.path.display()
+                        ),
+                    );
+                    self.next_id = found.id.saturating_add(1);
+                    self.status = Status::Restart(restart.info.clone());
+                    self.restart = Some(restart);
+                    return;
+                }
+                Err(e) => {
+                    let why = format!("checkpoint {} at {} skipped: {e}", found.id, found.level);
+                    message(&self.cfg, Verbosity::Warning, &why);
+                    self.skipped.push(why);
+                }
+            }
+        }
+        message(
+            &self.cfg,
+            Verbosity::Warning,
+            &format!("restart requested for execution {} but no checkpoint of rank {} could be used: starting fresh", self.exec_id, self.cfg.rank),
+        );
+    }
+
+    /// Fresh run or restart.
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// The execution id (`YYYY-MM-DD_HH-MM-SS`, UTC) naming this run's directories.
+    pub fn exec_id(&self) -> &str {
+        &self.exec_id
+    }
+
+    /// The directories of this run and rank.
+    pub fn dirs(&self) -> &Dirs {
+        &self.dirs
+    }
+
+    /// Why newer checkpoints were not used at restart, one line each.
+    pub fn skipped(&self) -> &[String] {
+        &self.skipped
+    }
+
+    /// The last checkpoint written (or recovered) in this run.
+    pub fn last_checkpoint(&self) -> Option<&CheckpointInfo> {
+        self.last.as_ref()
+    }
+
+    /// The size of variable `id` in the restart's checkpoint (to size a buffer before
+    /// [`Fti::recover`], as `FTI_GetStoredSize` and `FTI_Realloc` do), or in the last checkpoint.
+    pub fn stored_size(&self, id: i32) -> Option<u64> {
+        if let Some(r) = &self.restart {
+            return r.ckpt.var(id).ok().map(|v| v.size);
+        }
+        let layout = self.layout.as_ref()?;
+        layout
+            .vars()
+            .into_iter()
+            .find(|v| v.id == id)
+            .map(|v| v.size)
+    }
+
+    /// Writes checkpoint `id` at `level` with the variables in protect order. The new file is
+    /// published atomically; the previous checkpoint stays recoverable until it is.
+    pub fn checkpoint(
+        &mut self,
+        id: i32,
+        level: Level,
+        vars: &[Var<'_>],
+    ) -> Result<CheckpointInfo> {
+        if matches!(level, Level::L2 | Level::L3) {
+            return Err(Error::NeedsMpi(level));
+        }
+        if matches!(self.status, Status::Restart(_)) {
+            return Err(Error::State(
+                "recover the restart's checkpoint before writing a new one",
+            ));
+        }
+        check_unique_ids(vars)?;
+        let started = Instant::now();
+        let sizes: Vec<VarSize> = vars
+            .iter()
+            .map(|v| VarSize {
+                id: v.id,
+                size: v.size(),
+            })
+            .collect();
+        let layout = Layout::plan(self.layout.as_ref(), &sizes)?;
+        let data: Vec<&[u8]> = vars.iter().map(|v| &*v.bytes).collect();
+        let keep = self.cfg.keep_ckpts;
+        let mut written = None;
+        let write = |file: &File, path: &Path| -> Result<()> {
+            let fb = ftiff::write_file(file, &layout, &data, &WriteOptions::default())
+                .map_err(|e| Error::Format(e.with_path(path)))?;
+            written = Some(fb);
+            Ok(())
+        };
+        let path = if level == Level::L4 && !self.cfg.inline_l4 {
+            let local = store::publish(&self.dirs, Level::L1, id, keep, write)?;
+            store::publish(&self.dirs, Level::L4, id, keep, |file, tmp| {
+                copy_into(&local, file, tmp)
+            })?
+        } else {
+            store::publish(&self.dirs, level, id, keep, write)?
+        };
+        let info = CheckpointInfo {
+            id,
+            level,
+            size: layout.file_size(),
+            timestamp: written.map_or(0, |fb| fb.timestamp),
+            path,
+        };
+        let first = self.last.is_none();
+        self.layout = Some(layout);
+        self.last = Some(info.clone());
+        self.next_id = self.next_id.max(id.saturating_add(1));
+        if first {
+            self.record_in_config(1)?;
+        }
+        self.timer.excluded += started.elapsed();
+        message(
+            &self.cfg,
+            Verbosity::Info,
+            &format!(
+                "checkpoint {id} at {level}: {} bytes in {:.3} s",
+                info.size,
+                started.elapsed().as_secs_f64()
+            ),
+        );
+        Ok(info)
+    }
+
+    /// Restores every variable from the restart's checkpoint. The variables must be the ones
+    /// checkpointed: same count, same ids in the same order, same byte sizes; this is checked
+    /// for all of them before any byte is copied. Chunk hashes are checked while copying.
+    pub fn recover(&mut self, vars: &mut [Var<'_>]) -> Result<CheckpointInfo> {
+        let restart = self
+            .restart
+            .as_ref()
+            .ok_or(Error::State("recover: this run is not a restart"))?;
+        let stored = restart.ckpt.vars();
+        if stored.len() != vars.len() {
+            return Err(Error::Variable {
+                id: vars.get(stored.len()).or(vars.last()).map_or(-1, |v| v.id),
+                what: format!(
+                    "the checkpoint holds {} variables, {} are protected",
+                    stored.len(),
+                    vars.len()
+                ),
+            });
+        }
+        for (s, v) in stored.iter().zip(vars.iter()) {
+            check_matches(s, v)?;
+        }
+        for v in vars.iter_mut() {
+            restart
+                .ckpt
+                .read_var_into(restart.map.bytes(), v.id, v.bytes)
+                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
+        }
+        let info = restart.info.clone();
+        self.finish_recovery(&info);
+        Ok(info)
+    }
+
+    /// Restores one variable from the restart's checkpoint (by id), leaving the others and the
+    /// restart status alone, as `FTI_RecoverVar` does.
+    pub fn recover_var(&mut self, var: &mut Var<'_>) -> Result<()> {
+        let restart = self
+            .restart
+            .as_ref()
+            .ok_or(Error::State("recover_var: this run is not a restart"))?;
+        let stored = restart.ckpt.var(var.id).map_err(|_| Error::Variable {
+            id: var.id,
+            what: "not in the checkpoint".into(),
+        })?;
+        check_matches(stored, var)?;
+        restart
+            .ckpt
+            .read_var_into(restart.map.bytes(), var.id, var.bytes)
+            .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+    }
+
+    fn finish_recovery(&mut self, info: &CheckpointInfo) {
+        if let Some(r) = self.restart.take() {
+            self.layout = Some(r.ckpt.layout());
+        }
+        self.last = Some(info.clone());
+        self.status = Status::Recovered(info.clone());
+        message(
+            &self.cfg,
+            Verbosity::Info,
+            &format!("recovered checkpoint {} from {}", info.id, info.level),
+        );
+    }
+
+    /// Called every iteration: on a restart, recovers (first call); otherwise takes a
+    /// checkpoint when a level's interval (`ckpt_lK` minutes or `ckpt_lK_secs`) has passed,
+    /// the highest due level winning, with ids 1, 2, ... (continuing after a restart's id).
+    pub fn snapshot(&mut self, vars: &mut [Var<'_>]) -> Result<Snapshot> {
+        if matches!(self.status, Status::Restart(_)) {
+            return self.recover(vars).map(Snapshot::Recovered);
+        }
+        let worked = self
+            .timer
+            .start
+            .elapsed()
+            .saturating_sub(self.timer.excluded);
+        let mut due = None;
+        for (i, level) in Level::ALL.iter().enumerate() {
+            if let Some(interval) = self.cfg.intervals[i] {
+                if worked >= interval * self.timer.counts[i] {
+                    self.timer.counts[i] += 1;
+                    due = Some(*level);
+                }
+            }
+        }
+        match due {
+            None => Ok(Snapshot::Nothing),
+            Some(level) => {
+                let id = self.next_id;
+                self.checkpoint(id, level, vars).map(Snapshot::Checkpointed)
+            }
+        }
+    }
+
+    /// Ends the run. With `keep_last_ckpt`, the last checkpoint is kept in L4 (copied there
+    /// if needed), local files are removed and the config records `failure = 2`; otherwise
+    /// every checkpoint file and directory of this execution is removed and the config records
+    /// `failure = 0`, as FTI does.
+    pub fn finalize(mut self) -> Result<()> {
+        if self.cfg.keep_last_ckpt {
+            if let Some(last) = self.last.clone() {
+                if last.level != Level::L4 {
+                    store::publish(&self.dirs, Level::L4, last.id, 1, |file, tmp| {
+                        copy_into(&last.path, file, tmp)
+                    })?;
+                }
+                remove_dir_all(&self.dirs.local)?;
+                self.record_in_config(2)?;
+                return Ok(());
+            }
+        }
+        remove_dir_all(&self.dirs.local)?;
+        remove_dir_all(&self.dirs.global)?;
+        if self.cfg.rank == 0 {
+            remove_dir_all(&self.dirs.meta)?;
+        }
+        self.record_in_config(0)
+    }
+
+    /// Writes `failure` and `exec_id` back into the config file (rank 0, when read from one).
+    fn record_in_config(&mut self, failure: u8) -> Result<()> {
+        if self.cfg.rank != 0 {
+            return Ok(());
+        }
+        if let Some(path) = &self.cfg.path {
+            config::record_restart(path, failure, &self.exec_id)?;
+        }
+        self.cfg.failure = Some(failure);
+        Ok(())
+    }
+
+    /// `Topology.fti` in the meta directory, as FTI 1.1 writes it for a one-rank-per-node run.
+    fn write_topology(&self) -> Result<()> {
+        store::create_dir_durable(&self.dirs.meta)?;
+        let mut text = String::from("\n[topology]\n");
+        text.push_str(&format!("{:<31}= node{}\n\n", 0, self.cfg.node()));
+        store::replace_file(&self.dirs.meta.join("Topology.fti"), text.as_bytes())
+    }
+}
+
+fn check_unique_ids(vars: &[Var<'_>]) -> Result<()> {
+    for (i, v) in vars.iter().enumerate() {
+        if vars[..i].iter().any(|w| w.id == v.id) {
+            return Err(Error::Variable {
+                id: v.id,
+                what: "protected twice in the same call".into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_matches(stored: &ftiff::VarInfo, var: &Var<'_>) -> Result<()> {
+    if stored.id != var.id {
+        return Err(Error::Variable {
+            id: var.id,
+            what: format!(
+                "protected at position {} where the checkpoint has id {}",
+                stored.idx, stored.id
+            ),
+        });
+    }
+    if stored.size != var.size() {
+        return Err(Error::Variable {
+            id: var.id,
+            what: format!("the checkpoint holds {} bytes, the variable has {} (resize it to stored_size first)", stored.size, var.size()),
+        });
+    }
+    Ok(())
+}
+
+/// Opens, parses and verifies a candidate.
+fn open_verified(found: &Found) -> std::result::Result<Restart, ftiff::Error> {
+    let (ckpt, map) = Checkpoint::open(&found.path)?;
+    let problems = ckpt.verify(map.bytes(), &|_| {});
+    if let Some(first) = problems
+        .into_iter()
+        .find(|p| !matches!(p.kind(), ftiff::ErrorKind::TrailingBytes { .. }))
+    {
+        return Err(first.with_path(&found.path));
+    }
+    let info = CheckpointInfo {
+        id: found.id,
+        level: found.level,
+        path: found.path.clone(),
+        size: ckpt.fs(),
+        timestamp: ckpt.fb.timestamp,
+    };
+    Ok(Restart { info, ckpt, map })
+}
+
+fn copy_into(from: &Path, to: &File, to_path: &Path) -> Result<()> {
+    let mut src = File::open(from).map_err(|e| Error::io(from, e))?;
+    let mut dst = to;
+    std::io::copy(&mut src, &mut dst).map_err(|e| Error::io(to_path, e))?;
+    Ok(())
+}
+
+fn remove_dir_all(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
+        _ => Ok(()),
+    }
+}
+
+/// The newest execution directory (ids sort by time) with a checkpoint of this rank.
+fn newest_exec_with_checkpoints(cfg: &Config) -> Option<String> {
+    let mut execs: Vec<String> = Vec::new();
+    let local_root = if cfg.local_test {
+        cfg.ckpt_dir.join(format!("node{}", cfg.node()))
+    } else {
+        cfg.ckpt_dir.clone()
+    };
+    for root in [local_root, cfg.glbl_dir.clone()] {
+        if let Ok(entries) = std::fs::read_dir(root) {
+            execs.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.path().is_dir())
+                    .map(|e| e.file_name().to_string_lossy().into_owned()),
+            );
+        }
+    }
+    execs.sort();
+    execs.dedup();
+    execs
+        .into_iter()
+        .rev()
+        .find(|exec| !store::find_checkpoints(&Dirs::new(cfg, exec)).is_empty())
+}
+
+/// `YYYY-MM-DD_HH-MM-SS` of now, in UTC.
+pub fn new_exec_id() -> String {
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}_{:02}-{:02}-{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// FTI's message levels.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Verbosity {
+    Info = 2,
+    Warning = 3,
+}
+
+/// Prints a runtime message on stderr when the config's verbosity asks for it (FTI's scale:
+/// 1 debug, 2 information, 3 warnings only).
+fn message(cfg: &Config, level: Verbosity, text: &str) {
+    if (level as u8) >= cfg.verbosity {
+        let tag = match level {
+            Verbosity::Info => "FTI  Information",
+            Verbosity::Warning => "FTI Warning",
+        };
+        eprintln!("[ {tag} ] : rank {}: {text}", cfg.rank);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(super::civil_from_days(20_779), (2026, 11, 22));
+        assert_eq!(super::civil_from_days(11_016), (2000, 2, 29));
+    }
+}

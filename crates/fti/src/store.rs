@@ -1,0 +1,389 @@
+//! Where checkpoint files live (FTI 1.1's directory layout) and how a new one is published
+//! without ever losing the previous one. The argument is in `docs/crash-safety.md`.
+
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::config::{Config, Level};
+use crate::error::{Error, Result};
+
+/// The directories of one execution (`exec_id`) for one rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dirs {
+    /// `<ckpt_dir>/node<N>/<exec_id>` (local_test = 1) or `<ckpt_dir>/<exec_id>`.
+    pub local: PathBuf,
+    /// `<glbl_dir>/<exec_id>`.
+    pub global: PathBuf,
+    /// `<meta_dir>/<exec_id>`.
+    pub meta: PathBuf,
+    /// The rank whose files these are.
+    pub rank: u32,
+}
+
+impl Dirs {
+    /// The directories of `exec_id` for the rank of `cfg`.
+    pub fn new(cfg: &Config, exec_id: &str) -> Dirs {
+        let local = if cfg.local_test {
+            cfg.ckpt_dir
+                .join(format!("node{}", cfg.node()))
+                .join(exec_id)
+        } else {
+            cfg.ckpt_dir.join(exec_id)
+        };
+        Dirs {
+            local,
+            global: cfg.glbl_dir.join(exec_id),
+            meta: cfg.meta_dir.join(exec_id),
+            rank: cfg.rank,
+        }
+    }
+
+    /// `lK/`, where FTI 1.1 looks for the level's checkpoint.
+    pub fn level_dir(&self, level: Level) -> PathBuf {
+        match level {
+            Level::L4 => self.global.join("l4"),
+            _ => self.local.join(format!("l{}", level.number())),
+        }
+    }
+
+    /// `lK_archive/`, where older checkpoints of the level are kept (`keep_ckpts` > 1).
+    pub fn archive_dir(&self, level: Level) -> PathBuf {
+        match level {
+            Level::L4 => self.global.join("l4_archive"),
+            _ => self.local.join(format!("l{}_archive", level.number())),
+        }
+    }
+
+    /// `tmp/`, where files are written before they are published.
+    pub fn tmp_dir(&self, level: Level) -> PathBuf {
+        match level {
+            Level::L4 => self.global.join("tmp"),
+            _ => self.local.join("tmp"),
+        }
+    }
+
+    /// This rank's file name for checkpoint `id`.
+    pub fn file_name(&self, id: i32) -> String {
+        format!("Ckpt{id}-Rank{}.fti", self.rank)
+    }
+}
+
+/// Parses `Ckpt<id>-Rank<r>.fti` into `(id, r)`.
+pub fn parse_file_name(name: &str) -> Option<(i32, u32)> {
+    let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
+    let (id, rank) = rest.split_once("-Rank")?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(id) || !digits(rank) {
+        return None;
+    }
+    Some((id.parse().ok()?, rank.parse().ok()?))
+}
+
+/// A checkpoint file of this rank found on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The file.
+    pub path: PathBuf,
+    /// Checkpoint id (from the name).
+    pub id: i32,
+    /// Level directory it is in.
+    pub level: Level,
+    /// In `lK_archive/` rather than `lK/`.
+    pub archived: bool,
+}
+
+/// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
+/// by id, then in FTI's level order, then `lK/` before its archive.
+pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
+    let mut found = Vec::new();
+    for level in Level::ALL {
+        for (dir, archived) in [
+            (dirs.level_dir(level), false),
+            (dirs.archive_dir(level), true),
+        ] {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if let Some((id, rank)) = parse_file_name(&name.to_string_lossy()) {
+                    if rank == dirs.rank {
+                        found.push(Found {
+                            path: entry.path(),
+                            id,
+                            level,
+                            archived,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        b.id.cmp(&a.id)
+            .then(a.level.cmp(&b.level))
+            .then(a.archived.cmp(&b.archived))
+    });
+    found
+}
+
+/// The named steps of [`publish`], where a crash test can stop the process.
+pub const STEPS: &[&str] = &[
+    "written",
+    "fsynced",
+    "renamed",
+    "dir-fsynced",
+    "retired",
+    "pruned",
+];
+
+/// Test hook: when the environment variable `FTI_STOP_AT` names a step of [`STEPS`], the
+/// process announces `FTI_STOPPED <step>` on stderr at that step and waits there to be killed.
+/// Crash tests use it to kill a real process at every step of the protocol.
+fn crash_point(step: &str) {
+    static STOP_AT: OnceLock<Option<String>> = OnceLock::new();
+    if STOP_AT
+        .get_or_init(|| std::env::var("FTI_STOP_AT").ok())
+        .as_deref()
+        == Some(step)
+    {
+        eprintln!("FTI_STOPPED {step}");
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+}
+
+/// `fsync` of a directory, so that entries created, renamed or removed in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Creates `dir` and its parents, making each new entry durable.
+pub fn create_dir_durable(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_durable(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(Error::io(dir, e)),
+    }
+    match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => sync_dir(parent),
+        None => Ok(()),
+    }
+}
+
+fn remove(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Publishes checkpoint `id` of `level`: `write` fills a new file under `tmp/`, which is then
+/// fsynced, renamed into `lK/` and the directory fsynced (the commit point); only then are the
+/// older checkpoints of this rank in `lK/` (and in lower levels' directories, as FTI does)
+/// moved to their archives, or deleted when `keep` is 1, and the archives pruned to `keep - 1`.
+/// Returns the published path.
+pub fn publish(
+    dirs: &Dirs,
+    level: Level,
+    id: i32,
+    keep: usize,
+    write: impl FnOnce(&File, &Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let tmp_dir = dirs.tmp_dir(level);
+    let level_dir = dirs.level_dir(level);
+    create_dir_durable(&tmp_dir)?;
+    create_dir_durable(&level_dir)?;
+    let name = dirs.file_name(id);
+    let tmp = tmp_dir.join(&name);
+    remove(&tmp)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| Error::io(&tmp, e))?;
+    write(&file, &tmp)?;
+    crash_point("written");
+    file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    drop(file);
+    crash_point("fsynced");
+    let target = level_dir.join(&name);
+    fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
+    crash_point("renamed");
+    sync_dir(&level_dir)?;
+    sync_dir(&tmp_dir)?;
+    crash_point("dir-fsynced");
+    retire_older(dirs, level, id, keep)?;
+    crash_point("retired");
+    for l in Level::ALL.into_iter().filter(|&l| l <= level) {
+        prune_archive(dirs, l, keep)?;
+    }
+    crash_point("pruned");
+    Ok(target)
+}
+
+/// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for every level up
+/// to `level`, so `lK/` holds exactly one file per rank, as FTI 1.1 expects.
+fn retire_older(dirs: &Dirs, level: Level, id: i32, keep: usize) -> Result<()> {
+    for found in find_checkpoints(dirs) {
+        if found.archived || found.level > level || (found.level == level && found.id == id) {
+            continue;
+        }
+        if keep > 1 {
+            let archive = dirs.archive_dir(found.level);
+            create_dir_durable(&archive)?;
+            let name = found
+                .path
+                .file_name()
+                .map(PathBuf::from)
+                .unwrap_or_default();
+            let to = archive.join(name);
+            fs::rename(&found.path, &to).map_err(|e| Error::io(&to, e))?;
+            sync_dir(&archive)?;
+        } else {
+            remove(&found.path)?;
+        }
+        sync_dir(&dirs.level_dir(found.level))?;
+    }
+    Ok(())
+}
+
+/// Keeps the newest `keep - 1` archived checkpoints of `level`.
+fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
+    let archived: Vec<Found> = find_checkpoints(dirs)
+        .into_iter()
+        .filter(|f| f.archived && f.level == level)
+        .collect();
+    let mut removed = false;
+    for old in archived.iter().skip(keep.saturating_sub(1)) {
+        remove(&old.path)?;
+        removed = true;
+    }
+    if removed {
+        sync_dir(&dirs.archive_dir(level))?;
+    }
+    Ok(())
+}
+
+/// Replaces a small file atomically: temporary file beside it, fsync, rename, fsync of the
+/// directory.
+pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.tmp",
+        path.file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    ));
+    {
+        let mut f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        std::io::Write::write_all(&mut f, bytes).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    }
+    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    sync_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names() {
+        assert_eq!(parse_file_name("Ckpt12-Rank3.fti"), Some((12, 3)));
+        assert_eq!(parse_file_name("Ckpt1-Pcof3.fti"), None);
+        assert_eq!(parse_file_name("Ckpt-Rank3.fti"), None);
+        assert_eq!(parse_file_name("Ckpt1-Rank3.fti.tmp"), None);
+        assert_eq!(parse_file_name("Ckpt+1-Rank3.fti"), None);
+    }
+
+    #[test]
+    fn fti_directory_layout() {
+        let cfg = Config {
+            ckpt_dir: "L".into(),
+            glbl_dir: "G".into(),
+            meta_dir: "M".into(),
+            rank: 5,
+            node_size: 2,
+            ..Config::default()
+        };
+        let d = Dirs::new(&cfg, "E");
+        assert_eq!(d.level_dir(Level::L1), PathBuf::from("L/node2/E/l1"));
+        assert_eq!(d.level_dir(Level::L4), PathBuf::from("G/E/l4"));
+        assert_eq!(d.archive_dir(Level::L4), PathBuf::from("G/E/l4_archive"));
+        assert_eq!(d.file_name(7), "Ckpt7-Rank5.fti");
+        let d = Dirs::new(
+            &Config {
+                local_test: false,
+                ..cfg
+            },
+            "E",
+        );
+        assert_eq!(d.level_dir(Level::L1), PathBuf::from("L/E/l1"));
+    }
+
+    #[test]
+    fn publish_keeps_one_in_level_dir_and_archives_the_rest() {
+        let root = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            ckpt_dir: root.path().join("L"),
+            glbl_dir: root.path().join("G"),
+            ..Config::default()
+        };
+        let dirs = Dirs::new(&cfg, "E");
+        let put = |id: i32, level, keep| {
+            publish(&dirs, level, id, keep, |f, _| {
+                std::io::Write::write_all(&mut &*f, format!("ckpt {id}").as_bytes())
+                    .map_err(|e| Error::io(Path::new("x"), e))
+            })
+            .unwrap()
+        };
+        for id in 1..=5 {
+            put(id, Level::L1, 3);
+        }
+        let ids = |archived| -> Vec<i32> {
+            find_checkpoints(&dirs)
+                .iter()
+                .filter(|f| f.archived == archived)
+                .map(|f| f.id)
+                .collect()
+        };
+        assert_eq!(ids(false), [5]);
+        assert_eq!(ids(true), [4, 3]);
+        put(6, Level::L4, 3);
+        let all: Vec<(i32, Level, bool)> = find_checkpoints(&dirs)
+            .iter()
+            .map(|f| (f.id, f.level, f.archived))
+            .collect();
+        assert_eq!(
+            all,
+            [
+                (6, Level::L4, false),
+                (5, Level::L1, true),
+                (4, Level::L1, true)
+            ]
+        );
+        put(7, Level::L1, 1);
+        assert_eq!(
+            std::fs::read_dir(dirs.tmp_dir(Level::L1)).unwrap().count(),
+            0
+        );
+        assert_eq!(
+            std::fs::read_to_string(dirs.level_dir(Level::L1).join("Ckpt7-Rank0.fti")).unwrap(),
+            "ckpt 7"
+        );
+    }
+}
