@@ -81,7 +81,8 @@ pub struct Config {
     /// `[basic] verbosity`: 1 = debug, 2 = info, 3 = warnings only (FTI's scale).
     pub verbosity: u8,
     /// `[restart] failure`: 0 = fresh run, 1 = restart, 2 = restart from the L4 copy kept by
-    /// keep_last_ckpt. `None` when not given: a restart is then detected from the directories.
+    /// keep_last_ckpt. A file without the key reads as 0, as in FTI. `None` (a config built
+    /// in code): a restart is detected from the checkpoint directories.
     pub failure: Option<u8>,
     /// `[restart] exec_id`: `YYYY-MM-DD_HH-MM-SS` of the run that wrote the checkpoints.
     pub exec_id: Option<String>,
@@ -199,6 +200,9 @@ impl Config {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
         let mut cfg = Config::from_ini_text(path, &text)?;
         cfg.path = Some(path.to_path_buf());
+        // FTI reads a missing `failure` as 0: a file-based run restarts only when the file
+        // says so (the runtime writes `failure = 1` after the first checkpoint).
+        cfg.failure.get_or_insert(0);
         Ok(cfg)
     }
 
