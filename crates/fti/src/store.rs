@@ -3,6 +3,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use crate::config::{Config, Level};
@@ -138,19 +139,24 @@ pub const STEPS: &[&str] = &[
     "pruned",
 ];
 
-/// Test hook: when the environment variable `FTI_STOP_AT` names a step of [`STEPS`], the
-/// process announces `FTI_STOPPED <step>` on stderr at that step and waits there to be killed.
-/// Crash tests use it to kill a real process at every step of the protocol.
+/// Test hook: when the environment variable `FTI_STOP_AT` is `<step>` or `<step>:<n>` (a step
+/// of [`STEPS`], reached for the n-th time, default 1), the process announces
+/// `FTI_STOPPED <step>` on stderr there and waits to be killed. Crash tests use it to kill a
+/// real process at every step of the protocol. Without the variable it costs one comparison.
 fn crash_point(step: &str) {
-    static STOP_AT: OnceLock<Option<String>> = OnceLock::new();
-    if STOP_AT
-        .get_or_init(|| std::env::var("FTI_STOP_AT").ok())
-        .as_deref()
-        == Some(step)
-    {
-        eprintln!("FTI_STOPPED {step}");
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(3600));
+    static STOP_AT: OnceLock<Option<(String, usize)>> = OnceLock::new();
+    static REACHED: AtomicUsize = AtomicUsize::new(0);
+    let target = STOP_AT.get_or_init(|| {
+        let spec = std::env::var("FTI_STOP_AT").ok()?;
+        let (name, n) = spec.split_once(':').unwrap_or((&spec, "1"));
+        Some((name.to_owned(), n.parse().unwrap_or(1)))
+    });
+    if let Some((name, n)) = target {
+        if name == step && REACHED.fetch_add(1, Ordering::SeqCst) + 1 == *n {
+            eprintln!("FTI_STOPPED {step}");
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
         }
     }
 }
