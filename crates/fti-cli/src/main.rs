@@ -90,6 +90,90 @@ enum Command {
         /// The newer checkpoint.
         b: PathBuf,
     },
+    /// List every checkpoint file (`Ckpt<id>-Rank<r>.fti`) below a directory: rank, id, level
+    /// (from the `lK` or `lK_archive` directory), time written (UTC), size, and whether it
+    /// verifies.
+    ///
+    /// The newest checkpoint of a level is in `lK/`, where FTI 1.1 looks for it; older ones kept
+    /// by `keep_ckpts` are in `lK_archive/` (marked `archived`). To restart from an older one,
+    /// set `ckpt_id = <id>` in the config's `[restart]` section.
+    List {
+        /// A checkpoint directory (e.g. the config's ckpt_dir or glbl_dir, or their parent).
+        dir: PathBuf,
+        /// Skip hash verification (faster on large files).
+        #[arg(long)]
+        no_verify: bool,
+    },
+    /// Delete archived checkpoints so that at most N remain per rank and level. The checkpoint
+    /// in `lK/` (the one FTI reads) is never deleted.
+    Prune {
+        /// A checkpoint directory.
+        dir: PathBuf,
+        /// Checkpoints to keep per rank and level.
+        #[arg(long, default_value_t = 1)]
+        keep: usize,
+    },
+    /// Run the heat-diffusion demo once in this process, checkpointing into DIR; when DIR
+    /// holds checkpoints of an earlier run that did not finish, it restarts from the newest.
+    ///
+    /// Prints `recovered checkpoint <id> at iteration <n>` after a restart and
+    /// `checksum <md5>` of the final grid (see docs/demo.md for the exact definition).
+    Heatdis {
+        #[command(flatten)]
+        demo: DemoArgs,
+        /// Abort the process (a real crash) at the start of this iteration.
+        #[arg(long)]
+        crash_at: Option<i32>,
+    },
+    /// The whole demo story: run heat diffusion uninterrupted, run it again crashing (a real
+    /// abort) at an iteration, restart it so that it recovers and finishes, and check that
+    /// both final grids are bitwise identical. Checkpoint files stay in DIR for `fti inspect`
+    /// and `fti list`.
+    Demo {
+        #[command(flatten)]
+        demo: DemoArgs,
+        /// Iteration at which the second run crashes.
+        #[arg(long, default_value_t = 1234)]
+        crash_at: i32,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+struct DemoArgs {
+    /// Directory for checkpoints.
+    #[arg(long, default_value = "target/demo")]
+    dir: PathBuf,
+    /// Grid edge in cells.
+    #[arg(long, default_value_t = 512)]
+    size: usize,
+    /// Iterations.
+    #[arg(long, default_value_t = 3000)]
+    iters: i32,
+    /// Checkpoint every this many iterations (every 4th checkpoint goes to L4).
+    #[arg(long, default_value_t = 250)]
+    every: i32,
+}
+
+impl DemoArgs {
+    fn params(&self, crash_at: Option<i32>) -> fti::heatdis::Params {
+        fti::heatdis::Params {
+            size: self.size,
+            iters: self.iters,
+            every: self.every,
+            crash_at,
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        vec![
+            "--size".into(),
+            self.size.to_string(),
+            "--iters".into(),
+            self.iters.to_string(),
+            "--every".into(),
+            self.every.to_string(),
+        ]
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -137,6 +221,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             all,
         } => extract(&file, id, output.as_deref(), all.as_deref()),
         Command::Diff { a, b } => diff(&a, &b),
+        Command::List { dir, no_verify } => list(&dir, !no_verify),
+        Command::Prune { dir, keep } => prune(&dir, keep),
+        Command::Heatdis { demo, crash_at } => heatdis(&demo, crash_at),
+        Command::Demo { demo, crash_at } => demo_story(&demo, crash_at),
     }
 }
 
@@ -297,4 +385,140 @@ fn diff(a: &Path, b: &Path) -> Result<ExitCode> {
         writeln!(stdout, "id {}: {line}", d.id)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn list(dir: &Path, verify: bool) -> Result<ExitCode> {
+    let listed = fti::store::list_tree(dir)?;
+    let mut stdout = std::io::stdout().lock();
+    if listed.is_empty() {
+        eprintln!(
+            "fti: no checkpoint files (Ckpt<id>-Rank<r>.fti) below {}",
+            dir.display()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
+    writeln!(
+        stdout,
+        "{:>5} {:>6}  {:<13} {:<19} {:>12}  {:<8} path",
+        "rank", "id", "level", "written (UTC)", "bytes", "status"
+    )?;
+    let mut all_ok = true;
+    for l in listed {
+        let status = if verify {
+            let problems = verify_one(&l.path, Kind::Ckpt);
+            all_ok &= problems.is_empty();
+            problems
+                .first()
+                .map_or_else(|| "ok".to_owned(), |p| format!("CORRUPT ({})", p.kind()))
+        } else {
+            "-".to_owned()
+        };
+        writeln!(
+            stdout,
+            "{:>5} {:>6}  {:<13} {:<19} {:>12}  {:<8} {}",
+            l.rank,
+            l.id,
+            match (l.level, l.archived) {
+                (Some(lv), false) => lv.to_string(),
+                (Some(lv), true) => format!("{lv} (archive)"),
+                (None, _) => "?".to_owned(),
+            },
+            l.timestamp.map_or_else(|| "?".to_owned(), fti::format_utc),
+            l.size,
+            status,
+            l.path.display()
+        )?;
+    }
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn prune(dir: &Path, keep: usize) -> Result<ExitCode> {
+    for path in fti::store::prune_tree(dir, keep)? {
+        println!("deleted {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn heatdis(demo: &DemoArgs, crash_at: Option<i32>) -> Result<ExitCode> {
+    let cfg = fti::heatdis::config(&demo.dir);
+    let out = fti::heatdis::run(cfg, demo.params(crash_at), &mut |line| println!("{line}"))?;
+    println!(
+        "iterations computed: {}, checkpoints written: {}",
+        out.computed, out.checkpoints
+    );
+    println!("checksum {}", out.checksum);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `fti heatdis` in a child process; returns its exit status and stdout.
+fn heatdis_child(
+    demo: &DemoArgs,
+    dir: &Path,
+    crash_at: Option<i32>,
+) -> Result<(std::process::ExitStatus, String)> {
+    let mut cmd = std::process::Command::new(std::env::current_exe()?);
+    cmd.arg("heatdis").arg("--dir").arg(dir).args(demo.args());
+    if let Some(at) = crash_at {
+        cmd.arg("--crash-at").arg(at.to_string());
+    }
+    let out = cmd
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("starting the demo process")?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    for line in stdout.lines() {
+        println!("    {line}");
+    }
+    Ok((out.status, stdout))
+}
+
+fn checksum_line(stdout: &str) -> Option<&str> {
+    stdout.lines().find_map(|l| l.strip_prefix("checksum "))
+}
+
+fn demo_story(demo: &DemoArgs, crash_at: i32) -> Result<ExitCode> {
+    let (plain, crashed) = (demo.dir.join("uninterrupted"), demo.dir.join("crashed"));
+    for d in [&plain, &crashed] {
+        if d.exists() {
+            std::fs::remove_dir_all(d).with_context(|| format!("cleaning {}", d.display()))?;
+        }
+    }
+    println!(
+        "1. uninterrupted run ({0}x{0} grid, {1} iterations, checkpoint every {2}):",
+        demo.size, demo.iters, demo.every
+    );
+    let (status, out) = heatdis_child(demo, &plain, None)?;
+    if !status.success() {
+        bail!("the uninterrupted run failed ({status})");
+    }
+    let reference = checksum_line(&out)
+        .context("no checksum line from the uninterrupted run")?
+        .to_owned();
+    println!("2. the same run, crashing at iteration {crash_at}:");
+    let (status, _) = heatdis_child(demo, &crashed, Some(crash_at))?;
+    if status.success() {
+        bail!("the run meant to crash finished (is --crash-at below --iters?)");
+    }
+    println!("    (process died: {status})");
+    println!("3. restart:");
+    let (status, out) = heatdis_child(demo, &crashed, None)?;
+    if !status.success() {
+        bail!("the restarted run failed ({status})");
+    }
+    let restarted = checksum_line(&out).context("no checksum line from the restarted run")?;
+    let same = restarted == reference;
+    println!(
+        "4. final grids {}: {reference} vs {restarted}",
+        if same { "bitwise identical" } else { "DIFFER" }
+    );
+    println!("   checkpoint files: fti list {}", crashed.display());
+    Ok(if same {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }

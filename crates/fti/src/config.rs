@@ -86,6 +86,9 @@ pub struct Config {
     pub failure: Option<u8>,
     /// `[restart] exec_id`: `YYYY-MM-DD_HH-MM-SS` of the run that wrote the checkpoints.
     pub exec_id: Option<String>,
+    /// Our `[restart] ckpt_id`: restart from this checkpoint id (the newest one of that id
+    /// that verifies, in any level or archive) instead of the newest checkpoint.
+    pub restart_id: Option<i32>,
     /// `[advanced] local_test`: node of a rank = rank / node_size, local paths get `node<N>/`.
     pub local_test: bool,
     /// Our `[basic] trace`: write an ovni trace of the runtime's work.
@@ -113,6 +116,7 @@ impl Default for Config {
             verbosity: 2,
             failure: None,
             exec_id: None,
+            restart_id: None,
             local_test: true,
             trace: false,
             rank: 0,
@@ -183,7 +187,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "trace",
         ],
     ),
-    ("restart", &["failure", "exec_id"]),
+    ("restart", &["failure", "exec_id", "ckpt_id"]),
     (
         "advanced",
         &["block_size", "transfer_size", "mpi_tag", "local_test"],
@@ -317,6 +321,7 @@ impl Config {
                 )
             })?);
         }
+        cfg.restart_id = int("restart", "ckpt_id")?.and_then(|v| i32::try_from(v).ok());
         cfg.exec_id = get("restart", "exec_id")
             .map(|(v, _)| v.clone())
             .filter(|v| !v.is_empty());

@@ -18,12 +18,12 @@ pub enum Error {
         what: String,
     },
     /// The operating system refused a file operation.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {err}", path.display())]
     Io {
         /// The file or directory.
         path: PathBuf,
-        /// The OS error.
-        source: std::io::Error,
+        /// The OS error (shown in the message, so not repeated as a source).
+        err: std::io::Error,
     },
     /// A checkpoint file is corrupt or not FTI-FF.
     #[error(transparent)]
@@ -56,10 +56,10 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(path: &Path, source: std::io::Error) -> Self {
+    pub(crate) fn io(path: &Path, err: std::io::Error) -> Self {
         Error::Io {
             path: path.to_path_buf(),
-            source,
+            err,
         }
     }
 

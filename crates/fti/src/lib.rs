@@ -32,11 +32,12 @@
 
 mod config;
 mod error;
+pub mod heatdis;
 mod runtime;
 pub mod store;
 mod var;
 
 pub use config::{record_restart, Config, Level};
 pub use error::{Error, Result};
-pub use runtime::{new_exec_id, CheckpointInfo, Fti, Snapshot, Status};
+pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Snapshot, Status};
 pub use var::Var;

@@ -140,7 +140,11 @@ impl Fti {
 
     /// Tries the candidates newest first; keeps the first that parses and verifies.
     fn find_restart(&mut self) {
+        let wanted = self.cfg.restart_id;
         for found in store::find_checkpoints(&self.dirs) {
+            if wanted.is_some_and(|id| id != found.id) {
+                continue;
+            }
             match open_verified(&found) {
                 Ok(restart) => {
                     message(
@@ -168,7 +172,12 @@ impl Fti {
         message(
             &self.cfg,
             Verbosity::Warning,
-            &format!("restart requested for execution {} but no checkpoint of rank {} could be used: starting fresh", self.exec_id, self.cfg.rank),
+            &format!(
+                "restart requested for execution {} but no checkpoint{} of rank {} could be used: starting fresh",
+                self.exec_id,
+                wanted.map_or_else(String::new, |id| format!(" with id {id}")),
+                self.cfg.rank
+            ),
         );
     }
 
@@ -512,6 +521,19 @@ fn newest_exec_with_checkpoints(cfg: &Config) -> Option<String> {
         .find(|exec| !store::find_checkpoints(&Dirs::new(cfg, exec)).is_empty())
 }
 
+/// `YYYY-MM-DD HH:MM:SS` (UTC) of a time in ns since the Unix epoch.
+pub fn format_utc(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 /// `YYYY-MM-DD_HH-MM-SS` of now, in UTC.
 pub fn new_exec_id() -> String {
     let secs = SystemTime::now()
@@ -566,5 +588,9 @@ mod tests {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));
         assert_eq!(super::civil_from_days(20_779), (2026, 11, 22));
         assert_eq!(super::civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(
+            super::format_utc(1_700_000_000_000_000_000),
+            "2023-11-14 22:13:20"
+        );
     }
 }

@@ -393,3 +393,115 @@ mod tests {
         );
     }
 }
+
+/// A checkpoint file found by [`list_tree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// The file.
+    pub path: PathBuf,
+    /// Checkpoint id (from the name).
+    pub id: i32,
+    /// Rank (from the name).
+    pub rank: u32,
+    /// Level, from the directory (`lK` or `lK_archive`); `None` elsewhere.
+    pub level: Option<Level>,
+    /// In an archive directory.
+    pub archived: bool,
+    /// File size.
+    pub size: u64,
+    /// `FB.timestamp` when the file block could be read.
+    pub timestamp: Option<i64>,
+}
+
+fn level_of_dir(dir: &Path) -> (Option<Level>, bool) {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let (base, archived) = match name.strip_suffix("_archive") {
+        Some(base) => (base.to_owned(), true),
+        None => (name, false),
+    };
+    let level = base
+        .strip_prefix('l')
+        .and_then(|n| n.parse().ok())
+        .and_then(Level::from_number);
+    (level, archived && level.is_some())
+}
+
+/// Every `Ckpt<id>-Rank<r>.fti` below `root`, sorted by rank, id, level.
+pub fn list_tree(root: &Path) -> Result<Vec<Listed>> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let entries = fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&dir, e))?;
+            let path = entry.path();
+            let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
+            if kind.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let Some((id, rank)) = parse_file_name(&entry.file_name().to_string_lossy()) else {
+                continue;
+            };
+            let (level, archived) = level_of_dir(&dir);
+            let size = entry.metadata().map_err(|e| Error::io(&path, e))?.len();
+            let timestamp = read_fb(&path).map(|fb| fb.timestamp);
+            out.push(Listed {
+                path,
+                id,
+                rank,
+                level,
+                archived,
+                size,
+                timestamp,
+            });
+        }
+    }
+    out.sort_by(|a, b| {
+        (a.rank, a.id, a.level, a.archived).cmp(&(b.rank, b.id, b.level, b.archived))
+    });
+    Ok(out)
+}
+
+fn read_fb(path: &Path) -> Option<ftiff::raw::FileBlock> {
+    let mut head = [0u8; ftiff::raw::fb::SIZE];
+    let mut file = File::open(path).ok()?;
+    std::io::Read::read_exact(&mut file, &mut head).ok()?;
+    ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()
+}
+
+/// Deletes archived checkpoints so that at most `keep` checkpoints per rank and level remain
+/// (the one in `lK/`, which FTI reads, is never deleted). Returns the deleted files.
+pub fn prune_tree(root: &Path, keep: usize) -> Result<Vec<PathBuf>> {
+    let listed = list_tree(root)?;
+    let mut deleted = Vec::new();
+    let mut groups: std::collections::BTreeMap<(u32, Option<Level>, PathBuf), Vec<&Listed>> =
+        Default::default();
+    for l in listed.iter().filter(|l| l.level.is_some()) {
+        // Group a level directory with its archive: both have the same parent.
+        let parent = l
+            .path
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        groups.entry((l.rank, l.level, parent)).or_default().push(l);
+    }
+    for (_, mut files) in groups {
+        files.sort_by(|a, b| b.id.cmp(&a.id).then(a.archived.cmp(&b.archived)));
+        let current = files.iter().filter(|f| !f.archived).count();
+        let mut budget = keep.saturating_sub(current);
+        for f in files.iter().filter(|f| f.archived) {
+            if budget > 0 {
+                budget -= 1;
+                continue;
+            }
+            remove(&f.path)?;
+            deleted.push(f.path.clone());
+        }
+    }
+    Ok(deleted)
+}

@@ -1,0 +1,153 @@
+//! The heat-diffusion demo across real processes, and the checkpoint management commands.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn fti(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fti"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+const SMALL: [&str; 6] = ["--size", "48", "--iters", "300", "--every", "25"];
+
+fn heatdis(dir: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["heatdis", "--dir", dir.to_str().unwrap()];
+    args.extend(SMALL);
+    args.extend(extra);
+    fti(&args)
+}
+
+fn checksum(out: &Output) -> String {
+    stdout(out)
+        .lines()
+        .find_map(|l| l.strip_prefix("checksum "))
+        .expect("checksum line")
+        .to_owned()
+}
+
+/// Two separate processes: uninterrupted vs crashed-and-restarted end with the same checksum,
+/// and the restarted one resumed at an iteration > 0, computing only what was left.
+#[test]
+fn crashed_and_restarted_run_ends_bitwise_identical() {
+    let root = tempfile::tempdir().unwrap();
+    let plain = heatdis(&root.path().join("a"), &[]);
+    assert!(plain.status.success());
+    let reference = checksum(&plain);
+
+    let crashed_dir = root.path().join("b");
+    let crash = heatdis(&crashed_dir, &["--crash-at", "140"]);
+    assert!(!crash.status.success(), "the crash run must die");
+    assert!(!stdout(&crash).contains("checksum"));
+
+    let restarted = heatdis(&crashed_dir, &[]);
+    assert!(restarted.status.success());
+    let text = stdout(&restarted);
+    assert!(
+        text.contains("recovered checkpoint 5 at iteration 125\n"),
+        "{text}"
+    );
+    assert!(text.contains("iterations computed: 175,"), "{text}");
+    assert_eq!(checksum(&restarted), reference);
+}
+
+#[test]
+fn demo_story_succeeds() {
+    let root = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "demo",
+        "--dir",
+        root.path().to_str().unwrap(),
+        "--crash-at",
+        "260",
+    ];
+    args.extend(SMALL);
+    let out = fti(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("recovered checkpoint 10 at iteration 250"),
+        "{text}"
+    );
+    assert!(text.contains("bitwise identical"), "{text}");
+}
+
+#[test]
+fn list_and_prune_checkpoints() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = fti::heatdis::config(root.path());
+    cfg.keep_ckpts = 3;
+    let p = fti::heatdis::Params {
+        size: 16,
+        iters: 100,
+        every: 10,
+        crash_at: None,
+    };
+    fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
+    let out = fti(&["list", root.path().to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    // Ids 1..9: L1 keeps 9 (newest) + 7, 6 archived... every 4th id went to L4 and retired
+    // the L1 files before it; L4 keeps 8 and 4 archived.
+    let ids: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            let f: Vec<&str> = r.split_whitespace().collect();
+            (
+                f[1].to_owned(),
+                f[2..]
+                    .iter()
+                    .take_while(|w| !w.starts_with("20"))
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("4", "L4 (archive)"),
+            ("6", "L1 (archive)"),
+            ("7", "L1 (archive)"),
+            ("8", "L4"),
+            ("9", "L1")
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    assert!(rows.iter().all(|r| r.contains(" ok ")), "{text}");
+
+    // Corrupt one: list says so and exits 1.
+    let victim = rows[1].split_whitespace().last().unwrap().to_owned();
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[200] ^= 1;
+    std::fs::write(&victim, bytes).unwrap();
+    let out = fti(&["list", root.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("CORRUPT"));
+
+    let out = fti(&["prune", root.path().to_str().unwrap(), "--keep", "1"]);
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).lines().count(), 3, "{}", stdout(&out));
+    let left = stdout(&fti(&[
+        "list",
+        "--no-verify",
+        root.path().to_str().unwrap(),
+    ]));
+    assert_eq!(left.lines().count(), 3, "{left}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let out = fti(&["list", empty.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no checkpoint files"));
+}
