@@ -416,6 +416,37 @@ impl Checkpoint {
         Ok(())
     }
 
+    /// Copies the current bytes of variable `id` into `out` without checking chunk hashes: for
+    /// a checkpoint whose [`Checkpoint::verify`] found no problem on these same bytes, so that
+    /// recovery does not hash the data a third time.
+    pub fn copy_var_into(&self, bytes: &[u8], id: i32, out: &mut [u8]) -> Result<()> {
+        let var = self.var(id)?;
+        if out.len() as u64 != var.size {
+            return Err(Error::new(ErrorKind::SizeMismatch {
+                id,
+                expected: var.size,
+                actual: out.len() as u64,
+            }));
+        }
+        for r in self.records().filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0) {
+            let c = &r.chunk;
+            let data = slice_at(bytes, c.fptr.0, c.chunk_size);
+            let target = usize::try_from(c.dptr.0)
+                .ok()
+                .and_then(|start| out.get_mut(start..start.checked_add(data.len())?))
+                .filter(|t| t.len() as u64 == c.chunk_size)
+                .ok_or_else(|| {
+                    Error::new(ErrorKind::SizeMismatch {
+                        id,
+                        expected: c.dptr.0 + c.chunk_size,
+                        actual: var.size,
+                    })
+                })?;
+            target.copy_from_slice(data);
+        }
+        Ok(())
+    }
+
     /// The current bytes of variable `id`, chunk hashes checked. The allocation is bounded by
     /// the file size (the chunks are in the file).
     pub fn read_var(&self, bytes: &[u8], id: i32) -> Result<Vec<u8>> {
