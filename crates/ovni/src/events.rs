@@ -2,6 +2,7 @@
 //! description templates, payload decoding and description rendering (SPEC §7.2).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
 use crate::error::StreamProblem;
@@ -120,12 +121,30 @@ pub enum RenderError {
     Payload(StreamProblem),
 }
 
+/// Multiplicative hash for the 3-byte MCV keys: the lookup runs once per dumped event and
+/// SipHash's flood resistance is not needed for a fixed embedded table.
+#[derive(Default)]
+struct McvHasher(u64);
+
+impl Hasher for McvHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | u64::from(b);
+        }
+    }
+}
+
+type McvMap<V> = HashMap<[u8; 3], V, BuildHasherDefault<McvHasher>>;
+
 /// Table of all known models and events.
 #[derive(Debug)]
 pub struct EventTable {
     models: Vec<Model>,
     by_model: [Option<usize>; 256],
-    events: HashMap<[u8; 3], EventSpec>,
+    events: McvMap<EventSpec>,
 }
 
 impl EventTable {
@@ -143,7 +162,7 @@ impl EventTable {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut models: Vec<Model> = Vec::new();
         let mut by_model = [None; 256];
-        let mut events = HashMap::new();
+        let mut events = McvMap::default();
         for (n, line) in text.lines().enumerate().skip(1) {
             if line.is_empty() {
                 continue;

@@ -33,8 +33,8 @@ pub struct Merger<'a> {
     iters: Vec<EventIter<'a>>,
     heads: Vec<Option<(u64, Event<'a>)>>,
     heap: BinaryHeap<Key>,
-    /// Stream whose head was returned last and must be stepped before the next pick.
-    current: Option<usize>,
+    /// Key of the stream whose head was returned last; it is stepped before the next pick.
+    current: Option<(i64, usize)>,
     started: bool,
     last_clock: Option<i64>,
     failed: bool,
@@ -79,23 +79,29 @@ impl<'a> Merger<'a> {
                     self.heap.push(Reverse((clock, s)));
                 }
             }
-            return Ok(self.heap.peek().map(|Reverse((_, s))| *s));
+            self.current = self.heap.pop().map(|Reverse(k)| k);
+            return Ok(self.current.map(|(_, s)| s));
         }
-        let Some(cur) = self.current else {
+        let Some((_, cur)) = self.current else {
             return Ok(None);
         };
-        // The current stream is still at the top of the heap; replace its key in place.
-        match self.step(cur)? {
+        // The current stream is kept out of the heap: while its next event still comes
+        // first (the common case, and always with one stream) no heap operation is needed.
+        self.current = match self.step(cur)? {
             Some(clock) => {
-                if let Some(mut top) = self.heap.peek_mut() {
-                    *top = Reverse((clock, cur));
+                let key = (clock, cur);
+                match self.heap.peek() {
+                    Some(Reverse(top)) if *top < key => {
+                        let next = self.heap.pop().map(|Reverse(k)| k);
+                        self.heap.push(Reverse(key));
+                        next
+                    }
+                    _ => Some(key),
                 }
             }
-            None => {
-                self.heap.pop();
-            }
-        }
-        Ok(self.heap.peek().map(|Reverse((_, s))| *s))
+            None => self.heap.pop().map(|Reverse(k)| k),
+        };
+        Ok(self.current.map(|(_, s)| s))
     }
 }
 
@@ -108,16 +114,12 @@ impl<'a> Iterator for Merger<'a> {
         }
         let s = match self.pick() {
             Ok(Some(s)) => s,
-            Ok(None) => {
-                self.current = None;
-                return None;
-            }
+            Ok(None) => return None,
             Err(e) => {
                 self.failed = true;
                 return Some(Err(e));
             }
         };
-        self.current = Some(s);
         let (offset, event) = self.heads.get(s).copied().flatten()?;
         let clock = event.signed_clock();
         let backwards_from = self.last_clock.filter(|&last| clock < last);
