@@ -516,6 +516,10 @@ fn demo_story(demo: &DemoArgs, crash_at: i32) -> Result<ExitCode> {
         if same { "bitwise identical" } else { "DIFFER" }
     );
     println!("   checkpoint files: fti list {}", crashed.display());
+    println!(
+        "   runtime trace:    ovnidump {}",
+        crashed.join("trace").display()
+    );
     Ok(if same {
         ExitCode::SUCCESS
     } else {

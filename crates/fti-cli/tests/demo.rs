@@ -54,6 +54,19 @@ fn crashed_and_restarted_run_ends_bitwise_identical() {
     );
     assert!(text.contains("iterations computed: 175,"), "{text}");
     assert_eq!(checksum(&restarted), reference);
+
+    // The uninterrupted run's trace is complete and valid; the crashed run and its restart
+    // are two processes of one trace, the crashed one unfinished.
+    let trace = ovni::Trace::open(&root.path().join("a/trace")).unwrap();
+    ovni::metadata::System::load(&trace, ovni::events::EventTable::builtin()).unwrap();
+    let both = ovni::Trace::open(&crashed_dir.join("trace")).unwrap();
+    assert_eq!(both.streams().len(), 2);
+    let finished: Vec<bool> = both
+        .streams()
+        .iter()
+        .map(|s| s.meta()["ovni"]["finished"] == 1)
+        .collect();
+    assert_eq!(finished.iter().filter(|&&f| f).count(), 1);
 }
 
 #[test]

@@ -91,8 +91,13 @@ pub struct Config {
     pub restart_id: Option<i32>,
     /// `[advanced] local_test`: node of a rank = rank / node_size, local paths get `node<N>/`.
     pub local_test: bool,
-    /// Our `[basic] trace`: write an ovni trace of the runtime's work.
+    /// Our `[basic] trace`: write an ovni trace of the runtime's work (also turned on by the
+    /// environment variable `FTI_TRACE=1`).
     pub trace: bool,
+    /// Our `[basic] trace_dir`: where the trace goes (default: `$OVNI_TRACEDIR`, else `ovni`).
+    pub trace_dir: PathBuf,
+    /// Number of ranks of the run (given in code; MPI builds take it from the communicator).
+    pub nranks: u32,
     /// This process's rank (given in code; MPI builds take it from the communicator).
     pub rank: u32,
     /// The file the config was read from; `failure` and `exec_id` are written back to it.
@@ -119,6 +124,9 @@ impl Default for Config {
             restart_id: None,
             local_test: true,
             trace: false,
+            trace_dir: std::env::var_os("OVNI_TRACEDIR")
+                .map_or_else(|| PathBuf::from("ovni"), PathBuf::from),
+            nranks: 1,
             rank: 0,
             path: None,
             warnings: Vec::new(),
@@ -278,6 +286,7 @@ impl Config {
         cfg.ckpt_dir = dir("ckpt_dir", cfg.ckpt_dir);
         cfg.glbl_dir = dir("glbl_dir", cfg.glbl_dir);
         cfg.meta_dir = dir("meta_dir", cfg.meta_dir);
+        cfg.trace_dir = dir("trace_dir", cfg.trace_dir);
         for (i, level) in Level::ALL.iter().enumerate() {
             let n = level.number();
             let minutes = int("basic", &format!("ckpt_l{n}"))?.filter(|&m| m > 0);

@@ -47,6 +47,9 @@ pub enum Error {
     /// A call that is not valid in the runtime's current state.
     #[error("{0}")]
     State(&'static str),
+    /// The trace could not be started or finished.
+    #[error("ovni trace: {0}")]
+    Trace(ovni::Error),
     /// L2 and L3 need several ranks over MPI.
     #[error("{0} needs several ranks over MPI; this build runs one process per rank")]
     NeedsMpi(crate::Level),

@@ -54,12 +54,16 @@ pub struct Outcome {
     pub checksum: String,
 }
 
-/// The demo's runtime configuration: everything under `dir`.
+/// The demo's runtime configuration: everything under `dir`, with an ovni trace of the
+/// runtime's work in `dir/trace` (one process directory per run, so a crashed run and its
+/// restart appear side by side).
 pub fn config(dir: &Path) -> Config {
     Config {
         ckpt_dir: dir.join("Local"),
         glbl_dir: dir.join("Global"),
         meta_dir: dir.join("Meta"),
+        trace: true,
+        trace_dir: dir.join("trace"),
         verbosity: 3,
         ..Config::default()
     }

@@ -35,6 +35,7 @@ mod error;
 pub mod heatdis;
 mod runtime;
 pub mod store;
+mod trace;
 mod var;
 
 pub use config::{record_restart, Config, Level};

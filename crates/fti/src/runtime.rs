@@ -9,6 +9,7 @@ use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 use crate::config::{self, Config, Level};
 use crate::error::{Error, Result};
 use crate::store::{self, Dirs, Found};
+use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
 
 /// Whether this run started fresh or restarts from a checkpoint.
@@ -70,6 +71,7 @@ pub struct Fti {
     skipped: Vec<String>,
     next_id: i32,
     timer: SnapshotTimer,
+    tracer: Option<Tracer>,
 }
 
 /// FTI_Snapshot's clock: time spent computing (checkpoints excluded) against each level's
@@ -113,6 +115,11 @@ impl Fti {
         };
         let exec_id = restart_exec.clone().unwrap_or_else(new_exec_id);
         let dirs = Dirs::new(&cfg, &exec_id);
+        let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
+            Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace)?)
+        } else {
+            None
+        };
         let mut fti = Fti {
             dirs,
             exec_id,
@@ -127,10 +134,13 @@ impl Fti {
                 excluded: Duration::ZERO,
                 counts: [1; 4],
             },
+            tracer,
             cfg,
         };
         if restart_exec.is_some() {
+            trace::with(&mut fti.tracer, |t| t.begin(Phase::Verify));
             fti.find_restart();
+            trace::with(&mut fti.tracer, |t| t.end(Phase::Verify));
         }
         if fti.restart.is_none() && fti.cfg.rank == 0 {
             fti.write_topology()?;
@@ -238,36 +248,23 @@ impl Fti {
         }
         check_unique_ids(vars)?;
         let started = Instant::now();
-        let sizes: Vec<VarSize> = vars
-            .iter()
-            .map(|v| VarSize {
-                id: v.id,
-                size: v.size(),
-            })
-            .collect();
-        let layout = Layout::plan(self.layout.as_ref(), &sizes)?;
-        let data: Vec<&[u8]> = vars.iter().map(|v| &*v.bytes).collect();
-        let keep = self.cfg.keep_ckpts;
-        let mut written = None;
-        let write = |file: &File, path: &Path| -> Result<()> {
-            let fb = ftiff::write_file(file, &layout, &data, &WriteOptions::default())
-                .map_err(|e| Error::Format(e.with_path(path)))?;
-            written = Some(fb);
-            Ok(())
+        trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
+        let result = self.write_and_publish(id, level, vars);
+        let (path, layout, written) = match result {
+            Ok(done) => done,
+            Err(e) => {
+                trace::with(&mut self.tracer, Tracer::close_all);
+                return Err(e);
+            }
         };
-        let path = if level == Level::L4 && !self.cfg.inline_l4 {
-            let local = store::publish(&self.dirs, Level::L1, id, keep, write)?;
-            store::publish(&self.dirs, Level::L4, id, keep, |file, tmp| {
-                copy_into(&local, file, tmp)
-            })?
-        } else {
-            store::publish(&self.dirs, level, id, keep, write)?
-        };
+        trace::with(&mut self.tracer, |t| {
+            t.end_checkpoint(id, level, layout.file_size())
+        });
         let info = CheckpointInfo {
             id,
             level,
             size: layout.file_size(),
-            timestamp: written.map_or(0, |fb| fb.timestamp),
+            timestamp: written.map_or(0, |fb: ftiff::raw::FileBlock| fb.timestamp),
             path,
         };
         let first = self.last.is_none();
@@ -288,6 +285,52 @@ impl Fti {
             ),
         );
         Ok(info)
+    }
+
+    /// Plans, writes and publishes one checkpoint file; returns its path, its layout and its
+    /// file block.
+    fn write_and_publish(
+        &mut self,
+        id: i32,
+        level: Level,
+        vars: &[Var<'_>],
+    ) -> Result<(PathBuf, Layout, Option<ftiff::raw::FileBlock>)> {
+        let sizes: Vec<VarSize> = vars
+            .iter()
+            .map(|v| VarSize {
+                id: v.id,
+                size: v.size(),
+            })
+            .collect();
+        let layout = Layout::plan(self.layout.as_ref(), &sizes)?;
+        let data: Vec<&[u8]> = vars.iter().map(|v| &*v.bytes).collect();
+        let keep = self.cfg.keep_ckpts;
+        let mut written = None;
+        let tracer = &mut self.tracer;
+        let write = |file: &File, path: &Path| -> Result<()> {
+            trace::with(tracer, |t| t.begin(Phase::Write));
+            let fb = ftiff::write_file(file, &layout, &data, &WriteOptions::default())
+                .map_err(|e| Error::Format(e.with_path(path)))?;
+            trace::with(tracer, |t| t.end(Phase::Write));
+            trace::with(tracer, |t| t.begin(Phase::Publish));
+            written = Some(fb);
+            Ok(())
+        };
+        let path = if level == Level::L4 && !self.cfg.inline_l4 {
+            let local = store::publish(&self.dirs, Level::L1, id, keep, write)?;
+            trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+            trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
+            let path = store::publish(&self.dirs, Level::L4, id, keep, |file, tmp| {
+                copy_into(&local, file, tmp)
+            })?;
+            trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
+            path
+        } else {
+            let path = store::publish(&self.dirs, level, id, keep, write)?;
+            trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+            path
+        };
+        Ok((path, layout, written))
     }
 
     /// Restores every variable from the restart's checkpoint. The variables must be the ones
@@ -315,6 +358,7 @@ impl Fti {
         }
         // Every hash was verified when the checkpoint was chosen (both MD5 streams in
         // parallel), so recovery only copies.
+        trace::with(&mut self.tracer, |t| t.begin(Phase::Recover));
         for v in vars.iter_mut() {
             restart
                 .ckpt
@@ -322,6 +366,7 @@ impl Fti {
                 .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
         }
         let info = restart.info.clone();
+        trace::with(&mut self.tracer, |t| t.end(Phase::Recover));
         self.finish_recovery(&info);
         Ok(info)
     }
@@ -392,12 +437,22 @@ impl Fti {
     /// every checkpoint file and directory of this execution is removed and the config records
     /// `failure = 0`, as FTI does.
     pub fn finalize(mut self) -> Result<()> {
+        let result = self.finalize_files();
+        if let Some(t) = self.tracer.take() {
+            t.finish().map_err(Error::Trace)?;
+        }
+        result
+    }
+
+    fn finalize_files(&mut self) -> Result<()> {
         if self.cfg.keep_last_ckpt {
             if let Some(last) = self.last.clone() {
                 if last.level != Level::L4 {
+                    trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
                     store::publish(&self.dirs, Level::L4, last.id, 1, |file, tmp| {
                         copy_into(&last.path, file, tmp)
                     })?;
+                    trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
                 }
                 remove_dir_all(&self.dirs.local)?;
                 self.record_in_config(2)?;
@@ -430,6 +485,16 @@ impl Fti {
         let mut text = String::from("\n[topology]\n");
         text.push_str(&format!("{:<31}= node{}\n\n", 0, self.cfg.node()));
         store::replace_file(&self.dirs.meta.join("Topology.fti"), text.as_bytes())
+    }
+}
+
+impl Drop for Fti {
+    /// A runtime dropped without `finalize` (an early return, a panic unwinding) still ends
+    /// its trace properly; its checkpoints stay for the restart.
+    fn drop(&mut self) {
+        if let Some(t) = self.tracer.take() {
+            let _ = t.finish();
+        }
     }
 }
 

@@ -408,20 +408,34 @@ fn snapshot_takes_the_highest_due_level() {
 #[test]
 fn restart_from_a_chosen_older_checkpoint() {
     let root = tempfile::tempdir().unwrap();
-    let cfg = Config { keep_ckpts: 4, ..local_config(root.path()) };
+    let cfg = Config {
+        keep_ckpts: 4,
+        ..local_config(root.path())
+    };
     let mut fti = Fti::init(cfg.clone()).unwrap();
     let mut x = 0u32;
     for id in 1..=4 {
         x = id as u32 * 11;
-        fti.checkpoint(id, Level::L1, &[Var::new(0, &mut x)]).unwrap();
+        fti.checkpoint(id, Level::L1, &[Var::new(0, &mut x)])
+            .unwrap();
     }
     drop(fti);
-    let mut fti = Fti::init(Config { restart_id: Some(2), ..cfg.clone() }).unwrap();
-    let Status::Restart(info) = fti.status().clone() else { panic!() };
+    let mut fti = Fti::init(Config {
+        restart_id: Some(2),
+        ..cfg.clone()
+    })
+    .unwrap();
+    let Status::Restart(info) = fti.status().clone() else {
+        panic!()
+    };
     assert_eq!(info.id, 2);
     fti.recover(&mut [Var::new(0, &mut x)]).unwrap();
     assert_eq!(x, 22);
     // A missing id starts fresh and says so.
-    let fti = Fti::init(Config { restart_id: Some(9), ..cfg }).unwrap();
+    let fti = Fti::init(Config {
+        restart_id: Some(9),
+        ..cfg
+    })
+    .unwrap();
     assert_eq!(fti.status(), &Status::Fresh);
 }

@@ -1,0 +1,167 @@
+//! Checkpoint and recovery of 1 GiB of protected data (4 variables) at L1, against a plain
+//! write + fsync and a plain read of the same bytes plus one MD5 pass, measured in the same
+//! run; and the heat-diffusion demo with and without checkpoints.
+//!
+//! `cargo bench -p fti --bench runtime [-- SIZE_MIB [DIR [REPEATS]]]`
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use fti::{Config, Fti, Level, Status, Var};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time(repeats: usize, mut f: impl FnMut()) -> f64 {
+    median(
+        (0..repeats)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    let mib: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(1024);
+    let dir: PathBuf = args
+        .get(1)
+        .map_or_else(|| env!("CARGO_TARGET_TMPDIR").into(), PathBuf::from);
+    let repeats: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let quarter = (mib << 20) / 4;
+    let mut bufs: Vec<Vec<u8>> = (0..4u8)
+        .map(|v| {
+            (0..quarter)
+                .map(|i| (i as u8).wrapping_mul(31) ^ v)
+                .collect()
+        })
+        .collect();
+    let gb = (mib << 20) as f64 / 1e9;
+
+    let plain = dir.join("bench-plain.bin");
+    let write_fsync = time(repeats, || {
+        let mut f = File::create(&plain).unwrap();
+        for b in &bufs {
+            f.write_all(b).unwrap();
+        }
+        f.sync_all().unwrap();
+    });
+    let mut back = vec![vec![0u8; quarter]; 4];
+    let read = time(repeats, || {
+        let mut f = File::open(&plain).unwrap();
+        for b in back.iter_mut() {
+            f.read_exact(b).unwrap();
+        }
+    });
+    std::fs::remove_file(&plain).ok();
+    let md5 = time(repeats, || {
+        let mut h = ftiff::hash::Md5Stream::default();
+        for b in &bufs {
+            h.update(b);
+        }
+        std::hint::black_box(h.finish());
+    });
+    let two_md5 = time(repeats, || {
+        let (a, b) = bufs.split_at(2);
+        std::hint::black_box(rayon::join(
+            || a.iter().map(|d| ftiff::hash::md5(d)).collect::<Vec<_>>(),
+            || b.iter().map(|d| ftiff::hash::md5(d)).collect::<Vec<_>>(),
+        ));
+    });
+
+    let root = dir.join("bench-fti");
+    std::fs::remove_dir_all(&root).ok();
+    let cfg = Config {
+        ckpt_dir: root.join("L"),
+        glbl_dir: root.join("G"),
+        meta_dir: root.join("M"),
+        verbosity: 3,
+        ..Config::default()
+    };
+    let mut fti = Fti::init(cfg.clone()).unwrap();
+    let mut id = 0;
+    let checkpoint = time(repeats, || {
+        id += 1;
+        let vars: Vec<Var> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| Var::slice(i as i32, b))
+            .collect();
+        fti.checkpoint(id, Level::L1, &vars).unwrap();
+    });
+    drop(fti);
+    let recover = time(repeats, || {
+        let mut fti = Fti::init(cfg.clone()).unwrap();
+        assert!(matches!(fti.status(), Status::Restart(_)));
+        let mut vars: Vec<Var> = back
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| Var::slice(i as i32, b))
+            .collect();
+        fti.recover(&mut vars).unwrap();
+    });
+    assert!(back == bufs);
+    std::fs::remove_dir_all(&root).ok();
+
+    let demo = |every: i32| {
+        let d = dir.join("bench-demo");
+        std::fs::remove_dir_all(&d).ok();
+        let p = fti::heatdis::Params {
+            size: 1024,
+            iters: 600,
+            every,
+            crash_at: None,
+        };
+        let t = Instant::now();
+        fti::heatdis::run(fti::heatdis::config(&d), p, &mut |_| {}).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        std::fs::remove_dir_all(&d).ok();
+        s
+    };
+    let demo_off = median((0..repeats).map(|_| demo(1_000_000)).collect());
+    let demo_on = median((0..repeats).map(|_| demo(100)).collect());
+
+    println!(
+        "data: {mib} MiB in 4 variables, dir {}, median of {repeats}",
+        dir.display()
+    );
+    println!();
+    println!("| measure | seconds | GB/s | ratio |");
+    println!("|---|---:|---:|---|");
+    let row = |name: &str, s: f64, ratio: String| {
+        println!("| {name} | {s:.3} | {:.2} | {ratio} |", gb / s)
+    };
+    row("baseline: plain write + fsync", write_fsync, String::new());
+    row("baseline: plain read (page cache)", read, String::new());
+    row("baseline: MD5, 1 thread", md5, String::new());
+    row("baseline: MD5, 2 threads", two_md5, String::new());
+    row(
+        "**L1 checkpoint**",
+        checkpoint,
+        format!(
+            "{:.2}x floor (2-thread + 1-thread MD5); {:.2}x write+fsync",
+            checkpoint / (md5 + two_md5),
+            checkpoint / write_fsync
+        ),
+    );
+    row(
+        "**recovery (init + recover)**",
+        recover,
+        format!(
+            "{:.2}x (read + one MD5 pass), goal <= 1.2x",
+            recover / (read + md5)
+        ),
+    );
+    println!();
+    println!("heatdis 1024x1024, 600 iterations: {demo_off:.3} s without checkpoints, {demo_on:.3} s with one every 100 iterations (16 MiB each): {:+.1}%", 100.0 * (demo_on / demo_off - 1.0));
+}

@@ -1,0 +1,128 @@
+//! The runtime's own ovni trace: loads with full metadata validation, and holds the thread's
+//! life cycle and balanced marks for every checkpoint, level and phase.
+
+use std::path::Path;
+
+use fti::{Config, Fti, Level, Status, Var};
+
+fn config(root: &Path) -> Config {
+    Config {
+        ckpt_dir: root.join("Local"),
+        glbl_dir: root.join("Global"),
+        meta_dir: root.join("Meta"),
+        trace: true,
+        trace_dir: root.join("trace"),
+        verbosity: 3,
+        ..Config::default()
+    }
+}
+
+/// (MCV, mark value) of every event of the one stream below `dir`, after checking metadata.
+fn events(dir: &Path) -> (Vec<(String, i64)>, serde_json::Value) {
+    let trace = ovni::Trace::open(dir).unwrap();
+    ovni::metadata::System::load(&trace, ovni::events::EventTable::builtin()).unwrap();
+    assert_eq!(trace.streams().len(), 1);
+    let stream = &trace.streams()[0];
+    let evs = stream
+        .events()
+        .map(|e| {
+            let (_, ev) = e.unwrap();
+            let mcv = String::from_utf8(ev.mcv.0.to_vec()).unwrap();
+            let value = if mcv.starts_with("OM") {
+                i64::from_le_bytes(ev.payload[..8].try_into().unwrap())
+            } else {
+                0
+            };
+            (mcv, value)
+        })
+        .collect();
+    (evs, stream.meta().clone())
+}
+
+#[test]
+fn checkpoints_and_recovery_are_traced() {
+    let root = tempfile::tempdir().unwrap();
+    let mut fti = Fti::init(config(root.path())).unwrap();
+    let mut x = vec![1u64; 1000];
+    fti.checkpoint(1, Level::L1, &[Var::slice(0, &mut x)])
+        .unwrap();
+    fti.checkpoint(2, Level::L4, &[Var::slice(0, &mut x)])
+        .unwrap();
+    fti.finalize().unwrap();
+
+    let (evs, meta) = events(&root.path().join("trace"));
+    let names: Vec<&str> = evs.iter().map(|(m, _)| m.as_str()).collect();
+    assert_eq!(names.first(), Some(&"OHx"));
+    assert_eq!(names.last(), Some(&"OHe"));
+    let marks: Vec<(String, i64)> = evs
+        .iter()
+        .filter(|(m, _)| m.starts_with("OM"))
+        .cloned()
+        .collect();
+    let expect = |level: i64, id: i64| {
+        vec![
+            ("OM[", level),
+            ("OM[", id),
+            ("OM[", 1),
+            ("OM]", 1),
+            ("OM[", 2),
+            ("OM]", 2),
+            ("OM]", id),
+            ("OM]", level),
+        ]
+    };
+    let want: Vec<(String, i64)> = expect(1, 1)
+        .into_iter()
+        .chain(expect(4, 2))
+        .map(|(m, v)| (m.to_owned(), v))
+        .collect();
+    assert_eq!(marks, want);
+    assert_eq!(meta["ovni"]["finished"], 1);
+    let labels = &meta["ovni"]["mark"]["41"]["labels"];
+    assert_eq!(labels["1"], "checkpoint 1 at L1: 8172 bytes");
+    assert_eq!(labels["2"], "checkpoint 2 at L4: 8172 bytes");
+    assert_eq!(
+        meta["ovni"]["mark"]["42"]["labels"]["2"],
+        "publish (fsync, rename, retire)"
+    );
+}
+
+#[test]
+fn restart_is_traced_and_a_dropped_runtime_still_ends_its_trace() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = config(root.path());
+    cfg.trace = false;
+    let mut fti = Fti::init(cfg).unwrap();
+    let mut x = 7u32;
+    fti.checkpoint(1, Level::L1, &[Var::new(0, &mut x)])
+        .unwrap();
+    drop(fti);
+
+    let mut fti = Fti::init(config(root.path())).unwrap();
+    assert!(matches!(fti.status(), Status::Restart(_)));
+    fti.recover(&mut [Var::new(0, &mut x)]).unwrap();
+    drop(fti);
+    let (evs, meta) = events(&root.path().join("trace"));
+    let marks: Vec<(String, i64)> = evs
+        .iter()
+        .filter(|(m, _)| m.starts_with("OM"))
+        .cloned()
+        .collect();
+    let want = [("OM[", 3), ("OM]", 3), ("OM[", 4), ("OM]", 4)].map(|(m, v)| (m.to_owned(), v));
+    assert_eq!(marks, want);
+    assert_eq!(evs.last().unwrap().0, "OHe");
+    assert_eq!(meta["ovni"]["finished"], 1);
+}
+
+#[test]
+fn tracing_off_writes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let mut cfg = config(root.path());
+    cfg.trace = false;
+    let mut fti = Fti::init(cfg).unwrap();
+    let mut x = 1u8;
+    fti.checkpoint(1, Level::L1, &[Var::new(0, &mut x)])
+        .unwrap();
+    fti.finalize().unwrap();
+    assert!(!root.path().join("trace").exists());
+}
