@@ -9,8 +9,9 @@ use ovni::Trace;
 
 /// Loads the trace under `dir`, printing the C tools' `INFO`/`WARN` lines to stderr.
 pub fn load_trace(prog: &str, dir: &Path) -> anyhow::Result<Trace> {
-    let trace = Trace::open(dir)
-        .map_err(|e| anyhow::anyhow!(e).context(format!("failed to load trace: {}", dir.display())))?;
+    let trace = Trace::open(dir).map_err(|e| {
+        anyhow::anyhow!(e).context(format!("failed to load trace: {}", dir.display()))
+    })?;
     for s in trace.streams().iter().filter(|s| s.is_empty()) {
         eprintln!("{prog}: WARN: stream '{}' has zero events", s.name());
     }

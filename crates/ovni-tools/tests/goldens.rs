@@ -27,7 +27,11 @@ fn all_cases() -> Vec<PathBuf> {
 }
 
 fn run(bin: &str, args: &[&str], cwd: &Path) -> Output {
-    Command::new(bin).args(args).current_dir(cwd).output().unwrap()
+    Command::new(bin)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .unwrap()
 }
 
 fn golden_rc(case: &Path, name: &str) -> i32 {
@@ -57,7 +61,11 @@ fn check(bin: &str, args: &[&str], name: &str, compare_stdout: bool) {
         }
         if rc == Some(1) {
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(err.contains("ERROR"), "{}: no error message: {err}", case.display());
+            assert!(
+                err.contains("ERROR"),
+                "{}: no error message: {err}",
+                case.display()
+            );
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -70,7 +78,12 @@ fn ovnidump_matches_goldens() {
 
 #[test]
 fn ovnidump_x_matches_goldens() {
-    check(env!("CARGO_BIN_EXE_ovnidump"), &["-x", "ovni"], "ovnidump-x", true);
+    check(
+        env!("CARGO_BIN_EXE_ovnidump"),
+        &["-x", "ovni"],
+        "ovnidump-x",
+        true,
+    );
 }
 
 #[test]
@@ -80,7 +93,12 @@ fn ovnitop_matches_goldens() {
 
 #[test]
 fn ovnisort_check_matches_goldens() {
-    check(env!("CARGO_BIN_EXE_ovnisort"), &["-c", "ovni"], "ovnisort-c", true);
+    check(
+        env!("CARGO_BIN_EXE_ovnisort"),
+        &["-c", "ovni"],
+        "ovnisort-c",
+        true,
+    );
 }
 
 #[test]
@@ -100,7 +118,12 @@ fn ovnidump_on_a_single_stream_directory() {
         let dir = format!("ovni/{first}");
         let out = run(env!("CARGO_BIN_EXE_ovnidump"), &[&dir], &case);
         assert_eq!(out.status.code(), Some(0));
-        assert_eq!(String::from_utf8(out.stdout).unwrap(), want, "{}", case.display());
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            want,
+            "{}",
+            case.display()
+        );
     }
 }
 
@@ -121,7 +144,10 @@ fn ovnidump_on_a_sub_directory() {
 #[test]
 fn no_streams_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
-    for bin in [env!("CARGO_BIN_EXE_ovnidump"), env!("CARGO_BIN_EXE_ovnitop")] {
+    for bin in [
+        env!("CARGO_BIN_EXE_ovnidump"),
+        env!("CARGO_BIN_EXE_ovnitop"),
+    ] {
         let out = run(bin, &["."], tmp.path());
         assert_eq!(out.status.code(), Some(1));
         assert!(String::from_utf8_lossy(&out.stderr).contains("no streams found"));
@@ -141,7 +167,10 @@ fn usage_errors_exit_2_and_help_exits_0() {
         env!("CARGO_BIN_EXE_ovnisort"),
     ] {
         assert_eq!(run(bin, &[], tmp.path()).status.code(), Some(2));
-        assert_eq!(run(bin, &["--bogus", "x"], tmp.path()).status.code(), Some(2));
+        assert_eq!(
+            run(bin, &["--bogus", "x"], tmp.path()).status.code(),
+            Some(2)
+        );
         let help = run(bin, &["--help"], tmp.path());
         assert_eq!(help.status.code(), Some(0));
         assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"));

@@ -71,13 +71,25 @@ fn emit_bench(dir: &std::path::Path, kind: &str, n: u64) -> (f64, f64) {
 fn main() {
     // `cargo test --benches` runs this with --bench absent; keep that quick.
     let quick = !std::env::args().any(|a| a == "--bench");
-    let n = if quick { 10_000 } else { env_num("OVNI_BENCH_EVENTS", 5_000_000) };
-    let mb = if quick { 1 } else { env_num("OVNI_BENCH_MB", 256) };
+    let n = if quick {
+        10_000
+    } else {
+        env_num("OVNI_BENCH_EVENTS", 5_000_000)
+    };
+    let mb = if quick {
+        1
+    } else {
+        env_num("OVNI_BENCH_MB", 256)
+    };
     let tmp = tempfile::tempdir().unwrap();
     println!("emit cost, {n} events per case ({} for jumbo) (ns/event; baseline = clock read + copy + write when the 2 MiB buffer is full)", (n / 20).max(1000));
     for (kind, orig) in [("none", 55.6), ("p16", 98.4), ("jumbo1k", 457.0)] {
         // 1 KiB events: fewer of them, to keep the bytes written comparable.
-        let count = if kind == "jumbo1k" { (n / 20).max(1000) } else { n };
+        let count = if kind == "jumbo1k" {
+            (n / 20).max(1000)
+        } else {
+            n
+        };
         let (ours, base) = emit_bench(tmp.path(), kind, count);
         println!(
             "  {kind:8} ours {ours:7.1}  baseline {base:7.1}  ratio {:.2} (goal <= 1.5: {})  libovni (other run) {orig}",
@@ -125,18 +137,35 @@ fn main() {
     let r = tools::dump(&trace, DumpMode::Describe, &mut sink, |_| {});
     assert!(r.error.is_none());
     let dump = t.elapsed().as_secs_f64();
-    println!("reader, {:.0} MiB, {count} events of 12 bytes", bytes / 1048576.0);
-    println!("  byte scan (1 load per 8 B) {:8.2} GB/s", bytes / scan / 1e9);
+    println!(
+        "reader, {:.0} MiB, {count} events of 12 bytes",
+        bytes / 1048576.0
+    );
+    println!(
+        "  byte scan (1 load per 8 B) {:8.2} GB/s",
+        bytes / scan / 1e9
+    );
     println!(
         "  stream iterator  {:8.1} M events/s ({:.2} GB/s; goal >= 100 M/s: {})",
         count as f64 / read / 1e6,
         bytes / read / 1e9,
-        if count as f64 / read >= 100e6 { "met" } else { "missed" }
+        if count as f64 / read >= 100e6 {
+            "met"
+        } else {
+            "missed"
+        }
     );
-    println!("  merged iterator  {:8.1} M events/s", mcount as f64 / merged / 1e6);
+    println!(
+        "  merged iterator  {:8.1} M events/s",
+        mcount as f64 / merged / 1e6
+    );
     println!(
         "  dump (formatted, discarded) {:8.1} M events/s (goal >= 10 M/s: {})",
         r.events as f64 / dump / 1e6,
-        if r.events as f64 / dump >= 10e6 { "met" } else { "missed" }
+        if r.events as f64 / dump >= 10e6 {
+            "met"
+        } else {
+            "missed"
+        }
     );
 }

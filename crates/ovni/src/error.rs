@@ -348,7 +348,10 @@ impl fmt::Display for UsageError {
         match self {
             Self::PayloadTooSmall(n) => write!(f, "payload size {n} too small"),
             Self::PayloadNoSpace { have, adding } => {
-                write!(f, "no space left for {adding} bytes (payload has {have} of 16)")
+                write!(
+                    f,
+                    "no space left for {adding} bytes (payload has {have} of 16)"
+                )
             }
             Self::JumboTooLarge(n) => write!(f, "jumbo event of {n} data bytes too large"),
             Self::ZeroId(what) => write!(f, "{what} must be non-zero"),
@@ -364,7 +367,10 @@ impl fmt::Display for UsageError {
             Self::MarkTypeUndefined(t) => write!(f, "mark type {t} not defined"),
             Self::MarkValue(v) => write!(f, "bad mark value {v}"),
             Self::MarkLabelDefined { mark, value } => {
-                write!(f, "label for value {value} of mark type {mark} already defined")
+                write!(
+                    f,
+                    "label for value {value} of mark type {mark} already defined"
+                )
             }
             Self::RankRange { rank, nranks } => {
                 write!(f, "rank {rank} out of range [0, {nranks})")

@@ -218,7 +218,9 @@ impl EventTable {
         if self.model(ev.mcv.model()).is_none() {
             return Err(RenderError::UnknownModel(ev.mcv.model()));
         }
-        let spec = self.event(ev.mcv).ok_or(RenderError::UnknownEvent(ev.mcv))?;
+        let spec = self
+            .event(ev.mcv)
+            .ok_or(RenderError::UnknownEvent(ev.mcv))?;
         spec.render(ev, out).map_err(RenderError::Payload)
     }
 }
@@ -251,7 +253,8 @@ impl EventSpec {
                     Value::Str(rest.get(..nul).unwrap_or_default())
                 }
                 _ => {
-                    let v = read_int(rest, ty).ok_or_else(|| short(pos + ty.size().unwrap_or(0)))?;
+                    let v =
+                        read_int(rest, ty).ok_or_else(|| short(pos + ty.size().unwrap_or(0)))?;
                     pos += ty.size().unwrap_or(0);
                     Value::Int { v, ty }
                 }
@@ -429,7 +432,9 @@ mod tests {
         p.pop();
         assert!(matches!(
             render(b"VYc", &p, true),
-            Err(RenderError::Payload(StreamProblem::UnterminatedString { .. }))
+            Err(RenderError::Payload(
+                StreamProblem::UnterminatedString { .. }
+            ))
         ));
     }
 
@@ -445,13 +450,19 @@ mod tests {
         );
         assert!(matches!(
             render(b"OHx", &[0; 12], false),
-            Err(RenderError::Payload(StreamProblem::PayloadTooShort { needed: 16, .. }))
+            Err(RenderError::Payload(StreamProblem::PayloadTooShort {
+                needed: 16,
+                ..
+            }))
         ));
     }
 
     #[test]
     fn unknown_model_and_event() {
-        assert_eq!(render(b"Xab", &[], false), Err(RenderError::UnknownModel(b'X')));
+        assert_eq!(
+            render(b"Xab", &[], false),
+            Err(RenderError::UnknownModel(b'X'))
+        );
         assert_eq!(
             render(b"OHz", &[], false),
             Err(RenderError::UnknownEvent(Mcv(*b"OHz")))

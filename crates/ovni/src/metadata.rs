@@ -105,7 +105,11 @@ fn get<'a>(obj: &'a Map<String, Value>, stream: &str, key: &'static str) -> Resu
 
 fn int(v: &Value, stream: &str, key: &'static str) -> Result<i64> {
     v.as_i64()
-        .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18).map(|f| f as i64))
+        .or_else(|| {
+            v.as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
+                .map(|f| f as i64)
+        })
         .ok_or_else(|| bad(stream, key, "an integer"))
 }
 
@@ -199,8 +203,16 @@ impl ThreadMeta {
         let lib = get(ovni, stream, "ovni.lib")?
             .as_object()
             .ok_or_else(|| bad(stream, "ovni.lib", "an object"))?;
-        let lib_version = string(get(lib, stream, "ovni.lib.version")?, stream, "ovni.lib.version")?;
-        let lib_commit = string(get(lib, stream, "ovni.lib.commit")?, stream, "ovni.lib.commit")?;
+        let lib_version = string(
+            get(lib, stream, "ovni.lib.version")?,
+            stream,
+            "ovni.lib.version",
+        )?;
+        let lib_commit = string(
+            get(lib, stream, "ovni.lib.commit")?,
+            stream,
+            "ovni.lib.commit",
+        )?;
         match ovni.get("finished").and_then(Value::as_f64) {
             Some(1.0) => {}
             _ => return Err(Error::meta(stream, MetaProblem::NotFinished)),
@@ -233,8 +245,16 @@ fn parse_cpus(v: &Value, stream: &str) -> Result<Vec<(i64, i64)>> {
             let o = c
                 .as_object()
                 .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array of objects"))?;
-            let index = int(get(o, stream, "ovni.loom_cpus.index")?, stream, "ovni.loom_cpus.index")?;
-            let phyid = int(get(o, stream, "ovni.loom_cpus.phyid")?, stream, "ovni.loom_cpus.phyid")?;
+            let index = int(
+                get(o, stream, "ovni.loom_cpus.index")?,
+                stream,
+                "ovni.loom_cpus.index",
+            )?;
+            let phyid = int(
+                get(o, stream, "ovni.loom_cpus.phyid")?,
+                stream,
+                "ovni.loom_cpus.phyid",
+            )?;
             if index < 0 {
                 return Err(Error::meta(stream, MetaProblem::CpuIndexNegative(index)));
             }
@@ -258,14 +278,22 @@ fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
         let m = m
             .as_object()
             .ok_or_else(|| bad(stream, "ovni.mark", "an object of objects"))?;
-        let title = string(get(m, stream, "ovni.mark.title")?, stream, "ovni.mark.title")?;
+        let title = string(
+            get(m, stream, "ovni.mark.title")?,
+            stream,
+            "ovni.mark.title",
+        )?;
         let chan_type = string(
             get(m, stream, "ovni.mark.chan_type")?,
             stream,
             "ovni.mark.chan_type",
         )?;
         if chan_type != "single" && chan_type != "stack" {
-            return Err(bad(stream, "ovni.mark.chan_type", "\"single\" or \"stack\""));
+            return Err(bad(
+                stream,
+                "ovni.mark.chan_type",
+                "\"single\" or \"stack\"",
+            ));
         }
         let mut labels = BTreeMap::new();
         if let Some(l) = m.get("labels") {
@@ -486,23 +514,35 @@ mod tests {
     #[test]
     fn cpus_merge_by_phyid() {
         let a = thread(1, json!([{"index": 0, "phyid": 4}]));
-        let b = thread(2, json!([{"index": 1, "phyid": 6}, {"index": 0, "phyid": 4}]));
+        let b = thread(
+            2,
+            json!([{"index": 1, "phyid": 6}, {"index": 0, "phyid": 4}]),
+        );
         let s = load(&[a.clone(), b]).unwrap();
         assert_eq!(s.looms[0].cpus.len(), 2);
         assert_eq!(s.looms[0].processes[0].threads, vec![1, 2]);
         let c = thread(3, json!([{"index": 1, "phyid": 4}]));
         assert!(matches!(
             load(&[a.clone(), c]),
-            Err(Error::Metadata { problem: MetaProblem::CpuIndexMismatch { .. }, .. })
+            Err(Error::Metadata {
+                problem: MetaProblem::CpuIndexMismatch { .. },
+                ..
+            })
         ));
         let d = thread(3, json!([{"index": 5, "phyid": 7}]));
         assert!(matches!(
             load(&[a.clone(), d]),
-            Err(Error::Metadata { problem: MetaProblem::CpuIndexOutOfBounds { .. }, .. })
+            Err(Error::Metadata {
+                problem: MetaProblem::CpuIndexOutOfBounds { .. },
+                ..
+            })
         ));
         assert!(matches!(
             load(&[a.clone(), a]),
-            Err(Error::Metadata { problem: MetaProblem::DuplicateThread(1), .. })
+            Err(Error::Metadata {
+                problem: MetaProblem::DuplicateThread(1),
+                ..
+            })
         ));
     }
 
@@ -512,19 +552,28 @@ mod tests {
         m["ovni"]["finished"] = json!(0);
         assert!(matches!(
             load(&[m.clone()]),
-            Err(Error::Metadata { problem: MetaProblem::NotFinished, .. })
+            Err(Error::Metadata {
+                problem: MetaProblem::NotFinished,
+                ..
+            })
         ));
         m["ovni"]["finished"] = json!(1);
         m["ovni"]["require"]["ovni"] = json!("2.0.0");
         assert!(matches!(
             load(&[m.clone()]),
-            Err(Error::Metadata { problem: MetaProblem::UnsupportedModelVersion { .. }, .. })
+            Err(Error::Metadata {
+                problem: MetaProblem::UnsupportedModelVersion { .. },
+                ..
+            })
         ));
         let mut m = thread(1, json!([{"index": 0, "phyid": 0}]));
         m["ovni"].as_object_mut().unwrap().remove("loom_cpus");
         assert!(matches!(
             load(&[m]),
-            Err(Error::Metadata { problem: MetaProblem::LoomWithoutCpus, .. })
+            Err(Error::Metadata {
+                problem: MetaProblem::LoomWithoutCpus,
+                ..
+            })
         ));
     }
 

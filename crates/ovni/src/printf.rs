@@ -50,7 +50,10 @@ impl Spec {
         let num = |i: &mut usize| {
             let mut n = 0usize;
             while let Some(d) = b.get(*i).filter(|c| c.is_ascii_digit()) {
-                n = n.saturating_mul(10).saturating_add(usize::from(d - b'0')).min(1000);
+                n = n
+                    .saturating_mul(10)
+                    .saturating_add(usize::from(d - b'0'))
+                    .min(1000);
                 *i += 1;
             }
             n

@@ -29,7 +29,9 @@ pub const JUMBO_HEADER_SIZE: usize = EV_HEADER_SIZE + JUMBO_SIZE_FIELD;
 /// The 8-byte stream header.
 pub const fn stream_header() -> [u8; STREAM_HEADER_SIZE] {
     let v = STREAM_VERSION.to_le_bytes();
-    [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], v[0], v[1], v[2], v[3]]
+    [
+        MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], v[0], v[1], v[2], v[3],
+    ]
 }
 
 /// Model, category and value characters of an event.
@@ -221,7 +223,9 @@ mod tests {
 
     #[test]
     fn spec_examples_decode() {
-        let ohe = [0x00, 0x4f, 0x48, 0x65, 0x01, 0xc5, 0xcf, 0x1d, 0x96, 0xd0, 0x12, 0x00];
+        let ohe = [
+            0x00, 0x4f, 0x48, 0x65, 0x01, 0xc5, 0xcf, 0x1d, 0x96, 0xd0, 0x12, 0x00,
+        ];
         let (ev, n) = decode_event(&ohe).unwrap();
         assert_eq!(n, 12);
         assert_eq!(ev.mcv, Mcv(*b"OHe"));

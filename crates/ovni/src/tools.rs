@@ -120,8 +120,7 @@ impl<'t> Dumper<'t> {
             },
         }
         line.push(b'\n');
-        out.write_all(line)
-            .map_err(|e| Error::io("<output>", e))?;
+        out.write_all(line).map_err(|e| Error::io("<output>", e))?;
         Ok(notice)
     }
 }

@@ -10,7 +10,9 @@ use ovni::tools::{self, DumpMode, Notice};
 use ovni::{Error, MetaProblem, StreamProblem, Trace};
 
 fn fixture(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(p)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(p)
 }
 
 fn dump(case: &str, mode: DumpMode) -> (Vec<u8>, Vec<Notice>, Option<Error>) {
@@ -51,9 +53,15 @@ fn load_errors_are_typed() {
     let open = |c: &str| Trace::open(&fixture(c).join("ovni")).unwrap_err();
     let stream_problem = |e: Error| match e {
         Error::Stream {
-            problem, offset, path,
+            problem,
+            offset,
+            path,
         } => {
-            assert!(path.ends_with("thread.387/stream.obs"), "{}", path.display());
+            assert!(
+                path.ends_with("thread.387/stream.obs"),
+                "{}",
+                path.display()
+            );
             (offset, problem)
         }
         other => panic!("unexpected {other:?}"),
@@ -77,7 +85,10 @@ fn load_errors_are_typed() {
     assert!(matches!(open("invalid/json-invalid"), Error::Json { .. }));
     assert!(matches!(
         open("invalid/json-version-2"),
-        Error::Metadata { problem: MetaProblem::VersionMismatch(2), .. }
+        Error::Metadata {
+            problem: MetaProblem::VersionMismatch(2),
+            ..
+        }
     ));
     assert!(matches!(open("invalid/missing-obs"), Error::Io { .. }));
 }
@@ -162,7 +173,10 @@ fn metadata_errors_of_invalid_cases() {
     let t = Trace::open(&fixture("invalid/require-bad-version/ovni")).unwrap();
     assert!(matches!(
         System::load(&t, table),
-        Err(Error::Metadata { problem: MetaProblem::UnsupportedModelVersion { .. }, .. })
+        Err(Error::Metadata {
+            problem: MetaProblem::UnsupportedModelVersion { .. },
+            ..
+        })
     ));
 }
 
@@ -188,7 +202,15 @@ fn merge_ties_follow_relpath_order() {
             (trace.streams()[m.stream].name(), m.event.clock)
         })
         .collect();
-    let want = [("c", 0), ("b", 1), ("a", 5), ("b", 5), ("b", 5), ("c", 5), ("a", 6)];
+    let want = [
+        ("c", 0),
+        ("b", 1),
+        ("a", 5),
+        ("b", 5),
+        ("b", 5),
+        ("c", 5),
+        ("a", 6),
+    ];
     let want: Vec<(String, u64)> = want.iter().map(|&(s, c)| (s.to_string(), c)).collect();
     assert_eq!(order, want);
 }

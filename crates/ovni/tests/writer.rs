@@ -59,7 +59,8 @@ fn metadata_has_libovni_keys_values_and_order() {
     t.attr_set("myapp.pi", 3.25).unwrap();
     t.attr_set("myapp.enabled", true).unwrap();
     t.attr_set("myapp.name", "ref-marks").unwrap();
-    t.attr_set_json("myapp.list", r#"[1.0, "two", {"three": 3}]"#).unwrap();
+    t.attr_set_json("myapp.list", r#"[1.0, "two", {"three": 3}]"#)
+        .unwrap();
     t.emit(Mcv(*b"OHx"), &[0; 16]).unwrap();
     t.mark_set(1, 1).unwrap();
     t.emit(Mcv(*b"OHe"), &[]).unwrap();
@@ -88,7 +89,9 @@ fn metadata_has_libovni_keys_values_and_order() {
     let r = tools::dump(&trace, DumpMode::Describe, &mut out, |_| {});
     assert!(r.error.is_none());
     let text = String::from_utf8(out).unwrap();
-    assert!(text.contains("  OM=  loom.node0/proc.403/thread.403  set mark with value 1 from type 1\n"));
+    assert!(
+        text.contains("  OM=  loom.node0/proc.403/thread.403  set mark with value 1 from type 1\n")
+    );
 }
 
 #[test]
@@ -96,12 +99,14 @@ fn initial_metadata_lacks_require_and_finished() {
     let tmp = tempfile::tempdir().unwrap();
     let p = Process::init(tmp.path(), 7, "n.x", 5).unwrap();
     let t = p.thread_init(6).unwrap();
-    let v: Value =
-        serde_json::from_slice(&fs::read(t.dir().join("stream.json")).unwrap()).unwrap();
+    let v: Value = serde_json::from_slice(&fs::read(t.dir().join("stream.json")).unwrap()).unwrap();
     assert_eq!(v["ovni"]["app_id"], 7);
     assert!(v["ovni"].get("require").is_none());
     assert!(v["ovni"].get("finished").is_none());
-    assert_eq!(fs::read(t.dir().join("stream.obs")).unwrap(), b"ovni\x01\0\0\0");
+    assert_eq!(
+        fs::read(t.dir().join("stream.obs")).unwrap(),
+        b"ovni\x01\0\0\0"
+    );
     let dir = t.dir().to_path_buf();
     // Dropped without finish: the events are kept, the stream stays unfinished.
     let mut t = t;
@@ -195,7 +200,11 @@ fn misuse_is_an_error() {
         Err(Error::Usage(UsageError::JumboTooLarge(1024)))
     ));
     assert!(Ev::new(b"XAa").payload_add(&[1]).is_err());
-    assert!(Ev::new(b"XAa").payload_add(&[0; 10]).unwrap().payload_add(&[0; 8]).is_err());
+    assert!(Ev::new(b"XAa")
+        .payload_add(&[0; 10])
+        .unwrap()
+        .payload_add(&[0; 8])
+        .is_err());
     assert!(t.require("x", "1.0.0").is_err());
     assert!(t.require("no.dot", "1.0.0").is_err());
     assert!(t.require("nosv", "2.7").is_err());

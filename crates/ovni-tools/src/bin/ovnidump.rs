@@ -21,7 +21,11 @@ struct Args {
 
 fn run(args: &Args) -> anyhow::Result<()> {
     let trace = ovni_tools::load_trace("ovnidump", &args.dir)?;
-    let mode = if args.hex { DumpMode::Hex } else { DumpMode::Describe };
+    let mode = if args.hex {
+        DumpMode::Hex
+    } else {
+        DumpMode::Describe
+    };
     let stdout = io::stdout().lock();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout);
     let outcome = tools::dump(&trace, mode, &mut out, |n| {
@@ -29,10 +33,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
     });
     out.flush()?;
     match outcome.error {
-        Some(e) => Err(anyhow::Error::new(e).context(format!(
-            "stopped after {} events",
-            outcome.events
-        ))),
+        Some(e) => {
+            Err(anyhow::Error::new(e).context(format!("stopped after {} events", outcome.events)))
+        }
         None => Ok(()),
     }
 }

@@ -43,10 +43,7 @@ impl Stream {
         let meta = load_json(&json_path, &relpath)?;
         let obs_path = dir.join("stream.obs");
         let file = File::open(&obs_path).map_err(|e| Error::io(&obs_path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| Error::io(&obs_path, e))?
-            .len();
+        let len = file.metadata().map_err(|e| Error::io(&obs_path, e))?.len();
         let bytes = if len == 0 {
             Bytes::Owned(Vec::new())
         } else {

@@ -22,7 +22,9 @@ pub(super) struct Meta {
 pub fn normalize_numbers(v: Value) -> Value {
     match v {
         Value::Number(n) if n.is_f64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::Number(Number::from(f as i64)),
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => {
+                Value::Number(Number::from(f as i64))
+            }
             _ => Value::Number(n),
         },
         Value::Array(a) => Value::Array(a.into_iter().map(normalize_numbers).collect()),
