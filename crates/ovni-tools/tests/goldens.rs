@@ -102,6 +102,39 @@ fn ovnisort_check_matches_goldens() {
 }
 
 #[test]
+fn ovnilint_exit_status_matches_ovniemu() {
+    let mut failures = Vec::new();
+    for case in all_cases() {
+        let want = golden_rc(&case, "ovniemu");
+        let out = run(env!("CARGO_BIN_EXE_ovnilint"), &["ovni"], &case);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if out.status.code() != Some(want) {
+            failures.push(format!(
+                "{}: exit {:?}, want {want}",
+                case.display(),
+                out.status.code()
+            ));
+        }
+        // One line per problem; only the first without --all.
+        let lines = stdout.lines().count();
+        if lines != usize::from(want != 0) {
+            failures.push(format!("{}: {lines} lines of problems", case.display()));
+        }
+        let all = run(
+            env!("CARGO_BIN_EXE_ovnilint"),
+            &["--all", "--json", "ovni"],
+            &case,
+        );
+        let json = String::from_utf8_lossy(&all.stdout);
+        let accepted = format!("\"accepted\": {}", want == 0);
+        if !json.contains(&accepted) || all.status.code() != Some(want) {
+            failures.push(format!("{}: --all --json disagrees: {json}", case.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn ovnidump_on_a_single_stream_directory() {
     for case in cases("traces") {
         let golden = fs::read_to_string(case.join("golden/ovnidump.stdout")).unwrap();
@@ -147,10 +180,12 @@ fn no_streams_is_a_clear_error() {
     for bin in [
         env!("CARGO_BIN_EXE_ovnidump"),
         env!("CARGO_BIN_EXE_ovnitop"),
+        env!("CARGO_BIN_EXE_ovnilint"),
     ] {
         let out = run(bin, &["."], tmp.path());
         assert_eq!(out.status.code(), Some(1));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("no streams found"));
+        let text = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("no streams found"), "{text}");
         let out = run(bin, &["does-not-exist"], tmp.path());
         assert_eq!(out.status.code(), Some(1));
     }
@@ -165,6 +200,7 @@ fn usage_errors_exit_2_and_help_exits_0() {
         env!("CARGO_BIN_EXE_ovnidump"),
         env!("CARGO_BIN_EXE_ovnitop"),
         env!("CARGO_BIN_EXE_ovnisort"),
+        env!("CARGO_BIN_EXE_ovnilint"),
     ] {
         assert_eq!(run(bin, &[], tmp.path()).status.code(), Some(2));
         assert_eq!(

@@ -10,7 +10,8 @@
 //! * [`events`]: the event table of ovni's models, payload decoding and descriptions;
 //! * [`write`]: a writer with libovni's model (processes, threads, flushes, marks,
 //!   attributes), which unlike libovni never loses buffered events;
-//! * [`tools`]: the logic of `ovnidump`, `ovnitop` and `ovnisort -c`.
+//! * [`tools`]: the logic of `ovnidump`, `ovnitop` and `ovnisort -c`;
+//! * [`lint`]: the checks ovniemu makes before and while emulating a trace (`ovnilint`).
 //!
 //! Untrusted bytes never panic and never drive an allocation: every length read from a file
 //! is checked against the bytes that are actually there.
@@ -18,6 +19,7 @@
 
 pub mod error;
 pub mod events;
+pub mod lint;
 pub mod metadata;
 mod printf;
 pub mod raw;
@@ -25,6 +27,9 @@ pub mod read;
 pub mod tools;
 pub mod write;
 
-pub use error::{Error, MetaProblem, Result, StreamProblem, UsageError};
+pub use error::{
+    Error, EventProblem, MarkOp, MetaProblem, Result, StreamProblem, ThreadState, TraceProblem,
+    Transition, UsageError,
+};
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

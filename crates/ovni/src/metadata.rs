@@ -190,12 +190,14 @@ impl ThreadMeta {
             None => None,
             Some(v) => Some(parse_cpus(v, stream)?),
         };
+        // ovniemu reads each model's entry as a string and treats anything else as "not
+        // required", so non-string entries are skipped rather than rejected.
         let require = get(ovni, stream, "ovni.require")?
             .as_object()
             .ok_or_else(|| bad(stream, "ovni.require", "an object"))?
             .iter()
-            .map(|(k, v)| Ok((k.clone(), string(v, stream, "ovni.require")?)))
-            .collect::<Result<BTreeMap<_, _>>>()?;
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect::<BTreeMap<_, _>>();
         let marks = match ovni.get("mark") {
             None => BTreeMap::new(),
             Some(v) => parse_marks(v, stream)?,
@@ -275,6 +277,9 @@ fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
         let ty: i64 = k
             .parse()
             .map_err(|_| bad(stream, "ovni.mark", "keyed by integer types"))?;
+        if !(0..100).contains(&ty) {
+            return Err(bad(stream, "ovni.mark", "keyed by types in [0, 100)"));
+        }
         let m = m
             .as_object()
             .ok_or_else(|| bad(stream, "ovni.mark", "an object of objects"))?;
@@ -358,11 +363,18 @@ impl System {
         Self::from_threads(threads, table)
     }
 
-    /// Merges already parsed thread metadata.
+    /// Merges already parsed thread metadata and checks the required model versions.
     pub fn from_threads(threads: Vec<ThreadMeta>, table: &EventTable) -> Result<Self> {
+        let mut sys = Self::merge(threads)?;
+        sys.require = required_models(&sys.threads, table)?;
+        Ok(sys)
+    }
+
+    /// Merges already parsed thread metadata (looms, CPUs, processes, marks) without looking
+    /// at `require`, which ovniemu checks later ([`required_models`]); `require` is empty.
+    pub fn merge(threads: Vec<ThreadMeta>) -> Result<Self> {
         let mut looms: BTreeMap<String, (Vec<Cpu>, BTreeMap<i64, Process>)> = BTreeMap::new();
         let mut marks = BTreeMap::new();
-        let mut require: BTreeMap<String, String> = BTreeMap::new();
         for t in &threads {
             let (cpus, procs) = looms.entry(t.loom.clone()).or_default();
             for &(index, phyid) in t.cpus.iter().flatten() {
@@ -412,30 +424,6 @@ impl System {
             }
             p.threads.push(t.tid);
             merge_marks(&mut marks, t)?;
-            for (model, want) in &t.require {
-                if parse_version(want).is_none() {
-                    return Err(Error::meta(
-                        &t.stream,
-                        MetaProblem::BadVersionString(want.clone()),
-                    ));
-                }
-                if let Some(m) = table.model_by_name(model) {
-                    if version_compatible(want, &m.version) != Some(true) {
-                        return Err(Error::meta(
-                            &t.stream,
-                            MetaProblem::UnsupportedModelVersion {
-                                model: model.clone(),
-                                want: want.clone(),
-                                have: m.version.clone(),
-                            },
-                        ));
-                    }
-                }
-                let e = require.entry(model.clone()).or_insert_with(|| want.clone());
-                if parse_version(want) > parse_version(e) {
-                    *e = want.clone();
-                }
-            }
         }
         let looms = looms
             .into_iter()
@@ -445,9 +433,54 @@ impl System {
             looms,
             threads,
             marks,
-            require,
+            require: BTreeMap::new(),
         })
     }
+}
+
+/// The models required by any thread, with the highest version requested, after checking
+/// each request against the model of `table` that serves it (same major, minor not newer),
+/// model by model as ovniemu's probe does. Entries for models `table` does not know are kept
+/// unchecked: ovniemu only looks at the names of the models it has.
+pub fn required_models(
+    threads: &[ThreadMeta],
+    table: &EventTable,
+) -> Result<BTreeMap<String, String>> {
+    let mut models: Vec<_> = table.models().iter().collect();
+    models.sort_by_key(|m| m.id);
+    for m in models {
+        for t in threads {
+            let Some(want) = t.require.get(&m.name) else {
+                continue;
+            };
+            if parse_version(want).is_none() {
+                return Err(Error::meta(
+                    &t.stream,
+                    MetaProblem::BadVersionString(want.clone()),
+                ));
+            }
+            if version_compatible(want, &m.version) != Some(true) {
+                return Err(Error::meta(
+                    &t.stream,
+                    MetaProblem::UnsupportedModelVersion {
+                        model: m.name.clone(),
+                        want: want.clone(),
+                        have: m.version.clone(),
+                    },
+                ));
+            }
+        }
+    }
+    let mut require: BTreeMap<String, String> = BTreeMap::new();
+    for t in threads {
+        for (model, want) in &t.require {
+            let e = require.entry(model.clone()).or_insert_with(|| want.clone());
+            if parse_version(want) > parse_version(e) {
+                *e = want.clone();
+            }
+        }
+    }
+    Ok(require)
 }
 
 fn finish_loom(name: String, cpus: &mut Vec<Cpu>, procs: BTreeMap<i64, Process>) -> Result<Loom> {

@@ -1,0 +1,714 @@
+//! Validation of a trace the way ovniemu 1.14 checks it before and while emulating it
+//! (SPEC §8.2 steps 1-9 and the end checks, §9.2), so that a trace can be checked without the
+//! emulator: [`lint_dir`] returns the problems that would make ovniemu reject the trace.
+//!
+//! The stages follow ovniemu's order, so the first problem reported is the one ovniemu stops
+//! at:
+//!
+//! 1. load every stream (`stream.json` version, `stream.obs` header);
+//! 2. build the system from the metadata ([`ThreadMeta`], [`System::merge`]): thread keys,
+//!    `finished`, looms, CPUs, processes, ranks, marks; streams whose `ovni.part` is not
+//!    `"thread"` are skipped, and only their events are errors;
+//! 3. clock offsets (`clock-offsets.txt` or [`LintOptions::clock_offsets`]);
+//! 4. the first event of every stream, and the one-hour clock gate;
+//! 5. the model probe: `ovni.require` versions against the embedded event table;
+//! 6. every event in clock order: stream structure, per-stream clock order, registered and
+//!    enabled model, then the ovni model's rules ([`model`]) for `O` events, or for other
+//!    models only that the event exists and its payload fits its signature;
+//! 7. the end check: every thread is dead.
+//!
+//! With [`LintOptions::all`] the checks continue after a problem (a rejected event leaves the
+//! state unchanged; a broken stream ends; the ovni model only runs when the metadata of every
+//! stream is valid).
+
+mod model;
+mod offsets;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, EventProblem, MetaProblem, StreamProblem, ThreadState, TraceProblem};
+use crate::events::{ArgType, EventSpec, EventTable};
+use crate::metadata::{required_models, version_compatible, System, ThreadMeta};
+use crate::raw::{Event, Mcv, JUMBO_SIZE_FIELD};
+use crate::read::{find_streams, Merged, Merger, Stream};
+
+use model::OvniModel;
+
+/// Streams whose first clocks differ by more than this need a clock offset table.
+const CLOCK_GATE_NS: u128 = 3_600_000_000_000;
+/// Name of the optional clock offset table in the trace directory.
+pub const CLOCK_OFFSETS_FILE: &str = "clock-offsets.txt";
+
+/// What to check and how much to report.
+#[derive(Debug, Clone, Default)]
+pub struct LintOptions {
+    /// Report every problem instead of stopping at the first.
+    pub all: bool,
+    /// With `all`, stop after this many problems (0: no limit).
+    pub max_problems: usize,
+    /// Clock offset table; `None` uses `<dir>/clock-offsets.txt` if it exists, as ovniemu.
+    pub clock_offsets: Option<PathBuf>,
+}
+
+/// One problem: the error and where it is.
+#[derive(Debug)]
+pub struct Problem {
+    /// Relative path of the stream, if the problem is in one.
+    pub stream: Option<String>,
+    /// Loom name, for loom-wide problems.
+    pub loom: Option<String>,
+    /// Byte offset in the stream's `stream.obs`.
+    pub offset: Option<u64>,
+    /// MCV of the event.
+    pub mcv: Option<Mcv>,
+    /// Clock of the event (raw, signed).
+    pub clock: Option<i64>,
+    /// What is wrong.
+    pub error: Error,
+}
+
+impl Problem {
+    /// A problem located from what `error` says.
+    pub fn new(error: Error) -> Self {
+        let mut p = Self {
+            stream: None,
+            loom: None,
+            offset: None,
+            mcv: None,
+            clock: None,
+            error,
+        };
+        match &p.error {
+            Error::Event {
+                stream,
+                offset,
+                mcv,
+                clock,
+                ..
+            } => {
+                p.stream = Some(stream.clone());
+                p.offset = Some(*offset);
+                p.mcv = Some(*mcv);
+                p.clock = Some(*clock);
+            }
+            Error::Stream { offset, .. } => p.offset = Some(*offset),
+            Error::Metadata { stream, problem } => match problem {
+                MetaProblem::LoomWithoutCpus
+                | MetaProblem::CpuIndexOutOfBounds { .. }
+                | MetaProblem::CpuIndexTaken(_)
+                | MetaProblem::ProcessWithoutRank(_) => p.loom = Some(stream.clone()),
+                _ => p.stream = Some(stream.clone()),
+            },
+            Error::Trace(
+                TraceProblem::ClockGate { stream, .. } | TraceProblem::ThreadNotDead { stream, .. },
+            ) => p.stream = Some(stream.clone()),
+            _ => {}
+        }
+        p
+    }
+
+    fn in_stream(mut self, stream: &Stream) -> Self {
+        self.stream = Some(stream.name());
+        self
+    }
+
+    fn at_event(mut self, ev: &Event<'_>) -> Self {
+        self.mcv = Some(ev.mcv);
+        self.clock = Some(ev.signed_clock());
+        self
+    }
+
+    /// A stable identifier of the rule that is broken, e.g. `thread-state`.
+    pub fn code(&self) -> &'static str {
+        code(&self.error)
+    }
+
+    /// What is wrong, without the location.
+    pub fn message(&self) -> String {
+        match &self.error {
+            Error::Io { path, source } => format!("{}: {source}", path.display()),
+            Error::Json { path, source } => format!("{}: invalid JSON: {source}", path.display()),
+            Error::Stream { problem, .. } => problem.to_string(),
+            Error::Metadata { problem, .. } => problem.to_string(),
+            Error::Event { problem, .. } => problem.to_string(),
+            other => other.to_string(),
+        }
+    }
+
+    /// The problem as a JSON object (`code`, `message`, `stream`, `loom`, `offset`, `mcv`,
+    /// `clock`; absent locations are null).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "code": self.code(),
+            "message": self.message(),
+            "stream": self.stream,
+            "loom": self.loom,
+            "offset": self.offset,
+            "mcv": self.mcv.map(|m| m.to_string()),
+            "clock": self.clock,
+        })
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(s) = &self.stream {
+            let s = if s.is_empty() { "." } else { s };
+            write!(f, "{s}: ")?;
+        } else if let Some(l) = &self.loom {
+            write!(f, "loom {l}: ")?;
+        }
+        if let Some(o) = self.offset {
+            write!(f, "offset {o}: ")?;
+        }
+        if let (Some(m), Some(c)) = (self.mcv, self.clock) {
+            write!(f, "{m} at {c}: ")?;
+        }
+        write!(f, "{} [{}]", self.message(), self.code())
+    }
+}
+
+fn code(e: &Error) -> &'static str {
+    match e {
+        Error::Io { .. } => "io",
+        Error::Json { .. } => "invalid-json",
+        Error::NoStreams(_) => "no-streams",
+        Error::Usage(_) => "usage",
+        Error::Stream { problem, .. } => match problem {
+            StreamProblem::Empty => "empty-stream",
+            StreamProblem::IncompleteHeader { .. } => "incomplete-header",
+            StreamProblem::BadMagic(_) => "bad-magic",
+            StreamProblem::BadVersion(_) => "bad-stream-version",
+            StreamProblem::IncompleteEvent { .. } => "incomplete-event",
+            StreamProblem::ClockBackwards { .. } => "clock-backwards",
+            StreamProblem::PayloadTooShort { .. } | StreamProblem::UnterminatedString { .. } => {
+                "payload"
+            }
+        },
+        Error::Metadata { problem, .. } => match problem {
+            MetaProblem::MissingKey(_) => "missing-key",
+            MetaProblem::BadValue { .. } => "bad-value",
+            MetaProblem::VersionMismatch(_) => "metadata-version",
+            MetaProblem::NotFinished => "not-finished",
+            MetaProblem::UnknownPart(_) => "unknown-part",
+            MetaProblem::LoomHasSlash => "bad-loom-name",
+            MetaProblem::EmptyCpus
+            | MetaProblem::CpuIndexNegative(_)
+            | MetaProblem::CpuPhyidNegative(_)
+            | MetaProblem::CpuIndexMismatch { .. }
+            | MetaProblem::CpuIndexOutOfBounds { .. }
+            | MetaProblem::CpuIndexTaken(_) => "bad-cpus",
+            MetaProblem::LoomWithoutCpus => "loom-without-cpus",
+            MetaProblem::AppIdMismatch { .. } => "app-id-mismatch",
+            MetaProblem::RankMismatch { .. }
+            | MetaProblem::RankOutOfRange { .. }
+            | MetaProblem::ProcessWithoutRank(_) => "bad-rank",
+            MetaProblem::DuplicateThread(_) => "duplicate-thread",
+            MetaProblem::MarkTypeMismatch(_) | MetaProblem::MarkLabelMismatch { .. } => {
+                "mark-mismatch"
+            }
+            MetaProblem::UnsupportedModelVersion { .. } | MetaProblem::BadVersionString(_) => {
+                "require-version"
+            }
+        },
+        Error::Event { problem, .. } => match problem {
+            EventProblem::UnknownStream => "unknown-stream",
+            EventProblem::ModelNotRegistered(_) => "model-not-registered",
+            EventProblem::ModelNotEnabled { .. } => "model-not-enabled",
+            EventProblem::UnknownEvent { .. }
+            | EventProblem::UnknownCategory(_)
+            | EventProblem::UnknownValue { .. } => "unknown-event",
+            EventProblem::Jumbo { .. }
+            | EventProblem::PayloadSize { .. }
+            | EventProblem::Payload(_)
+            | EventProblem::MissingExecutePayload { .. } => "payload",
+            EventProblem::AlreadyRunning { .. }
+            | EventProblem::AlreadyHasCpu { .. }
+            | EventProblem::BadTransition { .. } => "thread-state",
+            EventProblem::NoSuchCpu { .. } => "no-such-cpu",
+            EventProblem::CpuOversubscribed { .. } => "cpu-oversubscribed",
+            EventProblem::NoCpuSet { .. }
+            | EventProblem::NotActive { .. }
+            | EventProblem::ThreadNotFound { .. }
+            | EventProblem::ThreadDead { .. }
+            | EventProblem::ThreadNotStarted { .. }
+            | EventProblem::SameCpu { .. } => "affinity",
+            EventProblem::FlushNested { .. } | EventProblem::FlushNotStarted { .. } => "flush",
+            EventProblem::MarkUnknownType(_)
+            | EventProblem::MarkZeroValue(_)
+            | EventProblem::MarkWrongType { .. }
+            | EventProblem::MarkStackEmpty { .. }
+            | EventProblem::MarkPopMismatch { .. }
+            | EventProblem::MarkStackFull { .. } => "mark",
+        },
+        Error::Trace(t) => match t {
+            TraceProblem::ClockGate { .. } => "clock-gate",
+            TraceProblem::ClockOffsets { .. } => "clock-offsets",
+            TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
+        },
+    }
+}
+
+/// The result of a lint.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Problems in the order found (at most one unless [`LintOptions::all`]).
+    pub problems: Vec<Problem>,
+    /// Streams found.
+    pub streams: usize,
+    /// Events checked.
+    pub events: u64,
+    /// True if [`LintOptions::max_problems`] stopped the checks.
+    pub truncated: bool,
+}
+
+impl Report {
+    /// True if ovniemu would accept the trace.
+    pub fn accepted(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The report as a JSON object.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "accepted": self.accepted(),
+            "streams": self.streams,
+            "events": self.events,
+            "truncated": self.truncated,
+            "problems": self.problems.iter().map(Problem::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Collects problems; `Break` when the checks must stop.
+struct Sink {
+    all: bool,
+    max: usize,
+    report: Report,
+}
+
+impl Sink {
+    fn push(&mut self, p: Problem) -> ControlFlow<()> {
+        if self.max != 0 && self.report.problems.len() >= self.max {
+            self.report.truncated = true;
+            return ControlFlow::Break(());
+        }
+        self.report.problems.push(p);
+        if self.all {
+            ControlFlow::Continue(())
+        } else {
+            ControlFlow::Break(())
+        }
+    }
+}
+
+/// Checks the trace under `dir` (a trace, a sub-directory or a stream directory).
+pub fn lint_dir(dir: &Path, opts: &LintOptions) -> Report {
+    let mut sink = Sink {
+        all: opts.all,
+        max: opts.max_problems,
+        report: Report::default(),
+    };
+    let _ = run(dir, opts, &mut sink);
+    sink.report
+}
+
+/// What a stream is to the emulator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A thread: index in the system's threads.
+    Thread(usize),
+    /// `ovni.part` is not `"thread"`: skipped, its events are errors.
+    Other,
+    /// Its metadata could not be read.
+    Broken,
+}
+
+fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
+    let dirs = match find_streams(dir) {
+        Ok(d) => d,
+        Err(e) => {
+            let _ = sink.push(Problem::new(e));
+            return ControlFlow::Break(());
+        }
+    };
+    if dirs.is_empty() {
+        let _ = sink.push(Problem::new(Error::NoStreams(dir.to_path_buf())));
+        return ControlFlow::Break(());
+    }
+    sink.report.streams = dirs.len();
+    let mut streams = Vec::with_capacity(dirs.len());
+    let mut complete = true;
+    for d in dirs {
+        let name = String::from_utf8_lossy(&d.relpath).into_owned();
+        match Stream::load(&d.dir, d.relpath) {
+            Ok(s) => streams.push(s),
+            Err(e) => {
+                complete = false;
+                let mut p = Problem::new(e);
+                p.stream = Some(name);
+                sink.push(p)?;
+            }
+        }
+    }
+    let (roles, system) = build_system(&streams, complete, sink)?;
+    let offsets = clock_offsets(dir, opts, &streams, &roles, system.as_ref(), sink)?;
+    let init_failed = first_events(&streams, &offsets, sink)?;
+    let table = EventTable::builtin();
+    let enabled = match &system {
+        Some(sys) => Some(probe(sys, table, sink)?),
+        None => None,
+    };
+    let mut ovni = match (&system, &enabled) {
+        (Some(sys), Some(en)) if en[usize::from(b'O')] => Some(OvniModel::new(sys)),
+        _ => None,
+    };
+    let mut ctx = Events {
+        streams: &streams,
+        roles: &roles,
+        table,
+        enabled,
+        once: HashSet::new(),
+        init_failed,
+    };
+    ctx.run(offsets, ovni.as_mut(), sink)?;
+    if let (Some(sys), Some(model)) = (&system, &ovni) {
+        end_checks(sys, model, sink)?;
+    }
+    ControlFlow::Continue(())
+}
+
+/// Stage 2: thread metadata of every stream and the merged system (`None` if any stream's
+/// metadata is unusable, so the ovni model is not run on a partial system).
+fn build_system(
+    streams: &[Stream],
+    complete: bool,
+    sink: &mut Sink,
+) -> ControlFlow<(), (Vec<Role>, Option<System>)> {
+    let mut roles = vec![Role::Broken; streams.len()];
+    let mut threads = Vec::new();
+    let mut ok = complete;
+    for (s, role) in streams.iter().zip(roles.iter_mut()) {
+        match ThreadMeta::from_json(&s.name(), s.meta()) {
+            Ok(t) => {
+                *role = Role::Thread(threads.len());
+                threads.push(t);
+            }
+            Err(Error::Metadata {
+                problem: MetaProblem::UnknownPart(_),
+                ..
+            }) => *role = Role::Other,
+            Err(e) => {
+                ok = false;
+                sink.push(Problem::new(e).in_stream(s))?;
+            }
+        }
+    }
+    if !ok {
+        return ControlFlow::Continue((roles, None));
+    }
+    match System::merge(threads) {
+        Ok(sys) => ControlFlow::Continue((roles, Some(sys))),
+        Err(e) => {
+            sink.push(Problem::new(e))?;
+            ControlFlow::Continue((roles, None))
+        }
+    }
+}
+
+/// Stage 3: the clock offset of every stream (that of its loom).
+fn clock_offsets(
+    dir: &Path,
+    opts: &LintOptions,
+    streams: &[Stream],
+    roles: &[Role],
+    system: Option<&System>,
+    sink: &mut Sink,
+) -> ControlFlow<(), Vec<i64>> {
+    let mut out = vec![0i64; streams.len()];
+    let Some(sys) = system else {
+        return ControlFlow::Continue(out);
+    };
+    let path = match &opts.clock_offsets {
+        Some(p) => p.clone(),
+        None => {
+            let p = dir.join(CLOCK_OFFSETS_FILE);
+            if !p.is_file() {
+                return ControlFlow::Continue(out);
+            }
+            p
+        }
+    };
+    let names: Vec<String> = sys.looms.iter().map(|l| l.name.clone()).collect();
+    let looms = match offsets::load(&path).and_then(|e| offsets::loom_offsets(&path, &e, &names)) {
+        Ok(l) => l,
+        Err(e) => {
+            sink.push(Problem::new(e))?;
+            return ControlFlow::Continue(out);
+        }
+    };
+    let by_name: BTreeMap<&str, i64> = names.iter().map(String::as_str).zip(looms).collect();
+    for (slot, role) in out.iter_mut().zip(roles) {
+        if let Role::Thread(t) = role {
+            let loom = sys.threads.get(*t).map(|t| t.loom.as_str());
+            *slot = loom.and_then(|l| by_name.get(l)).copied().unwrap_or(0);
+        }
+    }
+    ControlFlow::Continue(out)
+}
+
+/// Stage 4: the first event of every stream and the clock gate. Returns which streams
+/// failed here, so their error is not reported twice.
+fn first_events(
+    streams: &[Stream],
+    offsets: &[i64],
+    sink: &mut Sink,
+) -> ControlFlow<(), Vec<bool>> {
+    let mut failed = vec![false; streams.len()];
+    let mut first = Vec::with_capacity(streams.len());
+    for ((s, off), f) in streams.iter().zip(offsets).zip(failed.iter_mut()) {
+        match s.events().next() {
+            None => {}
+            Some(Ok((_, ev))) => first.push((s, ev.signed_clock().wrapping_add(*off))),
+            Some(Err(e)) => {
+                *f = true;
+                sink.push(Problem::new(e).in_stream(s))?;
+            }
+        }
+    }
+    if failed.contains(&true) {
+        return ControlFlow::Continue(failed);
+    }
+    let Some(&(_, t0)) = first.first() else {
+        return ControlFlow::Continue(failed);
+    };
+    for (s, clock) in first {
+        let delta = (i128::from(t0) - i128::from(clock)).unsigned_abs();
+        if delta > CLOCK_GATE_NS {
+            sink.push(Problem::new(Error::Trace(TraceProblem::ClockGate {
+                stream: s.name(),
+                delta,
+            })))?;
+        }
+    }
+    ControlFlow::Continue(failed)
+}
+
+/// Stage 5: which models are enabled (a compatible `require` in any thread).
+fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [bool; 256]> {
+    if let Err(e) = required_models(&sys.threads, table) {
+        sink.push(Problem::new(e))?;
+    }
+    let mut enabled = [false; 256];
+    for m in table.models() {
+        enabled[usize::from(m.id)] = sys.threads.iter().any(|t| {
+            t.require
+                .get(&m.name)
+                .is_some_and(|w| version_compatible(w, &m.version) == Some(true))
+        });
+    }
+    ControlFlow::Continue(enabled)
+}
+
+/// Stage 7: every thread must be dead, in ovniemu's thread order.
+fn end_checks(sys: &System, model: &OvniModel, sink: &mut Sink) -> ControlFlow<()> {
+    for t in model.end_order() {
+        let (Some((tid, state)), Some(meta)) = (model.thread(t), sys.threads.get(t)) else {
+            continue;
+        };
+        if state != ThreadState::Dead {
+            sink.push(Problem::new(Error::Trace(TraceProblem::ThreadNotDead {
+                stream: meta.stream.clone(),
+                tid,
+                state,
+            })))?;
+        }
+    }
+    ControlFlow::Continue(())
+}
+
+/// Stage 6: the event loop.
+struct Events<'a> {
+    streams: &'a [Stream],
+    roles: &'a [Role],
+    table: &'static EventTable,
+    /// Enabled models by model character; `None` when the metadata is unusable.
+    enabled: Option<[bool; 256]>,
+    /// Problems reported once per stream and MCV, as every later event would repeat them.
+    once: HashSet<(usize, [u8; 3], &'static str)>,
+    init_failed: Vec<bool>,
+}
+
+impl Events<'_> {
+    fn run(
+        &mut self,
+        offsets: Vec<i64>,
+        mut ovni: Option<&mut OvniModel>,
+        sink: &mut Sink,
+    ) -> ControlFlow<()> {
+        let mut merger = Merger::new(self.streams).with_clock_offsets(offsets);
+        if sink.all {
+            merger = merger.keep_going();
+        }
+        let mut last = vec![i64::MIN; self.streams.len()];
+        let mut events = 0u64;
+        let mut flow = ControlFlow::Continue(());
+        for item in merger {
+            let m = match item {
+                Ok(m) => m,
+                Err(e) => {
+                    let s = self.stream_of(&e);
+                    if s.is_some_and(|s| self.init_failed.get(s) == Some(&true)) {
+                        continue;
+                    }
+                    let mut p = Problem::new(e);
+                    p.stream = s.and_then(|s| self.streams.get(s)).map(Stream::name);
+                    flow = sink.push(p);
+                    if flow.is_break() {
+                        break;
+                    }
+                    continue;
+                }
+            };
+            events += 1;
+            flow = self.event(&m, &mut last, ovni.as_deref_mut(), sink);
+            if flow.is_break() {
+                break;
+            }
+        }
+        sink.report.events = events;
+        flow
+    }
+
+    fn stream_of(&self, e: &Error) -> Option<usize> {
+        let Error::Stream { path, .. } = e else {
+            return None;
+        };
+        self.streams.iter().position(|s| s.obs_path() == path)
+    }
+
+    #[inline]
+    fn event(
+        &mut self,
+        m: &Merged<'_>,
+        last: &mut [i64],
+        ovni: Option<&mut OvniModel>,
+        sink: &mut Sink,
+    ) -> ControlFlow<()> {
+        let s = m.stream;
+        let ev = &m.event;
+        let clock = ev.signed_clock();
+        if let Some(prev) = last.get_mut(s) {
+            if clock < *prev {
+                let e = self.stream(s).error(
+                    m.offset,
+                    StreamProblem::ClockBackwards { prev: *prev, clock },
+                );
+                sink.push(Problem::new(e).in_stream(self.stream(s)).at_event(ev))?;
+            }
+            *prev = clock;
+        }
+        let thread = match self.roles.get(s) {
+            Some(Role::Thread(t)) => Some(*t),
+            Some(Role::Other) => return self.once(m, EventProblem::UnknownStream, sink),
+            _ => None,
+        };
+        let id = ev.mcv.model();
+        let Some(model) = self.table.model(id) else {
+            return self.once(m, EventProblem::ModelNotRegistered(id), sink);
+        };
+        if let Some(en) = &self.enabled {
+            if !en[usize::from(id)] {
+                let p = EventProblem::ModelNotEnabled {
+                    model: model.name.clone(),
+                    version: model.version.clone(),
+                };
+                return self.once(m, p, sink);
+            }
+        }
+        if id == b'O' {
+            if let (Some(ovni), Some(t)) = (ovni, thread) {
+                if let Err(p) = ovni.event(t, ev) {
+                    return sink.push(self.problem(m, p));
+                }
+            }
+            return ControlFlow::Continue(());
+        }
+        let Some(spec) = self.table.event(ev.mcv) else {
+            let p = EventProblem::UnknownEvent {
+                model: model.name.clone(),
+            };
+            return self.once(m, p, sink);
+        };
+        match check_payload(spec, ev) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(p) => sink.push(self.problem(m, p)),
+        }
+    }
+
+    fn stream(&self, s: usize) -> &Stream {
+        // `s` comes from the merger over these very streams.
+        &self.streams[s]
+    }
+
+    fn problem(&self, m: &Merged<'_>, problem: EventProblem) -> Problem {
+        Problem::new(Error::Event {
+            stream: self.stream(m.stream).name(),
+            offset: m.offset,
+            mcv: m.event.mcv,
+            clock: m.event.signed_clock(),
+            problem,
+        })
+    }
+
+    fn once(&mut self, m: &Merged<'_>, p: EventProblem, sink: &mut Sink) -> ControlFlow<()> {
+        let c = code(&Error::Event {
+            stream: String::new(),
+            offset: 0,
+            mcv: m.event.mcv,
+            clock: 0,
+            problem: p.clone(),
+        });
+        let key = match p {
+            EventProblem::UnknownStream => (m.stream, [0; 3], c),
+            _ => (m.stream, m.event.mcv.0, c),
+        };
+        if !self.once.insert(key) {
+            return ControlFlow::Continue(());
+        }
+        sink.push(self.problem(m, p))
+    }
+}
+
+/// For models other than ovni: the jumbo flag and the payload size must match the event's
+/// signature (ovniemu's models read the arguments where the signature puts them).
+fn check_payload(spec: &EventSpec, ev: &Event<'_>) -> Result<(), EventProblem> {
+    if spec.jumbo != ev.is_jumbo() {
+        return Err(EventProblem::Jumbo {
+            expected: spec.jumbo,
+        });
+    }
+    let base = if spec.jumbo { JUMBO_SIZE_FIELD } else { 0 };
+    let mut fixed = base;
+    for (_, ty) in &spec.args {
+        match ty.size() {
+            Some(n) => fixed += n,
+            None => {
+                debug_assert_eq!(*ty, ArgType::Str);
+                return spec.decode(ev).map(|_| ()).map_err(EventProblem::Payload);
+            }
+        }
+    }
+    if ev.payload.len() != fixed {
+        return Err(EventProblem::PayloadSize {
+            got: ev.payload.len() as u64,
+            expected: fixed as u64,
+        });
+    }
+    Ok(())
+}

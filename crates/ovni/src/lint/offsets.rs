@@ -1,0 +1,145 @@
+//! ovniemu's clock offset table (`clock-offsets.txt`, written by `ovnisync`): a header line,
+//! then `index hostname median mean stdev` per line; the median is added to the clocks of
+//! every loom whose hostname (loom name up to the first `.`) matches (SPEC §8.2 step 5).
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use crate::error::{Error, Result, TraceProblem};
+
+/// Longest table read: the table has one short line per host.
+const MAX_TABLE: u64 = 16 << 20;
+
+fn problem(path: &Path, line: Option<usize>, what: impl Into<String>) -> Error {
+    Error::Trace(TraceProblem::ClockOffsets {
+        path: path.to_path_buf(),
+        line,
+        what: what.into(),
+    })
+}
+
+/// Parses the table: `(hostname, offset in ns)` per entry, in file order.
+pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<(String, i64)>> {
+    let mut lines = text.split_inclusive('\n');
+    if lines.next().is_none() {
+        return Err(problem(path, None, "missing header line"));
+    }
+    let mut names = HashSet::new();
+    let mut out = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let n = i + 2;
+        if line.starts_with('\n') {
+            continue;
+        }
+        let mut fields = line.split_whitespace();
+        // Like the C scanner, a line with nothing to read ends the table.
+        let Some(index) = fields.next() else {
+            break;
+        };
+        let rest: Vec<&str> = fields.take(4).collect();
+        let [name, median, mean, stdev] = rest[..] else {
+            return Err(problem(path, Some(n), "expected 5 fields"));
+        };
+        index
+            .parse::<i64>()
+            .map_err(|_| problem(path, Some(n), format!("bad index '{index}'")))?;
+        let mut nums = [0f64; 3];
+        for (slot, s) in nums.iter_mut().zip([median, mean, stdev]) {
+            *slot = s
+                .parse()
+                .map_err(|_| problem(path, Some(n), format!("bad number '{s}'")))?;
+        }
+        if !names.insert(name.to_string()) {
+            return Err(problem(
+                path,
+                Some(n),
+                format!("entry with name '{name}' already exists"),
+            ));
+        }
+        // The C code converts the median to an integer; `as` saturates out-of-range values.
+        out.push((name.to_string(), nums[0] as i64));
+    }
+    if out.is_empty() {
+        return Err(problem(path, None, "no entries"));
+    }
+    Ok(out)
+}
+
+/// Reads the table at `path`.
+pub(crate) fn load(path: &Path) -> Result<Vec<(String, i64)>> {
+    let md = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if md.len() > MAX_TABLE {
+        return Err(problem(path, None, "file too large"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let text = String::from_utf8_lossy(&bytes);
+    parse(path, &text)
+}
+
+/// Offset of each loom (in `looms` order) from the table entries.
+pub(crate) fn loom_offsets(
+    path: &Path,
+    entries: &[(String, i64)],
+    looms: &[String],
+) -> Result<Vec<i64>> {
+    let mut offsets = vec![0i64; looms.len()];
+    for (host, off) in entries {
+        let mut matched = false;
+        for (l, slot) in looms.iter().zip(offsets.iter_mut()) {
+            let hostname = l.split('.').next().unwrap_or(l);
+            if hostname != host {
+                continue;
+            }
+            if *slot != 0 {
+                return Err(problem(
+                    path,
+                    None,
+                    format!("loom {l} already has a clock offset"),
+                ));
+            }
+            *slot = *off;
+            matched = true;
+        }
+        if !matched {
+            return Err(problem(
+                path,
+                None,
+                format!("cannot find loom with hostname '{host}'"),
+            ));
+        }
+    }
+    Ok(offsets)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_parses_and_matches_hostnames() {
+        let p = Path::new("t");
+        let t = "rank hostname offset_median offset_mean offset_std\n\
+                 0 nodeA 0 0.0 0.0\n\n1 nodeB 1500.7 1499 3\n";
+        let e = parse(p, t).unwrap();
+        assert_eq!(e, vec![("nodeA".into(), 0), ("nodeB".into(), 1500)]);
+        let looms = ["nodeA.1".to_string(), "nodeB.x".into(), "nodeB.y".into()];
+        assert_eq!(loom_offsets(p, &e, &looms).unwrap(), vec![0, 1500, 1500]);
+        assert!(loom_offsets(p, &e, &looms[..1]).is_err());
+    }
+
+    #[test]
+    fn bad_tables_are_rejected() {
+        let p = Path::new("t");
+        for t in [
+            "",
+            "header\n",
+            "h\n0 a 1 2\n",
+            "h\n0 a x 1 2\n",
+            "h\n0 a 1 1 1\n1 a 2 2 2\n",
+        ] {
+            assert!(parse(p, t).is_err(), "{t:?}");
+        }
+        // A blank line with spaces ends the table, as in the C scanner.
+        assert_eq!(parse(p, "h\n0 a 1 1 1\n  \n0 a 1 1 1\n").unwrap().len(), 1);
+    }
+}
