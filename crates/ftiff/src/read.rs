@@ -428,7 +428,10 @@ impl Checkpoint {
                 actual: out.len() as u64,
             }));
         }
-        for r in self.records().filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0) {
+        for r in self
+            .records()
+            .filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0)
+        {
             let c = &r.chunk;
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
             let target = usize::try_from(c.dptr.0)
