@@ -128,7 +128,10 @@ fn ovnilint_exit_status_matches_ovniemu() {
         let json = String::from_utf8_lossy(&all.stdout);
         let accepted = format!("\"accepted\": {}", want == 0);
         if !json.contains(&accepted) || all.status.code() != Some(want) {
-            failures.push(format!("{}: --all --json disagrees: {json}", case.display()));
+            failures.push(format!(
+                "{}: --all --json disagrees: {json}",
+                case.display()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
