@@ -338,7 +338,10 @@ fn check(name: &str, s: &Scenario, want: Option<(&str, &str)>, failures: &mut Ve
     }
 }
 
-fn run_table(rows: Vec<(&str, Scenario, Option<(&str, &str)>)>) {
+/// Name, trace, expected problem (code and message fragment) or `None` if valid.
+type Row<'a> = (&'a str, Scenario, Option<(&'a str, &'a str)>);
+
+fn run_table(rows: Vec<Row<'_>>) {
     let mut failures = Vec::new();
     for (name, s, want) in &rows {
         check(name, s, *want, &mut failures);
