@@ -73,7 +73,12 @@ enum Command {
         /// The checkpoint file.
         file: PathBuf,
         /// Id of the variable (the id given to FTI_Protect).
-        #[arg(long, required_unless_present = "all", requires = "output")]
+        #[arg(
+            long,
+            required_unless_present = "all",
+            requires = "output",
+            allow_negative_numbers = true
+        )]
         id: Option<i32>,
         /// Output file for `--id`.
         #[arg(short, long)]
@@ -343,6 +348,13 @@ fn extract(
     all: Option<&Path>,
 ) -> Result<ExitCode> {
     let (ckpt, map) = open(path)?;
+    if ckpt.trailing > 0 {
+        eprintln!(
+            "fti: warning: {}: {} byte(s) after the end given by FB.fs are ignored (FTI 1.1 ignores them too)",
+            path.display(),
+            ckpt.trailing
+        );
+    }
     let write = |id: i32, out: &Path| -> Result<()> {
         let data = ckpt
             .read_var(map.bytes(), id)

@@ -189,6 +189,11 @@ fn extract_one_and_all() {
             "id {id}"
         );
     }
+    let negative = fti(args!["extract", seed(1), "--id", "-3", "-o", out]);
+    assert!(String::from_utf8_lossy(&negative.stderr).contains("no variable with id -3"));
+    let dir_arg = fti(args!["inspect", dir.path()]);
+    assert_eq!(dir_arg.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&dir_arg.stderr).contains("not a regular file"));
     let missing = fti(args!["extract", seed(1), "--id", "9", "-o", out]);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("no variable with id 9"));

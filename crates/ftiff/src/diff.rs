@@ -56,7 +56,7 @@ pub fn diff(
 ) -> Result<Vec<VarDiff>> {
     let mut out = Vec::new();
     for vb in b.vars() {
-        let change = match a.vars().iter().find(|va| va.id == vb.id) {
+        let change = match a.var(vb.id).ok() {
             None => Change::Added { size: vb.size },
             Some(va) if va.size != vb.size => Change::Resized {
                 from: va.size,
@@ -66,9 +66,9 @@ pub fn diff(
                 let old = a.read_var(a_bytes, vb.id)?;
                 let new = b.read_var(b_bytes, vb.id)?;
                 let chunks: Vec<u32> = b
-                    .records()
+                    .records_of(vb.idx)
                     .map(|r| &r.chunk)
-                    .filter(|c| c.idx == vb.idx && c.chunk_size > 0)
+                    .filter(|c| c.chunk_size > 0)
                     .filter(|c| {
                         let range = c.dptr.0 as usize..(c.dptr.0 + c.chunk_size) as usize;
                         old.get(range.clone()) != new.get(range)
@@ -88,7 +88,7 @@ pub fn diff(
         out.push(VarDiff { id: vb.id, change });
     }
     for va in a.vars() {
-        if b.vars().iter().all(|vb| vb.id != va.id) {
+        if b.var(va.id).is_err() {
             out.push(VarDiff {
                 id: va.id,
                 change: Change::Removed { size: va.size },

@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use crate::error::{Error, ErrorKind, Record, Result};
 use crate::hash::{self, Digest, Md5Stream};
 use crate::layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize};
-use crate::raw::{fb, vmd, BlockMeta, Cursor, FileBlock, VarMeta};
+use crate::raw::{bmd, fb, vmd, BlockMeta, Cursor, FileBlock, VarMeta};
 
 /// One VMD as read: the validated chunk plus what the file stores beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,16 +51,20 @@ pub struct Checkpoint {
     /// Bytes after `FB.fs` (FTI ignores them; `verify` reports them).
     pub trailing: u64,
     vars: Vec<VarInfo>,
+    /// (block, position) of every container of each variable, by `idx`.
+    chunks_of_var: Vec<Vec<(usize, usize)>>,
+    idx_of_id: HashMap<i32, u32>,
 }
 
 /// Per-variable state while walking the blocks.
 struct VarState {
     id: i32,
-    containers: u32,
     reserved: u64,
     size: u64,
-    /// A chunk smaller than its container was seen: later chunks must be empty.
+    /// A partly filled or empty container was seen: later ones must be empty.
     closed: bool,
+    /// (block, position in block) of each container, in order.
+    chunks: Vec<(usize, usize)>,
 }
 
 fn positive(value: i64, offset: u64, record: Record, field: &'static str) -> Result<u64> {
@@ -128,6 +132,8 @@ impl Checkpoint {
             blocks: Vec::new(),
             trailing: len - fs,
             vars: Vec::new(),
+            chunks_of_var: Vec::new(),
+            idx_of_id: HashMap::new(),
         };
         ckpt.walk_blocks(body)?;
         Ok(ckpt)
@@ -135,94 +141,27 @@ impl Checkpoint {
 
     /// Walks the blocks of `body` (file bytes `[96, fs)`), validating every record.
     fn walk_blocks(&mut self, body: &[u8]) -> Result<()> {
-        let mut states: Vec<VarState> = Vec::new();
-        let mut idx_of_id: HashMap<i32, u32> = HashMap::new();
+        let mut walk = Walk::default();
         let mut offset = fb::SIZE as u64;
         let mut rest = body;
         while !rest.is_empty() {
-            let mut cur = Cursor::new(rest, offset);
-            let meta = BlockMeta::parse(&mut cur)?;
-            let numvars = match u64::try_from(meta.numvars) {
-                Ok(n) if n > 0 => n,
-                _ => {
-                    return Err(Error::malformed(
-                        offset,
-                        Record::BlockMeta,
-                        "numvars",
-                        meta.numvars.into(),
-                        "a block holds at least one variable",
-                    ))
-                }
-            };
-            let dbsize = positive(meta.dbsize, offset + 4, Record::BlockMeta, "dbsize")?;
-            let remaining = rest.len() as u64;
-            let meta_size = 12 + 64 * numvars;
-            if dbsize < meta_size || dbsize > remaining {
-                return Err(Error::malformed(
-                    offset + 4,
-                    Record::BlockMeta,
-                    "dbsize",
-                    meta.dbsize,
-                    if dbsize < meta_size {
-                        "smaller than the block's meta data (12 + 64 * numvars)"
-                    } else {
-                        "block extends past FB.fs"
-                    },
-                ));
-            }
-            // `dbsize <= remaining`, so the split is in range.
-            let (block_bytes, after) = rest.split_at(dbsize as usize);
-            let mut cur = Cursor::new(block_bytes, offset);
-            cur.read_array::<12>("block meta data")?;
-            let mut records = Vec::with_capacity(numvars as usize);
-            let mut fptr = offset + meta_size;
-            let block_end = offset + dbsize;
-            let mut last_idx: Option<u32> = None;
-            for _ in 0..numvars {
-                let vmd_offset = cur.offset();
-                let raw = VarMeta::parse(&mut cur)?;
-                let chunk = check_vmd(&raw, vmd_offset, fptr, block_end)?;
-                if last_idx.is_some_and(|l| chunk.idx <= l) {
-                    return Err(Error::malformed(
-                        vmd_offset + vmd::IDX as u64,
-                        Record::VarMeta,
-                        "idx",
-                        raw.idx.into(),
-                        "not ascending within the block",
-                    ));
-                }
-                last_idx = Some(chunk.idx);
-                track_var(&mut states, &mut idx_of_id, &chunk, vmd_offset)?;
-                fptr += chunk.container_size;
-                records.push(ChunkRecord {
-                    vmd_offset,
-                    chunk,
-                    hash: raw.hash,
-                    padding: raw.padding,
-                });
-            }
-            if fptr != block_end {
-                return Err(Error::malformed(
-                    offset + 4,
-                    Record::BlockMeta,
-                    "dbsize",
-                    meta.dbsize,
-                    "differs from 12 + 64 * numvars + the sum of the containersizes",
-                ));
-            }
+            let (records, after) = walk.block(rest, offset, self.blocks.len())?;
+            offset += (rest.len() - after.len()) as u64;
             self.blocks.push(records);
-            offset = block_end;
             rest = after;
         }
-        self.vars = states
+        self.vars = walk
+            .states
             .iter()
-            .enumerate()
-            .map(|(idx, s)| VarInfo {
+            .zip(0u32..)
+            .map(|(s, idx)| VarInfo {
                 id: s.id,
-                idx: idx as u32,
+                idx,
                 size: s.size,
             })
             .collect();
+        self.chunks_of_var = walk.states.into_iter().map(|s| s.chunks).collect();
+        self.idx_of_id = walk.idx_of_id;
         Ok(())
     }
 
@@ -269,10 +208,19 @@ impl Checkpoint {
 
     /// The variable with user id `id`.
     pub fn var(&self, id: i32) -> Result<&VarInfo> {
-        self.vars
-            .iter()
-            .find(|v| v.id == id)
+        self.idx_of_id
+            .get(&id)
+            .and_then(|&idx| self.vars.get(idx as usize))
             .ok_or_else(|| Error::new(ErrorKind::NoSuchVariable { id }))
+    }
+
+    /// The records of the variable at protect position `idx`, in container order.
+    pub fn records_of(&self, idx: u32) -> impl Iterator<Item = &ChunkRecord> {
+        self.chunks_of_var
+            .get(idx as usize)
+            .into_iter()
+            .flatten()
+            .filter_map(|&(b, pos)| self.blocks.get(b)?.get(pos))
     }
 
     /// Every chunk record in file order.
@@ -382,10 +330,7 @@ impl Checkpoint {
                 actual: out.len() as u64,
             }));
         }
-        for r in self
-            .records()
-            .filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0)
-        {
+        for r in self.records_of(var.idx).filter(|r| r.chunk.chunk_size > 0) {
             let c = &r.chunk;
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
             let computed = hash::md5(data);
@@ -428,10 +373,7 @@ impl Checkpoint {
                 actual: out.len() as u64,
             }));
         }
-        for r in self
-            .records()
-            .filter(|r| r.chunk.idx == var.idx && r.chunk.chunk_size > 0)
-        {
+        for r in self.records_of(var.idx).filter(|r| r.chunk.chunk_size > 0) {
             let c = &r.chunk;
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
             let target = usize::try_from(c.dptr.0)
@@ -484,6 +426,237 @@ fn checksum_of(body: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Digest {
         progress(done);
     }
     md5.finish()
+}
+
+/// Checks that a layout built by hand obeys the rules the reader enforces on files (the
+/// writer calls it, so it never writes a file its own reader rejects). Offsets in errors are
+/// those the file would have.
+pub(crate) fn check_layout(layout: &Layout) -> Result<()> {
+    let mut walk = Walk::default();
+    let mut offset = fb::SIZE as u64;
+    for (b, block) in layout.blocks.iter().enumerate() {
+        if block.offset.0 != offset || block.chunks.is_empty() {
+            return Err(Error::malformed(
+                offset,
+                Record::BlockMeta,
+                "numvars",
+                block.chunks.len() as i64,
+                "a block must be non-empty and start where the previous one ends",
+            ));
+        }
+        let mut fptr = offset + block.meta_size();
+        let block_end = block
+            .offset
+            .0
+            .checked_add(block.meta_size())
+            .and_then(|e| {
+                block
+                    .chunks
+                    .iter()
+                    .try_fold(e, |e, c| e.checked_add(c.container_size))
+            })
+            .filter(|&e| e <= crate::layout::MAX_SIZE)
+            .ok_or_else(|| {
+                Error::malformed(
+                    offset + 4,
+                    Record::BlockMeta,
+                    "dbsize",
+                    -1,
+                    "block size overflows",
+                )
+            })?;
+        let mut last: Option<u32> = None;
+        for (pos, c) in block.chunks.iter().enumerate() {
+            let at = offset + (bmd::SIZE + vmd::SIZE * pos) as u64;
+            let raw = crate::write::var_meta(c, [0; 16]);
+            let chunk = check_vmd(&raw, at, fptr, block_end)?;
+            if chunk != *c || last.is_some_and(|l| c.idx <= l) {
+                return Err(Error::malformed(
+                    at,
+                    Record::VarMeta,
+                    "idx",
+                    c.idx.into(),
+                    "not ascending within the block, or a field out of range",
+                ));
+            }
+            last = Some(c.idx);
+            walk.track(c, at, (b, pos))?;
+            fptr += c.container_size;
+        }
+        offset = block_end;
+    }
+    Ok(())
+}
+
+/// State of the block walk: what is known of every variable so far.
+#[derive(Default)]
+struct Walk {
+    states: Vec<VarState>,
+    idx_of_id: HashMap<i32, u32>,
+}
+
+impl Walk {
+    /// Parses and validates the block at the start of `rest` (file offset `offset`, block
+    /// number `b`); returns its records and the bytes after it.
+    fn block<'a>(
+        &mut self,
+        rest: &'a [u8],
+        offset: u64,
+        b: usize,
+    ) -> Result<(Vec<ChunkRecord>, &'a [u8])> {
+        if rest.len() < bmd::SIZE {
+            return Err(Error::malformed(
+                fb::FS as u64,
+                Record::FileBlock,
+                "fs",
+                (offset + rest.len() as u64) as i64,
+                "ends inside a block meta data record",
+            ));
+        }
+        let meta = BlockMeta::parse(&mut Cursor::new(rest, offset))?;
+        let numvars = u64::try_from(meta.numvars)
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| {
+                Error::malformed(
+                    offset,
+                    Record::BlockMeta,
+                    "numvars",
+                    meta.numvars.into(),
+                    "a block holds at least one variable",
+                )
+            })?;
+        let dbsize = positive(meta.dbsize, offset + 4, Record::BlockMeta, "dbsize")?;
+        let meta_size = (bmd::SIZE as u64) + (vmd::SIZE as u64) * numvars;
+        let bad_dbsize =
+            |what| Error::malformed(offset + 4, Record::BlockMeta, "dbsize", meta.dbsize, what);
+        if dbsize < meta_size {
+            return Err(bad_dbsize(
+                "smaller than the block's meta data (12 + 64 * numvars)",
+            ));
+        }
+        let (block_bytes, after) = usize::try_from(dbsize)
+            .ok()
+            .and_then(|n| rest.split_at_checked(n))
+            .ok_or_else(|| bad_dbsize("block extends past FB.fs"))?;
+        let mut cur = Cursor::new(block_bytes, offset);
+        cur.read_array::<{ bmd::SIZE }>("block meta data")?;
+        let mut records = Vec::new();
+        let mut fptr = offset + meta_size;
+        let block_end = offset + dbsize;
+        for pos in 0..numvars {
+            let vmd_offset = cur.offset();
+            let raw = VarMeta::parse(&mut cur)?;
+            let chunk = check_vmd(&raw, vmd_offset, fptr, block_end)?;
+            if records
+                .last()
+                .is_some_and(|r: &ChunkRecord| chunk.idx <= r.chunk.idx)
+            {
+                return Err(Error::malformed(
+                    vmd_offset + vmd::IDX as u64,
+                    Record::VarMeta,
+                    "idx",
+                    raw.idx.into(),
+                    "not ascending within the block",
+                ));
+            }
+            self.track(&chunk, vmd_offset, (b, pos as usize))?;
+            fptr += chunk.container_size;
+            records.push(ChunkRecord {
+                vmd_offset,
+                chunk,
+                hash: raw.hash,
+                padding: raw.padding,
+            });
+        }
+        if fptr != block_end {
+            return Err(bad_dbsize(
+                "differs from 12 + 64 * numvars + the sum of the containersizes",
+            ));
+        }
+        Ok((records, after))
+    }
+
+    /// Checks that a chunk continues its variable as FTI's container walk would have made
+    /// it: ids stable, containers numbered in order, `dptr` at the end of the earlier
+    /// containers, the first container with content, and after a partly filled or empty
+    /// container only empty ones (so a reassembled variable has no holes).
+    fn track(&mut self, c: &Chunk, at: u64, place: (usize, usize)) -> Result<()> {
+        let bad = |off: usize, name: &'static str, value: i64, what: &'static str| {
+            Error::malformed(at + off as u64, Record::VarMeta, name, value, what)
+        };
+        let idx = c.idx as usize;
+        if idx == self.states.len() {
+            if self.idx_of_id.insert(c.id, c.idx).is_some() {
+                return Err(bad(
+                    vmd::ID,
+                    "id",
+                    c.id.into(),
+                    "the same id belongs to two variables",
+                ));
+            }
+            self.states.push(VarState {
+                id: c.id,
+                reserved: 0,
+                size: 0,
+                closed: false,
+                chunks: Vec::new(),
+            });
+        }
+        let Some(s) = self.states.get_mut(idx) else {
+            return Err(bad(
+                vmd::IDX,
+                "idx",
+                idx as i64,
+                "skips a protect position (a new variable takes the next idx)",
+            ));
+        };
+        if s.id != c.id {
+            return Err(bad(
+                vmd::ID,
+                "id",
+                c.id.into(),
+                "differs from the id of the earlier containers of this idx",
+            ));
+        }
+        if c.container_id as usize != s.chunks.len() {
+            return Err(bad(
+                vmd::CONTAINER_ID,
+                "containerid",
+                c.container_id.into(),
+                "containers of a variable must be numbered 0, 1, 2, ... in file order",
+            ));
+        }
+        if c.dptr.0 != s.reserved {
+            return Err(bad(
+                vmd::DPTR,
+                "dptr",
+                c.dptr.0 as i64,
+                "differs from the sum of the variable's earlier containersizes",
+            ));
+        }
+        if s.chunks.is_empty() && !c.has_content {
+            return Err(bad(
+                vmd::HAS_CONTENT,
+                "hascontent",
+                0,
+                "a variable's first container always has content",
+            ));
+        }
+        if s.closed && c.has_content {
+            return Err(bad(
+                vmd::HAS_CONTENT,
+                "hascontent",
+                1,
+                "a container after a partly filled or empty one of the same variable must be empty",
+            ));
+        }
+        s.chunks.push(place);
+        s.reserved += c.container_size;
+        s.size += c.chunk_size;
+        s.closed |= c.chunk_size < c.container_size || !c.has_content;
+        Ok(())
+    }
 }
 
 /// Validates one VMD against its expected position; returns it as a chunk.
@@ -571,82 +744,6 @@ fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Resu
     })
 }
 
-/// Checks that a chunk continues its variable: ids stable, containers numbered in order, `dptr`
-/// at the end of the earlier containers, no data after a partly filled container.
-fn track_var(
-    states: &mut Vec<VarState>,
-    idx_of_id: &mut HashMap<i32, u32>,
-    c: &Chunk,
-    at: u64,
-) -> Result<()> {
-    let bad = |off: usize, name: &'static str, value: i64, what: &'static str| {
-        Error::malformed(at + off as u64, Record::VarMeta, name, value, what)
-    };
-    let idx = c.idx as usize;
-    if idx == states.len() {
-        if let Some(_other) = idx_of_id.insert(c.id, c.idx) {
-            return Err(bad(
-                vmd::ID,
-                "id",
-                c.id.into(),
-                "the same id belongs to two variables",
-            ));
-        }
-        states.push(VarState {
-            id: c.id,
-            containers: 0,
-            reserved: 0,
-            size: 0,
-            closed: false,
-        });
-    }
-    let Some(s) = states.get_mut(idx) else {
-        return Err(bad(
-            vmd::IDX,
-            "idx",
-            idx as i64,
-            "skips a protect position (a new variable takes the next idx)",
-        ));
-    };
-    if s.id != c.id {
-        return Err(bad(
-            vmd::ID,
-            "id",
-            c.id.into(),
-            "differs from the id of the earlier containers of this idx",
-        ));
-    }
-    if c.container_id != s.containers {
-        return Err(bad(
-            vmd::CONTAINER_ID,
-            "containerid",
-            c.container_id.into(),
-            "containers of a variable must be numbered 0, 1, 2, ... in file order",
-        ));
-    }
-    if c.dptr.0 != s.reserved {
-        return Err(bad(
-            vmd::DPTR,
-            "dptr",
-            c.dptr.0 as i64,
-            "differs from the sum of the variable's earlier containersizes",
-        ));
-    }
-    if s.closed && c.chunk_size > 0 {
-        return Err(bad(
-            vmd::CHUNK_SIZE,
-            "chunksize",
-            c.chunk_size as i64,
-            "data after a partly filled container of the same variable",
-        ));
-    }
-    s.containers += 1;
-    s.reserved += c.container_size;
-    s.size += c.chunk_size;
-    s.closed |= c.chunk_size < c.container_size || !c.has_content;
-    Ok(())
-}
-
 /// A read-only memory map of a checkpoint file.
 #[derive(Debug)]
 pub struct MappedFile {
@@ -659,11 +756,14 @@ impl MappedFile {
     /// Maps `path` read-only.
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
-        let len = file
+        let meta = file
             .metadata()
-            .map_err(|e| Error::from(e).with_path(path))?
-            .len();
-        let map = if len == 0 {
+            .map_err(|e| Error::from(e).with_path(path))?;
+        if !meta.is_file() {
+            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
+            return Err(Error::from(e).with_path(path));
+        }
+        let map = if meta.len() == 0 {
             None
         } else {
             #[allow(unsafe_code)]

@@ -117,7 +117,7 @@ pub fn text(name: &str, len: u64, ckpt: &Checkpoint) -> String {
     out.push_str(END);
     out.push_str("    VARIABLES:\n");
     for var in ckpt.vars() {
-        let containers = ckpt.records().filter(|r| r.chunk.idx == var.idx).count();
+        let containers = ckpt.records_of(var.idx).count();
         let _ = writeln!(
             out,
             "    variable id {} (idx {}): {} bytes in {} container(s)",

@@ -88,7 +88,7 @@ pub fn encode_block_meta(block: &Block, hashes: &[Digest]) -> Vec<u8> {
     out
 }
 
-fn var_meta(c: &Chunk, hash: Digest) -> VarMeta {
+pub(crate) fn var_meta(c: &Chunk, hash: Digest) -> VarMeta {
     VarMeta {
         id: c.id,
         idx: c.idx as i32,
@@ -113,8 +113,10 @@ fn chunk_slice<'a>(data: &[&'a [u8]], c: &Chunk) -> &'a [u8] {
     &data[c.idx as usize][start..start + c.chunk_size as usize]
 }
 
-/// Checks that `data[idx]` has the size the layout gives variable `idx`.
+/// Checks the layout as the reader would check the file, then that `data[idx]` has the size
+/// the layout gives variable `idx`.
 fn check_data(layout: &Layout, data: &[&[u8]]) -> Result<()> {
+    crate::read::check_layout(layout)?;
     let vars = layout.vars();
     if vars.len() != data.len() {
         return Err(Error::new(ErrorKind::Plan {

@@ -220,3 +220,131 @@ fn errors_name_offset_record_and_field() {
     assert!(msg.starts_with("x.fti: byte "), "{msg}");
     assert!(msg.contains("VMD.") || msg.contains("BMD."), "{msg}");
 }
+
+/// Rewrites fields of a copy of the valid file `bytes` and recomputes every hash.
+fn mutate(bytes: &[u8], fields: &[(usize, &[u8])]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    for (at, new) in fields {
+        out[*at..*at + new.len()].copy_from_slice(new);
+    }
+    let vmds: Vec<usize> = Checkpoint::parse(bytes)
+        .unwrap()
+        .records()
+        .map(|r| r.vmd_offset as usize)
+        .collect();
+    rehash(&mut out, &vmds);
+    out
+}
+
+#[test]
+fn container_walk_rules_fti_always_follows() {
+    let seed7 = std::fs::read(fixtures().join("seed-example/ckpt7-rank0.fti")).unwrap();
+    let ckpt = Checkpoint::parse(&seed7).unwrap();
+    let rec = |block: usize, pos: usize| ckpt.blocks[block][pos].vmd_offset as usize;
+    // A variable's first container without content.
+    let first = rec(0, 0) + vmd::HAS_CONTENT;
+    let bytes = mutate(
+        &seed7,
+        &[
+            (first, &[0]),
+            (rec(0, 0) + vmd::CHUNK_SIZE, &0i64.to_le_bytes()),
+        ],
+    );
+    let err = Checkpoint::parse(&bytes).unwrap_err().to_string();
+    assert!(err.contains("first container always has content"), "{err}");
+    // Content flagged in a container after an empty one (block 2 holds id 2's third container,
+    // empty in ckpt 7).
+    let third = rec(2, 0);
+    assert!(!ckpt.blocks[2][0].chunk.has_content);
+    let bytes = mutate(&seed7, &[(third + vmd::HAS_CONTENT, &[1])]);
+    let err = Checkpoint::parse(&bytes).unwrap_err().to_string();
+    assert!(err.contains("must be empty"), "{err}");
+}
+
+#[test]
+fn fs_ending_inside_a_block_header_is_named_as_such() {
+    let mut bytes = std::fs::read(fixtures().join("seed-example/ckpt1-rank0.fti")).unwrap();
+    bytes[fb::CKPT_SIZE..fb::CKPT_SIZE + 8].copy_from_slice(&101i64.to_le_bytes());
+    bytes[fb::FS..fb::FS + 8].copy_from_slice(&101i64.to_le_bytes());
+    let err = Checkpoint::parse(&bytes).unwrap_err();
+    assert_eq!(err.offset(), Some(fb::FS as u64));
+    assert!(
+        err.to_string()
+            .contains("ends inside a block meta data record"),
+        "{err}"
+    );
+}
+
+#[test]
+fn writer_refuses_layouts_its_reader_would_reject() {
+    let good = ftiff::Layout::plan(
+        None,
+        &[
+            ftiff::VarSize { id: 1, size: 8 },
+            ftiff::VarSize { id: 2, size: 4 },
+        ],
+    )
+    .unwrap();
+    let data: [&[u8]; 2] = [&[1; 8], &[2; 4]];
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.fti");
+    let opts = ftiff::WriteOptions {
+        sync: false,
+        ..Default::default()
+    };
+    type Spoil = fn(&mut ftiff::Layout);
+    let cases: [(&str, Spoil); 5] = [
+        ("dptr", |l| l.blocks[0].chunks[0].dptr.0 = 4),
+        ("fptr", |l| l.blocks[0].chunks[1].fptr.0 = 5000),
+        ("chunksize", |l| l.blocks[0].chunks[0].chunk_size = 9),
+        ("idx", |l| l.blocks[0].chunks.swap(0, 1)),
+        ("block offset", |l| l.blocks[0].offset.0 = 100),
+    ];
+    for (what, spoil) in cases {
+        let mut layout = good.clone();
+        spoil(&mut layout);
+        assert!(
+            ftiff::write_path(&path, &layout, &data, &opts).is_err(),
+            "{what} accepted"
+        );
+    }
+    ftiff::write_path(&path, &good, &data, &opts).unwrap();
+}
+
+/// Many variables: parsing, the text view, reassembly and diff stay linear (this would take
+/// minutes with per-variable scans of all records).
+#[test]
+fn twenty_thousand_variables() {
+    let vars: Vec<ftiff::VarSize> = (0..20_000)
+        .map(|id| ftiff::VarSize {
+            id,
+            size: (id % 3) as u64,
+        })
+        .collect();
+    let layout = ftiff::Layout::plan(None, &vars).unwrap();
+    let buffers: Vec<Vec<u8>> = vars
+        .iter()
+        .map(|v| vec![v.id as u8; v.size as usize])
+        .collect();
+    let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.fti");
+    ftiff::write_path(
+        &path,
+        &layout,
+        &data,
+        &ftiff::WriteOptions {
+            sync: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let ckpt = Checkpoint::parse(&bytes).unwrap();
+    assert!(ckpt.verify(&bytes, &no_progress).is_empty());
+    assert!(ftiff::view::text("many.fti", bytes.len() as u64, &ckpt)
+        .contains("variable id 19999 (idx 19999): 1 bytes in 1 container(s)"));
+    let changes = ftiff::diff::diff(&ckpt, &bytes, &ckpt, &bytes).unwrap();
+    assert_eq!(changes.len(), 20_000);
+    assert_eq!(ckpt.read_var(&bytes, 19_999).unwrap(), [0x1f]);
+}
