@@ -1,0 +1,1 @@
+//! libovni 1.14 C API.
