@@ -155,7 +155,15 @@ impl Fti {
             if wanted.is_some_and(|id| id != found.id) {
                 continue;
             }
-            match open_verified(&found) {
+            let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
+            let bar = progress_bar(
+                &self.cfg,
+                size,
+                format!("verifying checkpoint {}", found.id),
+            );
+            let verified = open_verified(&found, &|n| bar.set_position(n));
+            bar.finish_and_clear();
+            match verified {
                 Ok(restart) => {
                     message(
                         &self.cfg,
@@ -307,10 +315,22 @@ impl Fti {
         let keep = self.cfg.keep_ckpts;
         let mut written = None;
         let tracer = &mut self.tracer;
+        let bar = progress_bar(
+            &self.cfg,
+            layout.file_size(),
+            format!("checkpoint {id} ({level})"),
+        );
         let write = |file: &File, path: &Path| -> Result<()> {
             trace::with(tracer, |t| t.begin(Phase::Write));
-            let fb = ftiff::write_file(file, &layout, &data, &WriteOptions::default())
-                .map_err(|e| Error::Format(e.with_path(path)))?;
+            let fb = ftiff::write_file_with_progress(
+                file,
+                &layout,
+                &data,
+                &WriteOptions::default(),
+                &|n| bar.set_position(n),
+            )
+            .map_err(|e| Error::Format(e.with_path(path)))?;
+            bar.finish_and_clear();
             trace::with(tracer, |t| t.end(Phase::Write));
             trace::with(tracer, |t| t.begin(Phase::Publish));
             written = Some(fb);
@@ -530,9 +550,12 @@ fn check_matches(stored: &ftiff::VarInfo, var: &Var<'_>) -> Result<()> {
 }
 
 /// Opens, parses and verifies a candidate.
-fn open_verified(found: &Found) -> std::result::Result<Restart, ftiff::Error> {
+fn open_verified(
+    found: &Found,
+    progress: &(dyn Fn(u64) + Sync),
+) -> std::result::Result<Restart, ftiff::Error> {
     let (ckpt, map) = Checkpoint::open(&found.path)?;
-    let problems = ckpt.verify(map.bytes(), &|_| {});
+    let problems = ckpt.verify(map.bytes(), progress);
     if let Some(first) = problems
         .into_iter()
         .find(|p| !matches!(p.kind(), ftiff::ErrorKind::TrailingBytes { .. }))
@@ -628,6 +651,25 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Checkpoints and recoveries of at least this many bytes show a progress bar.
+const PROGRESS_MIN: u64 = 256 << 20;
+
+/// A progress bar on stderr for long work, shown only on a terminal and at verbosity <= 2.
+fn progress_bar(cfg: &Config, total: u64, what: String) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if total < PROGRESS_MIN || cfg.verbosity > 2 || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(total);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_message(what);
+    bar
 }
 
 /// FTI's message levels.

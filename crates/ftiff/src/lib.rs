@@ -31,4 +31,4 @@ pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
 pub use read::{Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::{is_rsed_name, RsedFile};
-pub use write::{write_file, write_path, WriteOptions};
+pub use write::{write_file, write_file_with_progress, write_path, WriteOptions};

@@ -29,6 +29,9 @@ use crate::hash::{self, Digest, Md5Stream, ZEROS};
 use crate::layout::{Block, Chunk, Layout};
 use crate::raw::{BlockMeta, FileBlock, VarMeta};
 
+/// Progress is reported every this many bytes of checksum.
+const PROGRESS_STEP: usize = 64 << 20;
+
 /// Values of the file block that are not derived from the data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WriteOptions {
@@ -164,6 +167,18 @@ pub fn write_file(
     data: &[&[u8]],
     opts: &WriteOptions,
 ) -> Result<FileBlock> {
+    write_file_with_progress(file, layout, data, opts, &|_| {})
+}
+
+/// As [`write_file`], reporting progress: `progress` receives the number of file bytes the
+/// serial checksum (the last pass to finish) has covered so far.
+pub fn write_file_with_progress(
+    file: &File,
+    layout: &Layout,
+    data: &[&[u8]],
+    opts: &WriteOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<FileBlock> {
     check_data(layout, data)?;
     let fs = layout.file_size();
     let (checksum, metas, written) = std::thread::scope(|s| {
@@ -198,9 +213,15 @@ pub fn write_file(
             let meta = encode_block_meta(block, &hashes);
             md5.update(&meta);
             for c in &block.chunks {
-                md5.update(chunk_slice(data, c));
+                let mut done = 0u64;
+                for piece in chunk_slice(data, c).chunks(PROGRESS_STEP) {
+                    md5.update(piece);
+                    done += piece.len() as u64;
+                    progress(c.fptr.0 + done);
+                }
                 md5.update_zeros(c.container_size - c.chunk_size);
             }
+            progress(block.end());
             metas.push(meta);
         }
         let written = writer

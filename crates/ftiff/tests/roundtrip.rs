@@ -74,3 +74,40 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn writer_progress_is_monotone_and_ends_at_the_file_size() {
+    let vars = [
+        VarSize {
+            id: 1,
+            size: 100_000,
+        },
+        VarSize { id: 2, size: 3 },
+    ];
+    let a = Layout::plan(None, &vars).unwrap();
+    let b = Layout::plan(
+        Some(&a),
+        &[
+            VarSize {
+                id: 1,
+                size: 200_000,
+            },
+            VarSize { id: 2, size: 3 },
+        ],
+    )
+    .unwrap();
+    let buffers = [vec![7u8; 200_000], vec![1u8; 3]];
+    let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = std::fs::File::create(dir.path().join("p.fti")).unwrap();
+    let seen = std::sync::Mutex::new(Vec::new());
+    let opts = WriteOptions {
+        sync: false,
+        ..Default::default()
+    };
+    ftiff::write_file_with_progress(&file, &b, &data, &opts, &|n| seen.lock().unwrap().push(n))
+        .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&b.file_size()));
+}
