@@ -1,13 +1,15 @@
-//! Emit cost and reader throughput, each next to a baseline measured in the same run.
+//! Emit cost, reader and linter throughput, each next to a baseline measured in the same run.
 //!
-//! `cargo bench -p ovni --bench ovni` (env `OVNI_BENCH_MB`, default 256: size of the trace
-//! read back; `OVNI_BENCH_EVENTS`, default 5e6: events per emit measurement).
+//! `cargo bench -p ovni --bench ovni` (env `OVNI_BENCH_MB`, default 256: size of the traces
+//! read back and linted; `OVNI_BENCH_EVENTS`, default 5e6: events per emit measurement;
+//! `OVNI_BENCH_PARTS`, default `emit,read,lint`: which parts to run).
 
 use std::fs::File;
 use std::hint::black_box;
 use std::io::{self, Write};
 use std::time::Instant;
 
+use ovni::lint::{lint_dir, LintOptions};
 use ovni::raw::{encode_normal, Mcv};
 use ovni::tools::{self, DumpMode};
 use ovni::write::{clock_now, Process, DEFAULT_BUFFER_SIZE};
@@ -82,6 +84,22 @@ fn main() {
         env_num("OVNI_BENCH_MB", 256)
     };
     let tmp = tempfile::tempdir().unwrap();
+    let parts = std::env::var("OVNI_BENCH_PARTS").unwrap_or_else(|_| "emit,read,lint".into());
+    if parts.contains("emit") {
+        emit_part(tmp.path(), n);
+    }
+    if parts.contains("read") {
+        read_part(tmp.path(), mb);
+    }
+    if parts.contains("lint") {
+        for threads in [1, 4] {
+            lint_part(&tmp.path().join(format!("lint{threads}")), mb, threads);
+        }
+    }
+}
+
+fn emit_part(dir: &std::path::Path, n: u64) {
+    let tmp = dir;
     println!("emit cost, {n} events per case ({} for jumbo) (ns/event; baseline = clock read + copy + write when the 2 MiB buffer is full)", (n / 20).max(1000));
     for (kind, orig) in [("none", 55.6), ("p16", 98.4), ("jumbo1k", 457.0)] {
         // 1 KiB events: fewer of them, to keep the bytes written comparable.
@@ -90,16 +108,18 @@ fn main() {
         } else {
             n
         };
-        let (ours, base) = emit_bench(tmp.path(), kind, count);
+        let (ours, base) = emit_bench(tmp, kind, count);
         println!(
             "  {kind:8} ours {ours:7.1}  baseline {base:7.1}  ratio {:.2} (goal <= 1.5: {})  libovni (other run) {orig}",
             ours / base,
             if ours / base <= 1.5 { "met" } else { "missed" }
         );
     }
+}
 
+fn read_part(tmp: &std::path::Path, mb: u64) {
     // A trace of `mb` MiB of 12-byte events in one stream, read back warm.
-    let dir = tmp.path().join("read");
+    let dir = tmp.join("read");
     let p = Process::init(&dir, 1, "bench", 1).unwrap();
     let mut th = p.thread_init(1).unwrap();
     let events = mb * 1024 * 1024 / 12;
@@ -167,5 +187,117 @@ fn main() {
         } else {
             "missed"
         }
+    );
+}
+
+/// A valid trace of about `mb` MiB: `threads` threads, each on its own CPU, each executing,
+/// then repeating pause, resume, mark push, mark pop, flush begin and end, then ending. The
+/// threads' events are interleaved one by one, the worst case for the merge.
+fn write_lint_trace(dir: &std::path::Path, mb: u64, threads: i32) {
+    let cycle: [(&[u8; 3], usize); 6] = [
+        (b"OHp", 0),
+        (b"OHw", 0),
+        (b"OHr", 0),
+        (b"OM[", 12),
+        (b"OM]", 12),
+        (b"OAs", 4),
+    ];
+    let cycle_bytes: u64 = cycle.iter().map(|(_, p)| 12 + *p as u64).sum();
+    let cycles = (mb * 1024 * 1024 / cycle_bytes / threads as u64).max(1);
+    let p = Process::init(dir, 1, "bench", 1).unwrap();
+    let mut ths: Vec<_> = (0..threads)
+        .map(|i| {
+            let mut t = p.thread_init(i + 1).unwrap();
+            t.add_cpu(i, i).unwrap();
+            t.mark_type(1, ovni::write::MARK_STACK, "bench").unwrap();
+            t
+        })
+        .collect();
+    // Mark payload: value 7 of type 1.
+    let mut mark = [0u8; 12];
+    mark[..8].copy_from_slice(&7i64.to_le_bytes());
+    mark[8..].copy_from_slice(&1i32.to_le_bytes());
+    // Events are clocked at emission, like libovni's, so the flush events the writer adds
+    // when a buffer fills stay in clock order.
+    for (i, t) in ths.iter_mut().enumerate() {
+        let mut ohx = [0u8; 16];
+        ohx[..4].copy_from_slice(&(i as i32).to_le_bytes());
+        t.emit(Mcv(*b"OHx"), &ohx).unwrap();
+    }
+    for _ in 0..cycles {
+        for (mcv, plen) in cycle {
+            for (i, t) in ths.iter_mut().enumerate() {
+                // `OAs` to the thread's own CPU: a no-op move.
+                let own = (i as i32).to_le_bytes();
+                let payload = if plen == 4 { &own[..] } else { &mark[..plen] };
+                t.emit(Mcv(*mcv), payload).unwrap();
+            }
+        }
+    }
+    for t in ths {
+        let mut t = t;
+        t.emit(Mcv(*b"OHe"), &[]).unwrap();
+        t.finish().unwrap();
+    }
+}
+
+fn lint_part(dir: &std::path::Path, mb: u64, threads: i32) {
+    write_lint_trace(dir, mb, threads);
+    let trace = Trace::open(dir).unwrap();
+    let bytes: usize = trace.streams().iter().map(|s| s.bytes().len()).sum();
+    // Warm the page cache.
+    let sum: u64 = trace
+        .streams()
+        .iter()
+        .map(|s| s.bytes().chunks(4096).map(|c| u64::from(c[0])).sum::<u64>())
+        .sum();
+    black_box(sum);
+    let t = Instant::now();
+    let mut count = 0u64;
+    for s in trace.streams() {
+        for e in s.events() {
+            black_box(e.unwrap().1.clock);
+            count += 1;
+        }
+    }
+    let read = t.elapsed().as_secs_f64();
+    let events = count;
+    let t = Instant::now();
+    let mut mcount = 0u64;
+    for m in trace.merged() {
+        black_box(m.unwrap().event.clock);
+        mcount += 1;
+    }
+    let merged = t.elapsed().as_secs_f64();
+    assert_eq!(mcount, events);
+    drop(trace);
+    let t = Instant::now();
+    let report = lint_dir(dir, &LintOptions::default());
+    let lint = t.elapsed().as_secs_f64();
+    assert!(
+        report.accepted(),
+        "{:?}",
+        report.problems.first().map(ToString::to_string)
+    );
+    assert_eq!(report.events, events);
+    let rate = |secs: f64| events as f64 / secs / 1e6;
+    println!(
+        "lint, {threads} stream(s), {:.0} MiB, {events} events (OHx, cycles of OHp OHw OHr OM[ OM] OAs, OHe, and the writer's flushes; threads interleaved event by event)",
+        bytes as f64 / 1048576.0
+    );
+    println!(
+        "  stream iterator (reader, raw)  {:8.1} M events/s",
+        rate(read)
+    );
+    println!(
+        "  merged iterator                {:8.1} M events/s",
+        rate(merged)
+    );
+    println!(
+        "  lint_dir (ovnilint)            {:8.1} M events/s = {:.2}x the stream iterator, {:.2}x the merged iterator (goal >= 10 M/s, 10x ovniemu's ~1 M/s: {})",
+        rate(lint),
+        read / lint,
+        merged / lint,
+        if rate(lint) >= 10.0 { "met" } else { "missed" }
     );
 }

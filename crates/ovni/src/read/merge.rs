@@ -8,10 +8,11 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::raw::Event;
-use crate::read::stream::{EventIter, Stream};
+use crate::raw::{self, Event, Mcv, STREAM_HEADER_SIZE};
+use crate::read::stream::Stream;
 
 /// An event in merged order.
 #[derive(Debug, Clone, Copy)]
@@ -30,14 +31,31 @@ pub struct Merged<'a> {
 
 type Key = Reverse<(i64, usize)>;
 
+/// Read position in one stream. The merge decodes with [`raw::decode_event`] directly: going
+/// through [`crate::read::EventIter`] moves a large `Result` per event.
+#[derive(Debug)]
+struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+    path: &'a Path,
+}
+
+const NO_EVENT: Event<'static> = Event {
+    flags: 0,
+    mcv: Mcv([0; 3]),
+    clock: 0,
+    payload: &[],
+};
+
 /// Iterator over all events of a set of streams in merged order.
 ///
 /// By default the first error ends the iteration. With [`Merger::keep_going`] a stream that
 /// fails is dropped after its error is returned and the other streams continue.
 #[derive(Debug)]
 pub struct Merger<'a> {
-    iters: Vec<EventIter<'a>>,
-    heads: Vec<Option<(u64, Event<'a>)>>,
+    cursors: Vec<Cursor<'a>>,
+    /// Offset and event at the head of each stream.
+    heads: Vec<(u64, Event<'a>)>,
     heap: BinaryHeap<Key>,
     /// Key of the stream whose head was returned last; it is stepped before the next pick.
     current: Option<(i64, usize)>,
@@ -46,7 +64,7 @@ pub struct Merger<'a> {
     failed: bool,
     offsets: Vec<i64>,
     keep_going: bool,
-    /// Errors found while picking in keep-going mode, returned before the picked event.
+    /// Errors found while stepping, returned before the picked event.
     deferred: VecDeque<Error>,
     /// A picked stream whose event waits for the deferred errors to be returned.
     ready: Option<usize>,
@@ -56,8 +74,15 @@ impl<'a> Merger<'a> {
     /// Merges `streams`.
     pub fn new(streams: &'a [Stream]) -> Self {
         Self {
-            iters: streams.iter().map(Stream::events).collect(),
-            heads: vec![None; streams.len()],
+            cursors: streams
+                .iter()
+                .map(|s| Cursor {
+                    data: s.bytes(),
+                    pos: STREAM_HEADER_SIZE,
+                    path: s.obs_path(),
+                })
+                .collect(),
+            heads: vec![(0, NO_EVENT); streams.len()],
             heap: BinaryHeap::with_capacity(streams.len()),
             current: None,
             started: false,
@@ -88,45 +113,45 @@ impl<'a> Merger<'a> {
         self.offsets.get(s).copied().unwrap_or(0)
     }
 
-    fn step(&mut self, s: usize) -> Result<Option<i64>> {
+    /// Reads the next event of stream `s` into its head; returns its ordering clock, or
+    /// `None` at the end of the stream or on an error (queued in `deferred`).
+    #[inline]
+    fn step(&mut self, s: usize) -> Option<i64> {
         let off = self.offset_of(s);
-        let Some(it) = self.iters.get_mut(s) else {
-            return Ok(None);
-        };
-        match it.next() {
-            None => Ok(None),
-            Some(Err(e)) if self.keep_going => {
-                self.deferred.push_back(e);
-                Ok(None)
-            }
-            Some(Err(e)) => Err(e),
-            Some(Ok((pos, ev))) => {
+        let c = self.cursors.get_mut(s)?;
+        let rest = c.data.get(c.pos..).filter(|r| !r.is_empty())?;
+        let at = c.pos as u64;
+        match raw::decode_event(rest) {
+            Ok((ev, n)) => {
+                c.pos += n;
                 let clock = ev.signed_clock().wrapping_add(off);
                 if let Some(h) = self.heads.get_mut(s) {
-                    *h = Some((pos, ev));
+                    *h = (at, ev);
                 }
-                Ok(Some(clock))
+                Some(clock)
+            }
+            Err(problem) => {
+                c.pos = c.data.len();
+                let path = c.path.to_path_buf();
+                self.deferred.push_back(Error::Stream {
+                    path,
+                    offset: at,
+                    problem,
+                });
+                None
             }
         }
     }
 
-    fn pick(&mut self) -> Result<Option<usize>> {
+    #[inline]
+    fn pick(&mut self) -> Option<usize> {
         if !self.started {
-            self.started = true;
-            for s in 0..self.iters.len() {
-                if let Some(clock) = self.step(s)? {
-                    self.heap.push(Reverse((clock, s)));
-                }
-            }
-            self.current = self.heap.pop().map(|Reverse(k)| k);
-            return Ok(self.current.map(|(_, s)| s));
+            return self.start();
         }
-        let Some((_, cur)) = self.current else {
-            return Ok(None);
-        };
+        let (_, cur) = self.current?;
         // The current stream is kept out of the heap: while its next event still comes
         // first (the common case, and always with one stream) no heap operation is needed.
-        self.current = match self.step(cur)? {
+        self.current = match self.step(cur) {
             Some(clock) => {
                 let key = (clock, cur);
                 match self.heap.peek() {
@@ -140,7 +165,32 @@ impl<'a> Merger<'a> {
             }
             None => self.heap.pop().map(|Reverse(k)| k),
         };
-        Ok(self.current.map(|(_, s)| s))
+        self.current.map(|(_, s)| s)
+    }
+
+    #[cold]
+    fn start(&mut self) -> Option<usize> {
+        self.started = true;
+        for s in 0..self.cursors.len() {
+            if let Some(clock) = self.step(s) {
+                self.heap.push(Reverse((clock, s)));
+            }
+        }
+        self.current = self.heap.pop().map(|Reverse(k)| k);
+        self.current.map(|(_, s)| s)
+    }
+
+    /// The next queued error; without keep-going it is the last item.
+    #[inline]
+    fn take_error(&mut self) -> Option<Error> {
+        if self.deferred.is_empty() {
+            return None;
+        }
+        let e = self.deferred.pop_front()?;
+        if !self.keep_going {
+            self.failed = true;
+        }
+        Some(e)
     }
 }
 
@@ -152,25 +202,19 @@ impl<'a> Iterator for Merger<'a> {
         if self.failed {
             return None;
         }
-        if let Some(e) = self.deferred.pop_front() {
+        if let Some(e) = self.take_error() {
             return Some(Err(e));
         }
-        let s = match self.ready.take() {
-            Some(s) => s,
-            None => match self.pick() {
-                Ok(Some(s)) => s,
-                Ok(None) => return self.deferred.pop_front().map(Err),
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
-            },
+        let picked = match self.ready.take() {
+            Some(s) => Some(s),
+            None => self.pick(),
         };
-        if let Some(e) = self.deferred.pop_front() {
-            self.ready = Some(s);
+        if let Some(e) = self.take_error() {
+            self.ready = picked;
             return Some(Err(e));
         }
-        let (offset, event) = self.heads.get(s).copied().flatten()?;
+        let s = picked?;
+        let &(offset, event) = self.heads.get(s)?;
         let sclock = event.signed_clock().wrapping_add(self.offset_of(s));
         let backwards_from = self.last_clock.filter(|&last| sclock < last);
         self.last_clock = Some(sclock);
