@@ -5,14 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use ovni::lint::{lint_dir, LintOptions};
+use ovni::lint::{lint_dir, LintOptions, Report};
 
 /// Check an ovni trace the way the ovni emulator (ovniemu 1.14) does: metadata and its merge
 /// rules, required model versions, stream structure, clock order, the ovni model's thread
 /// states, CPUs, affinity, flushes and marks, and that every thread ends dead.
 ///
 /// Exits 0 if the trace would be accepted, 1 with the first problem otherwise (every problem
-/// with --all), 2 on usage errors.
+/// with --all), 2 on usage errors or when the report cannot be written.
 #[derive(Parser, Debug)]
 #[command(name = "ovnilint", version)]
 struct Args {
@@ -32,13 +32,7 @@ struct Args {
     dir: PathBuf,
 }
 
-fn run(args: &Args) -> io::Result<bool> {
-    let opts = LintOptions {
-        all: args.all,
-        max_problems: args.max_problems,
-        clock_offsets: args.clock_offsets.clone(),
-    };
-    let report = lint_dir(&args.dir, &opts);
+fn print(args: &Args, report: &Report) -> io::Result<()> {
     let mut out = io::stdout().lock();
     if args.json {
         writeln!(out, "{:#}", report.to_json())?;
@@ -47,14 +41,34 @@ fn run(args: &Args) -> io::Result<bool> {
             writeln!(out, "{p}")?;
         }
     }
-    out.flush()?;
+    out.flush()
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let opts = LintOptions {
+        all: args.all,
+        max_problems: args.max_problems,
+        clock_offsets: args.clock_offsets.clone(),
+    };
+    let report = lint_dir(&args.dir, &opts);
+    match print(&args, &report) {
+        // A closed pipe (`ovnilint DIR | head -1`) does not change the verdict.
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            eprintln!("ovnilint: ERROR: {e}");
+            return ExitCode::from(2);
+        }
+        _ => {}
+    }
     let n = report.problems.len();
     if report.accepted() {
         eprintln!(
             "ovnilint: trace accepted: {} streams, {} events",
             report.streams, report.events
         );
-    } else if args.all {
+        return ExitCode::SUCCESS;
+    }
+    if args.all {
         let more = if report.truncated {
             " (stopped at --max-problems)"
         } else {
@@ -64,18 +78,5 @@ fn run(args: &Args) -> io::Result<bool> {
     } else {
         eprintln!("ovnilint: trace rejected (first problem only; --all lists every problem)");
     }
-    Ok(report.accepted())
-}
-
-fn main() -> ExitCode {
-    let args = Args::parse();
-    match run(&args) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("ovnilint: ERROR: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    ExitCode::FAILURE
 }

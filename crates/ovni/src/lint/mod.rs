@@ -216,41 +216,45 @@ fn code(e: &Error) -> &'static str {
                 "require-version"
             }
         },
-        Error::Event { problem, .. } => match problem {
-            EventProblem::UnknownStream => "unknown-stream",
-            EventProblem::ModelNotRegistered(_) => "model-not-registered",
-            EventProblem::ModelNotEnabled { .. } => "model-not-enabled",
-            EventProblem::UnknownEvent { .. }
-            | EventProblem::UnknownCategory(_)
-            | EventProblem::UnknownValue { .. } => "unknown-event",
-            EventProblem::Jumbo { .. }
-            | EventProblem::PayloadSize { .. }
-            | EventProblem::Payload(_)
-            | EventProblem::MissingExecutePayload { .. } => "payload",
-            EventProblem::AlreadyRunning { .. }
-            | EventProblem::AlreadyHasCpu { .. }
-            | EventProblem::BadTransition { .. } => "thread-state",
-            EventProblem::NoSuchCpu { .. } => "no-such-cpu",
-            EventProblem::CpuOversubscribed { .. } => "cpu-oversubscribed",
-            EventProblem::NoCpuSet { .. }
-            | EventProblem::NotActive { .. }
-            | EventProblem::ThreadNotFound { .. }
-            | EventProblem::ThreadDead { .. }
-            | EventProblem::ThreadNotStarted { .. }
-            | EventProblem::SameCpu { .. } => "affinity",
-            EventProblem::FlushNested { .. } | EventProblem::FlushNotStarted { .. } => "flush",
-            EventProblem::MarkUnknownType(_)
-            | EventProblem::MarkZeroValue(_)
-            | EventProblem::MarkWrongType { .. }
-            | EventProblem::MarkStackEmpty { .. }
-            | EventProblem::MarkPopMismatch { .. }
-            | EventProblem::MarkStackFull { .. } => "mark",
-        },
+        Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {
             TraceProblem::ClockGate { .. } => "clock-gate",
             TraceProblem::ClockOffsets { .. } => "clock-offsets",
             TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
         },
+    }
+}
+
+fn event_code(p: &EventProblem) -> &'static str {
+    match p {
+        EventProblem::UnknownStream => "unknown-stream",
+        EventProblem::ModelNotRegistered(_) => "model-not-registered",
+        EventProblem::ModelNotEnabled { .. } => "model-not-enabled",
+        EventProblem::UnknownEvent { .. }
+        | EventProblem::UnknownCategory(_)
+        | EventProblem::UnknownValue { .. } => "unknown-event",
+        EventProblem::Jumbo { .. }
+        | EventProblem::PayloadSize { .. }
+        | EventProblem::Payload(_)
+        | EventProblem::MissingExecutePayload { .. } => "payload",
+        EventProblem::AlreadyRunning { .. }
+        | EventProblem::AlreadyHasCpu { .. }
+        | EventProblem::BadTransition { .. } => "thread-state",
+        EventProblem::NoSuchCpu { .. } => "no-such-cpu",
+        EventProblem::CpuOversubscribed { .. } => "cpu-oversubscribed",
+        EventProblem::NoCpuSet { .. }
+        | EventProblem::NotActive { .. }
+        | EventProblem::ThreadNotFound { .. }
+        | EventProblem::ThreadDead { .. }
+        | EventProblem::ThreadNotStarted { .. }
+        | EventProblem::SameCpu { .. } => "affinity",
+        EventProblem::FlushNested { .. } | EventProblem::FlushNotStarted { .. } => "flush",
+        EventProblem::MarkUnknownType(_)
+        | EventProblem::MarkZeroValue(_)
+        | EventProblem::MarkWrongType { .. }
+        | EventProblem::MarkStackEmpty { .. }
+        | EventProblem::MarkPopMismatch { .. }
+        | EventProblem::MarkStackFull { .. } => "mark",
     }
 }
 
@@ -667,13 +671,7 @@ impl Events<'_> {
     }
 
     fn once(&mut self, m: &Merged<'_>, p: EventProblem, sink: &mut Sink) -> ControlFlow<()> {
-        let c = code(&Error::Event {
-            stream: String::new(),
-            offset: 0,
-            mcv: m.event.mcv,
-            clock: 0,
-            problem: p.clone(),
-        });
+        let c = event_code(&p);
         let key = match p {
             EventProblem::UnknownStream => (m.stream, [0; 3], c),
             _ => (m.stream, m.event.mcv.0, c),
