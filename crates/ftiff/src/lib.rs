@@ -17,6 +17,7 @@
 //! This crate holds no policy: file names, directories and levels belong to the runtime.
 #![deny(missing_docs)]
 
+pub mod blocks;
 pub mod diff;
 mod error;
 pub mod hash;
@@ -31,4 +32,5 @@ pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
 pub use read::{Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::{is_rsed_name, RsedFile};
-pub use write::{write_file, write_file_with_progress, write_path, WriteOptions};
+pub use blocks::{BlockHash, Blocking, Integrity};
+pub use write::{update_file, write_file, write_file_with_progress, write_path, BlockTable, WriteOptions, Written};

@@ -128,6 +128,10 @@ pub struct FileBlock {
     pub checksum: [u8; 33],
     /// Raw MD5 of checksum ‖ timestamp ‖ ckptSize ‖ fs ‖ ptFs ‖ maxFs.
     pub my_hash: [u8; 16],
+    /// Bytes 49..55: struct padding in FTI 1.1 (zero in Rank files, garbage in RSed
+    /// trailers); fti-rs's fast-integrity files keep their mode marker here
+    /// (`docs/format-extensions.md`).
+    pub mode: [u8; 7],
     /// `ckptSize`.
     pub ckpt_size: i64,
     /// `fs`.
@@ -141,15 +145,16 @@ pub struct FileBlock {
 }
 
 impl FileBlock {
-    /// Parses the 96 bytes at the cursor. Padding bytes are skipped.
+    /// Parses the 96 bytes at the cursor.
     pub fn parse(cur: &mut Cursor<'_>) -> Result<Self> {
         const WHAT: &str = "the 96-byte file block";
         let checksum = cur.read_array::<33>(WHAT)?;
         let my_hash = cur.read_array::<16>(WHAT)?;
-        cur.read_array::<7>(WHAT)?;
+        let mode = cur.read_array::<7>(WHAT)?;
         Ok(FileBlock {
             checksum,
             my_hash,
+            mode,
             ckpt_size: cur.read_i64(WHAT)?,
             fs: cur.read_i64(WHAT)?,
             max_fs: cur.read_i64(WHAT)?,
@@ -158,11 +163,12 @@ impl FileBlock {
         })
     }
 
-    /// Encodes into 96 bytes with zero padding.
+    /// Encodes into 96 bytes (bytes 49..55 from `mode`, zero for FTI 1.1 files).
     pub fn encode(&self) -> [u8; fb::SIZE] {
         let mut out = [0u8; fb::SIZE];
         out[fb::CHECKSUM..fb::MY_HASH].copy_from_slice(&self.checksum);
         out[fb::MY_HASH..fb::PADDING].copy_from_slice(&self.my_hash);
+        out[fb::PADDING..fb::CKPT_SIZE].copy_from_slice(&self.mode);
         out[fb::CKPT_SIZE..fb::FS].copy_from_slice(&self.ckpt_size.to_le_bytes());
         out[fb::FS..fb::MAX_FS].copy_from_slice(&self.fs.to_le_bytes());
         out[fb::MAX_FS..fb::PT_FS].copy_from_slice(&self.max_fs.to_le_bytes());
@@ -296,7 +302,7 @@ mod tests {
                          a in any::<i64>(), b in any::<i64>(), c in any::<i64>(), d in any::<i64>(), e in any::<i64>()) {
             let mut cs = [0u8; 33];
             cs[..32].copy_from_slice(&checksum);
-            let fb = FileBlock { checksum: cs, my_hash, ckpt_size: a, fs: b, max_fs: c, pt_fs: d, timestamp: e };
+            let fb = FileBlock { checksum: cs, my_hash, mode: [0; 7], ckpt_size: a, fs: b, max_fs: c, pt_fs: d, timestamp: e };
             let bytes = fb.encode();
             prop_assert_eq!(&bytes[49..56], &[0u8; 7]);
             prop_assert_eq!(FileBlock::parse(&mut Cursor::new(&bytes, 0))?, fb);

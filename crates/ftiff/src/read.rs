@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
+use crate::blocks::{self, Integrity};
 use crate::error::{Error, ErrorKind, Record, Result};
 use crate::hash::{self, Digest, Md5Stream};
 use crate::layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize};
@@ -50,6 +51,8 @@ pub struct Checkpoint {
     pub blocks: Vec<Vec<ChunkRecord>>,
     /// Bytes after `FB.fs` (FTI ignores them; `verify` reports them).
     pub trailing: u64,
+    /// MD5 (FTI 1.1) or fti-rs's fast block hashes, from FB bytes 49..55.
+    pub integrity: Integrity,
     vars: Vec<VarInfo>,
     /// (block, position) of every container of each variable, by `idx`.
     chunks_of_var: Vec<Vec<(usize, usize)>>,
@@ -131,6 +134,7 @@ impl Checkpoint {
             fb,
             blocks: Vec::new(),
             trailing: len - fs,
+            integrity: Integrity::from_fb_mode(&fb.mode)?,
             vars: Vec::new(),
             chunks_of_var: Vec::new(),
             idx_of_id: HashMap::new(),
@@ -248,8 +252,13 @@ impl Checkpoint {
         }
         // `fs` was checked against the length by `parse`.
         let body = bytes.get(fb::SIZE..self.fs() as usize).unwrap_or_default();
-        let (checksum, mut chunk_problems) =
-            rayon::join(|| checksum_of(body, progress), || self.verify_chunks(bytes));
+        let (checksum, mut chunk_problems) = rayon::join(
+            || match self.integrity {
+                Integrity::Md5 => checksum_of(body, progress),
+                Integrity::Fast { .. } => self.fast_checksum(bytes),
+            },
+            || self.verify_chunks(bytes),
+        );
         if hash::checksum_field(&checksum) != self.fb.checksum {
             problems.push(Error::at(
                 fb::CHECKSUM as u64,
@@ -274,6 +283,27 @@ impl Checkpoint {
         problems
     }
 
+    /// The hash a chunk's VMD should hold, computed from the file's bytes: MD5 of the data,
+    /// or in fast mode the hash over the block hashes of the whole container as stored.
+    fn chunk_hash_of(&self, bytes: &[u8], r: &ChunkRecord) -> Digest {
+        let c = &r.chunk;
+        match self.integrity {
+            Integrity::Md5 => hash::md5(slice_at(bytes, c.fptr.0, c.chunk_size)),
+            Integrity::Fast { block_log2 } => {
+                let container = slice_at(bytes, c.fptr.0, c.container_size);
+                let hashes = blocks::fast_blocking(block_log2).container_hashes(container, container.len() as u64);
+                blocks::fast_chunk_hash(c.chunk_size, c.container_size, &hashes)
+            }
+        }
+    }
+
+    /// Fast mode's file checksum over the meta data as stored.
+    fn fast_checksum(&self, bytes: &[u8]) -> Digest {
+        let layout = self.layout();
+        let metas = layout.blocks.iter().map(|b| slice_at(bytes, b.offset.0, b.meta_size()));
+        blocks::fast_checksum(&self.fb.mode, metas)
+    }
+
     fn verify_chunks(&self, bytes: &[u8]) -> Vec<Error> {
         let records: Vec<&ChunkRecord> = self.records().collect();
         records
@@ -281,13 +311,12 @@ impl Checkpoint {
             .flat_map_iter(|r| {
                 let mut problems = Vec::new();
                 let c = &r.chunk;
-                let chunk = slice_at(bytes, c.fptr.0, c.chunk_size);
                 let fill = slice_at(
                     bytes,
                     c.fptr.0 + c.chunk_size,
                     c.container_size - c.chunk_size,
                 );
-                let computed = hash::md5(chunk);
+                let computed = self.chunk_hash_of(bytes, r);
                 if computed != r.hash {
                     problems.push(Error::at(
                         r.vmd_offset + vmd::HASH as u64,
@@ -333,7 +362,7 @@ impl Checkpoint {
         for r in self.records_of(var.idx).filter(|r| r.chunk.chunk_size > 0) {
             let c = &r.chunk;
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
-            let computed = hash::md5(data);
+            let computed = self.chunk_hash_of(bytes, r);
             if computed != r.hash {
                 return Err(Error::at(
                     r.vmd_offset + vmd::HASH as u64,

@@ -24,6 +24,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use rayon::prelude::*;
 
+use crate::blocks::{self, Blocking, Integrity};
 use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{self, Digest, Md5Stream, ZEROS};
 use crate::layout::{Block, Chunk, Layout};
@@ -43,6 +44,11 @@ pub struct WriteOptions {
     pub pt_fs: i64,
     /// `fsync` the data before returning (on by default; turn off only for scratch files).
     pub sync: bool,
+    /// MD5 (FTI 1.1, default) or fti-rs's fast block hashes.
+    pub integrity: Integrity,
+    /// Also return the block hashes of every container with this blocking, for a later
+    /// differential update ([`update_file`]). Fast files always use their own blocking.
+    pub table: Option<Blocking>,
 }
 
 impl Default for WriteOptions {
@@ -52,8 +58,33 @@ impl Default for WriteOptions {
             max_fs: -1,
             pt_fs: -1,
             sync: true,
+            integrity: Integrity::Md5,
+            table: None,
         }
     }
+}
+
+/// What a write produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The file block written.
+    pub fb: FileBlock,
+    /// Block hashes of every container, when asked for (or in fast mode).
+    pub table: Option<BlockTable>,
+    /// Bytes written to the file (data, fill, meta data and file block).
+    pub bytes_written: u64,
+}
+
+/// What a differential update needs to know of a file it did not read back: the block hashes
+/// of every container (file order) and every chunk hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockTable {
+    /// Block size and hash.
+    pub blocking: Blocking,
+    /// Block hashes per container, in file order.
+    pub containers: Vec<Vec<u128>>,
+    /// `VMD.hash` per container, in file order.
+    pub chunk_hashes: Vec<Digest>,
 }
 
 /// Builds a file block for a body checksum, computing `myHash`.
@@ -64,9 +95,22 @@ pub fn file_block(
     pt_fs: i64,
     timestamp: i64,
 ) -> FileBlock {
+    file_block_mode(checksum, [0; 7], fs, max_fs, pt_fs, timestamp)
+}
+
+/// As [`file_block`], with FB bytes 49..55 set to `mode`.
+pub fn file_block_mode(
+    checksum: &Digest,
+    mode: [u8; 7],
+    fs: u64,
+    max_fs: i64,
+    pt_fs: i64,
+    timestamp: i64,
+) -> FileBlock {
     let mut fb = FileBlock {
         checksum: hash::checksum_field(checksum),
         my_hash: [0; 16],
+        mode,
         ckpt_size: fs as i64,
         fs: fs as i64,
         max_fs,
@@ -167,7 +211,7 @@ pub fn write_file(
     data: &[&[u8]],
     opts: &WriteOptions,
 ) -> Result<FileBlock> {
-    write_file_with_progress(file, layout, data, opts, &|_| {})
+    write_file_with_progress(file, layout, data, opts, &|_| {}).map(|w| w.fb)
 }
 
 /// As [`write_file`], reporting progress: `progress` receives the number of file bytes the
@@ -178,10 +222,14 @@ pub fn write_file_with_progress(
     data: &[&[u8]],
     opts: &WriteOptions,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<FileBlock> {
+) -> Result<Written> {
     check_data(layout, data)?;
+    if let Integrity::Fast { .. } = opts.integrity {
+        return update_file(file, None, layout, data, opts, progress);
+    }
     let fs = layout.file_size();
-    let (checksum, metas, written) = std::thread::scope(|s| {
+    let table_blocking = opts.table;
+    let (checksum, metas, written, tables) = std::thread::scope(|s| {
         // Block i's containers are copied only once its chunk hashes are done: the copy then
         // runs on the core the serial checksum leaves free, not against the parallel hashing.
         let (tx_write, rx_write) = mpsc::channel::<&Block>();
@@ -194,13 +242,17 @@ pub fn write_file_with_progress(
             }
             Ok(())
         });
-        let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<Digest>>(1);
+        let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<(Digest, Vec<u128>)>>(1);
         s.spawn(move || {
             for block in &layout.blocks {
                 let hashes = block
                     .chunks
                     .par_iter()
-                    .map(|c| hash::md5(chunk_slice(data, c)))
+                    .map(|c| {
+                        let chunk = chunk_slice(data, c);
+                        let blocks = table_blocking.map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
+                        (hash::md5(chunk), blocks)
+                    })
                     .collect();
                 if tx_sum.send(hashes).is_err() || tx_write.send(block).is_err() {
                     return;
@@ -209,7 +261,10 @@ pub fn write_file_with_progress(
         });
         let mut md5 = Md5Stream::default();
         let mut metas = Vec::with_capacity(layout.blocks.len());
-        for (block, hashes) in layout.blocks.iter().zip(rx_sum) {
+        let mut tables: Vec<(Digest, Vec<u128>)> = Vec::new();
+        for (block, with_blocks) in layout.blocks.iter().zip(rx_sum) {
+            let hashes: Vec<Digest> = with_blocks.iter().map(|(h, _)| *h).collect();
+            tables.extend(with_blocks);
             let meta = encode_block_meta(block, &hashes);
             md5.update(&meta);
             for c in &block.chunks {
@@ -227,20 +282,212 @@ pub fn write_file_with_progress(
         let written = writer
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")));
-        (md5.finish(), metas, written)
+        (md5.finish(), metas, written, tables)
     });
     written?;
     for (block, meta) in layout.blocks.iter().zip(&metas) {
         file.write_all_at(meta, block.offset.0)?;
     }
+    let fb = finish_file(file, layout, &checksum, Integrity::Md5, opts)?;
+    let table = table_blocking.map(|blocking| {
+        let (chunk_hashes, containers) = tables.into_iter().unzip();
+        BlockTable {
+            blocking,
+            containers,
+            chunk_hashes,
+        }
+    });
+    Ok(Written {
+        fb,
+        table,
+        bytes_written: fs,
+    })
+}
+
+/// Writes the file block, cuts the file at `fs` and syncs.
+fn finish_file(
+    file: &File,
+    layout: &Layout,
+    checksum: &Digest,
+    integrity: Integrity,
+    opts: &WriteOptions,
+) -> Result<FileBlock> {
     let timestamp = opts.timestamp.unwrap_or_else(now_ns);
-    let fb = file_block(&checksum, fs, opts.max_fs, opts.pt_fs, timestamp);
+    let fs = layout.file_size();
+    let fb = file_block_mode(checksum, integrity.fb_mode(), fs, opts.max_fs, opts.pt_fs, timestamp);
     file.write_all_at(&fb.encode(), 0)?;
     file.set_len(fs)?;
     if opts.sync {
         file.sync_data()?;
     }
     Ok(fb)
+}
+
+/// Writes bytes `[start, end)` of a container (its chunk `chunk` followed by zeros) at its
+/// place in the file.
+fn write_container_range(file: &File, c: &Chunk, chunk: &[u8], start: u64, end: u64) -> std::io::Result<()> {
+    let len = chunk.len() as u64;
+    if start < len {
+        // start < end <= ... and start < len, so the range is inside `chunk`.
+        file.write_all_at(&chunk[start as usize..end.min(len) as usize], c.fptr.0 + start)?;
+    }
+    let mut at = start.max(len);
+    while at < end {
+        let n = (end - at).min(ZEROS.len() as u64);
+        file.write_all_at(&ZEROS[..n as usize], c.fptr.0 + at)?;
+        at += n;
+    }
+    Ok(())
+}
+
+/// Checks that `layout` continues `old`: the same blocks and containers in the same places
+/// (only chunk sizes and `hascontent` may differ), new blocks appended.
+fn check_continues(old: &Layout, layout: &Layout) -> Result<()> {
+    let same = old.blocks.len() <= layout.blocks.len()
+        && old.blocks.iter().zip(&layout.blocks).all(|(a, b)| {
+            a.offset == b.offset
+                && a.chunks.len() == b.chunks.len()
+                && a.chunks.iter().zip(&b.chunks).all(|(x, y)| {
+                    (x.id, x.idx, x.container_id, x.dptr, x.fptr, x.container_size)
+                        == (y.id, y.idx, y.container_id, y.dptr, y.fptr, y.container_size)
+                })
+        });
+    if same {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::Plan {
+            idx: 0,
+            what: "the new layout does not continue the old file's layout".into(),
+        }))
+    }
+}
+
+/// Updates `file`, which holds the checkpoint described by `old` (its layout and block
+/// table), in place into the checkpoint of `layout` and `data`, writing only the blocks whose
+/// hash changed, the meta data and the file block. With `old = None` the whole file is
+/// written (the path of full fast-integrity writes). The table's blocking must be the one the
+/// update uses: the fast blocking in fast mode, `opts.table` otherwise.
+///
+/// Passes over the data: one block-hash scan (xxh3 by default: cheap); in MD5 mode also MD5
+/// of each chunk that changed and one MD5 of the whole file for the checksum, which
+/// dominates; in fast mode chunk and file hashes are over block hashes, so nothing else.
+pub fn update_file(
+    file: &File,
+    old: Option<(&Layout, &BlockTable)>,
+    layout: &Layout,
+    data: &[&[u8]],
+    opts: &WriteOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Written> {
+    check_data(layout, data)?;
+    let blocking = match opts.integrity {
+        Integrity::Fast { block_log2 } => blocks::fast_blocking(block_log2),
+        Integrity::Md5 => opts.table.ok_or_else(|| {
+            Error::new(ErrorKind::Plan {
+                idx: 0,
+                what: "a differential update needs a block size and hash (WriteOptions::table)".into(),
+            })
+        })?,
+    };
+    let empty = BlockTable {
+        blocking,
+        containers: Vec::new(),
+        chunk_hashes: Vec::new(),
+    };
+    let (old_layout, old_table) = match old {
+        Some((l, t)) => {
+            check_continues(l, layout)?;
+            if t.blocking != blocking {
+                return Err(Error::new(ErrorKind::Plan {
+                    idx: 0,
+                    what: "the old file's block table uses another block size or hash".into(),
+                }));
+            }
+            (Some(l), t)
+        }
+        None => (None, &empty),
+    };
+    let chunks: Vec<&Chunk> = layout.chunks().collect();
+    let old_sizes: Vec<u64> = old_layout.map_or_else(Vec::new, |l| l.chunks().map(|c| c.chunk_size).collect());
+    // Block hashes of every container, in parallel; then what changed.
+    let containers: Vec<Vec<u128>> = chunks
+        .par_iter()
+        .map(|c| blocking.container_hashes(chunk_slice(data, c), c.container_size))
+        .collect();
+    let written_data = std::sync::atomic::AtomicU64::new(0);
+    let changed: Vec<bool> = chunks
+        .par_iter()
+        .enumerate()
+        .map(|(i, c)| -> std::io::Result<bool> {
+            let old_hashes = old_table.containers.get(i);
+            let chunk = chunk_slice(data, c);
+            let mut any = old_sizes.get(i) != Some(&c.chunk_size);
+            let mut run: Option<u64> = None;
+            let n = containers[i].len() as u64;
+            for j in 0..=n {
+                let differs = j < n && old_hashes.and_then(|h| h.get(j as usize)) != containers[i].get(j as usize);
+                match (differs, run) {
+                    (true, None) => run = Some(j),
+                    (false, Some(first)) => {
+                        let (start, end) = (first * blocking.size, (j * blocking.size).min(c.container_size));
+                        write_container_range(file, c, chunk, start, end)?;
+                        written_data.fetch_add(end - start, std::sync::atomic::Ordering::Relaxed);
+                        any = true;
+                        run = None;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(any)
+        })
+        .collect::<std::io::Result<_>>()?;
+    let chunk_hashes: Vec<Digest> = chunks
+        .par_iter()
+        .enumerate()
+        .map(|(i, c)| match opts.integrity {
+            Integrity::Fast { .. } => blocks::fast_chunk_hash(c.chunk_size, c.container_size, &containers[i]),
+            Integrity::Md5 => match old_table.chunk_hashes.get(i) {
+                Some(h) if !changed[i] => *h,
+                _ => hash::md5(chunk_slice(data, c)),
+            },
+        })
+        .collect();
+    let mut metas = Vec::with_capacity(layout.blocks.len());
+    let mut next = 0;
+    for block in &layout.blocks {
+        let n = block.chunks.len();
+        let meta = encode_block_meta(block, &chunk_hashes[next..next + n]);
+        file.write_all_at(&meta, block.offset.0)?;
+        metas.push(meta);
+        next += n;
+    }
+    let checksum = match opts.integrity {
+        Integrity::Fast { .. } => blocks::fast_checksum(&opts.integrity.fb_mode(), metas.iter().map(Vec::as_slice)),
+        Integrity::Md5 => {
+            let mut md5 = Md5Stream::default();
+            for (block, meta) in layout.blocks.iter().zip(&metas) {
+                md5.update(meta);
+                for c in &block.chunks {
+                    md5.update(chunk_slice(data, c));
+                    md5.update_zeros(c.container_size - c.chunk_size);
+                }
+                progress(block.end());
+            }
+            md5.finish()
+        }
+    };
+    progress(layout.file_size());
+    let fb = finish_file(file, layout, &checksum, opts.integrity, opts)?;
+    let meta_bytes: u64 = metas.iter().map(|m| m.len() as u64).sum();
+    Ok(Written {
+        fb,
+        table: Some(BlockTable {
+            blocking,
+            containers,
+            chunk_hashes,
+        }),
+        bytes_written: written_data.into_inner() + meta_bytes + crate::raw::fb::SIZE as u64,
+    })
 }
 
 /// Creates (or replaces) the file at `path` and writes the checkpoint into it.
