@@ -333,7 +333,7 @@ impl Fti {
             bar.finish_and_clear();
             trace::with(tracer, |t| t.end(Phase::Write));
             trace::with(tracer, |t| t.begin(Phase::Publish));
-            written = Some(fb);
+            written = Some(fb.fb);
             Ok(())
         };
         let path = if level == Level::L4 && !self.cfg.inline_l4 {

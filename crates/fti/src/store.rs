@@ -194,41 +194,69 @@ fn remove(path: &Path) -> Result<()> {
     }
 }
 
-/// Publishes checkpoint `id` of `level`: `write` fills a new file under `tmp/`, which is then
-/// fsynced, renamed into `lK/` and the directory fsynced (the commit point); only then are the
-/// older checkpoints of this rank in `lK/` (and in lower levels' directories, as FTI does)
-/// moved to their archives, or deleted when `keep` is 1, and the archives pruned to `keep - 1`.
-/// Returns the published path.
-pub fn publish(
-    dirs: &Dirs,
+/// A checkpoint file being written under `tmp/`, not yet published.
+#[derive(Debug)]
+pub struct Pending {
+    /// The open file.
+    pub file: File,
+    /// Its path under `tmp/`.
+    pub path: PathBuf,
     level: Level,
     id: i32,
-    keep: usize,
-    write: impl FnOnce(&File, &Path) -> Result<()>,
-) -> Result<PathBuf> {
+}
+
+/// Starts checkpoint `id` of `level`: a new empty file under `tmp/`, or, with `reuse`, an
+/// older checkpoint file of this rank moved there to be updated in place (a differential
+/// checkpoint). Moving it out of `lK/` or the archive first means a crash can never leave a
+/// half-updated file under a published name.
+pub fn begin(dirs: &Dirs, level: Level, id: i32, reuse: Option<&Path>) -> Result<Pending> {
     let tmp_dir = dirs.tmp_dir(level);
-    let level_dir = dirs.level_dir(level);
     create_dir_durable(&tmp_dir)?;
-    create_dir_durable(&level_dir)?;
-    let name = dirs.file_name(id);
-    let tmp = tmp_dir.join(&name);
+    create_dir_durable(&dirs.level_dir(level))?;
+    let tmp = tmp_dir.join(dirs.file_name(id));
     remove(&tmp)?;
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .map_err(|e| Error::io(&tmp, e))?;
-    write(&file, &tmp)?;
+    let mut open = OpenOptions::new();
+    open.read(true).write(true);
+    if let Some(old) = reuse {
+        fs::rename(old, &tmp).map_err(|e| Error::io(old, e))?;
+        sync_dir(&tmp_dir)?;
+        if let Some(parent) = old.parent() {
+            sync_dir(parent)?;
+        }
+        crash_point("reused");
+    } else {
+        open.create_new(true);
+    }
+    let file = open.open(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    Ok(Pending {
+        file,
+        path: tmp,
+        level,
+        id,
+    })
+}
+
+/// Publishes a pending checkpoint whose content is complete: fsync, rename into `lK/` and
+/// fsync of the directory (the commit point); only then are this rank's older checkpoints in
+/// `lK/` (and in lower levels' directories, as FTI does) moved to their archives, or deleted
+/// when `keep` is 1, and the archives pruned to `keep - 1`. Returns the published path.
+pub fn commit(dirs: &Dirs, pending: Pending, keep: usize) -> Result<PathBuf> {
+    let Pending {
+        file,
+        path: tmp,
+        level,
+        id,
+    } = pending;
     crash_point("written");
     file.sync_all().map_err(|e| Error::io(&tmp, e))?;
     drop(file);
     crash_point("fsynced");
-    let target = level_dir.join(&name);
+    let level_dir = dirs.level_dir(level);
+    let target = level_dir.join(dirs.file_name(id));
     fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
     crash_point("renamed");
     sync_dir(&level_dir)?;
-    sync_dir(&tmp_dir)?;
+    sync_dir(&dirs.tmp_dir(level))?;
     crash_point("dir-fsynced");
     retire_older(dirs, level, id, keep)?;
     crash_point("retired");
@@ -237,6 +265,20 @@ pub fn publish(
     }
     crash_point("pruned");
     Ok(target)
+}
+
+/// Publishes checkpoint `id` of `level` in one go: [`begin`] a new file, `write` fills it,
+/// [`commit`].
+pub fn publish(
+    dirs: &Dirs,
+    level: Level,
+    id: i32,
+    keep: usize,
+    write: impl FnOnce(&File, &Path) -> Result<()>,
+) -> Result<PathBuf> {
+    let pending = begin(dirs, level, id, None)?;
+    write(&pending.file, &pending.path)?;
+    commit(dirs, pending, keep)
 }
 
 /// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for every level up

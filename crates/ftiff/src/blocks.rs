@@ -43,7 +43,15 @@ impl Integrity {
         if mode[..4] != FAST_MAGIC {
             return Ok(Integrity::Md5);
         }
-        let bad = |off: usize, what| Error::malformed((fb::PADDING + off) as u64, Record::FileBlock, "mode", mode[off].into(), what);
+        let bad = |off: usize, what| {
+            Error::malformed(
+                (fb::PADDING + off) as u64,
+                Record::FileBlock,
+                "mode",
+                mode[off].into(),
+                what,
+            )
+        };
         if mode[4] != FAST_VERSION {
             return Err(bad(4, "fast-integrity marker with an unknown version"));
         }
@@ -51,9 +59,14 @@ impl Integrity {
             return Err(bad(5, "fast-integrity marker with an unknown block hash"));
         }
         if !FAST_BLOCK_LOG2.contains(&mode[6]) {
-            return Err(bad(6, "fast-integrity block size out of range (2^9 .. 2^26)"));
+            return Err(bad(
+                6,
+                "fast-integrity block size out of range (2^9 .. 2^26)",
+            ));
         }
-        Ok(Integrity::Fast { block_log2: mode[6] })
+        Ok(Integrity::Fast {
+            block_log2: mode[6],
+        })
     }
 
     /// FB bytes 49..55 for this mode.
@@ -73,10 +86,14 @@ impl Integrity {
         if !block_size.is_power_of_two() || !FAST_BLOCK_LOG2.contains(&(log2 as u8)) {
             return Err(Error::new(ErrorKind::Plan {
                 idx: 0,
-                what: format!("fast-integrity block size {block_size} is not a power of two in 512 .. 64 MiB"),
+                what: format!(
+                    "fast-integrity block size {block_size} is not a power of two in 512 .. 64 MiB"
+                ),
             }));
         }
-        Ok(Integrity::Fast { block_log2: log2 as u8 })
+        Ok(Integrity::Fast {
+            block_log2: log2 as u8,
+        })
     }
 }
 
@@ -183,7 +200,10 @@ mod tests {
 
     #[test]
     fn virtual_zero_fill_hashes_like_real_zeros() {
-        let b = Blocking { size: 1000, hash: BlockHash::Xxh3 };
+        let b = Blocking {
+            size: 1000,
+            hash: BlockHash::Xxh3,
+        };
         let data: Vec<u8> = (0..2500u32).map(|i| i as u8).collect();
         let mut real = data.clone();
         real.resize(4200, 0);
@@ -201,7 +221,10 @@ mod tests {
         let fast = Integrity::fast(16384).unwrap();
         assert_eq!(fast, Integrity::Fast { block_log2: 14 });
         assert_eq!(Integrity::from_fb_mode(&fast.fb_mode()).unwrap(), fast);
-        assert_eq!(Integrity::from_fb_mode(&[0x92, 0x2a, 0xa4, 0x5e, 0x7f, 0, 0]).unwrap(), Integrity::Md5);
+        assert_eq!(
+            Integrity::from_fb_mode(&[0x92, 0x2a, 0xa4, 0x5e, 0x7f, 0, 0]).unwrap(),
+            Integrity::Md5
+        );
         let mut bad = fast.fb_mode();
         bad[4] = 9;
         assert!(Integrity::from_fb_mode(&bad).is_err());

@@ -55,8 +55,9 @@ pub fn diff(
     b_bytes: &[u8],
 ) -> Result<Vec<VarDiff>> {
     let mut out = Vec::new();
-    for vb in b.vars() {
-        let change = match a.var(vb.id).ok() {
+    let live = |c: &Checkpoint, id: i32| c.var(id).ok().filter(|v| !v.removed).copied();
+    for vb in b.vars().iter().filter(|v| !v.removed) {
+        let change = match live(a, vb.id) {
             None => Change::Added { size: vb.size },
             Some(va) if va.size != vb.size => Change::Resized {
                 from: va.size,
@@ -87,8 +88,8 @@ pub fn diff(
         };
         out.push(VarDiff { id: vb.id, change });
     }
-    for va in a.vars() {
-        if b.var(va.id).is_err() {
+    for va in a.vars().iter().filter(|v| !v.removed) {
+        if live(b, va.id).is_none() {
             out.push(VarDiff {
                 id: va.id,
                 change: Change::Removed { size: va.size },

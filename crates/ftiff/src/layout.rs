@@ -114,48 +114,82 @@ impl Layout {
 
     /// Plans the next checkpoint's layout (SPEC §4).
     ///
-    /// `vars` are the protected variables in protect order. Variables already in `prev` must come
-    /// first, in the same order and with the same ids; new ones follow. A variable's existing
-    /// containers are filled in order; the first container that holds the rest gets a partial
-    /// chunk and later ones are emptied. Only when the existing containers are too small, or a
-    /// variable is new, is one block appended, with a container per such variable in `idx` order.
+    /// `vars` are the protected variables in protect order. A variable of `prev` is matched by
+    /// id and keeps its protect position (`idx`); variables of `prev` must keep their relative
+    /// order. Its existing containers are filled in order; the first container that holds the
+    /// rest gets a partial chunk and later ones are emptied. Only when the existing containers
+    /// are too small, or a variable is new (it takes the next `idx`), is one block appended,
+    /// with a container per such variable in `idx` order.
+    ///
+    /// A variable of `prev` missing from `vars` is *removed*: all its containers are emptied
+    /// (`hascontent = false`, even the first), keeping their space, so that it can come back.
+    /// This is an fti-rs extension: FTI 1.1 cannot restart such a file (it needs the same
+    /// variables in the same order). With the same variables in the same order, the result is
+    /// exactly FTI 1.1's.
     pub fn plan(prev: Option<&Layout>, vars: &[VarSize]) -> Result<Layout> {
         let mut next = prev.cloned().unwrap_or_default();
         let old_vars = next.vars();
-        if old_vars.len() > vars.len() {
-            return Err(Error::new(ErrorKind::Plan {
-                idx: vars.len(),
-                what: format!(
-                    "the previous checkpoint has {} variables, only {} are protected now",
-                    old_vars.len(),
-                    vars.len()
-                ),
-            }));
-        }
-        // (idx, bytes still to place, bytes already reserved, containers already there)
-        let mut needs: Vec<(usize, u64, u64, u32)> = Vec::new();
-        for (idx, (old, new)) in old_vars.iter().zip(vars).enumerate() {
-            if old.id != new.id {
-                return Err(Error::new(ErrorKind::Plan {
-                    idx,
-                    what: format!(
-                        "id {} was protected at this position in the previous checkpoint, now id {}",
-                        old.id, new.id
-                    ),
-                }));
+        let mut idx_of: std::collections::HashMap<i32, usize> = old_vars
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (v.id, i))
+            .collect();
+        let mut seen = vec![false; old_vars.len()];
+        let mut last_old: Option<usize> = None;
+        // (idx, id, bytes still to place, bytes already reserved, containers already there)
+        let mut needs: Vec<(usize, i32, u64, u64, u32)> = Vec::new();
+        let mut added: Vec<(usize, i32, u64, u64, u32)> = Vec::new();
+        for (pos, v) in vars.iter().enumerate() {
+            let plan_err = |what: String| Error::new(ErrorKind::Plan { idx: pos, what });
+            match idx_of.get(&v.id).copied() {
+                Some(idx) if idx < old_vars.len() => {
+                    if seen[idx] {
+                        return Err(plan_err(format!("id {} is protected twice", v.id)));
+                    }
+                    if last_old.is_some_and(|l| idx < l) {
+                        return Err(plan_err(format!(
+                            "id {} comes after a variable it preceded in the previous checkpoint (protect order must not change)",
+                            v.id
+                        )));
+                    }
+                    seen[idx] = true;
+                    last_old = Some(idx);
+                    let (remaining, reserved, count) = next.refill(idx as u32, v.size);
+                    if remaining > 0 {
+                        needs.push((idx, v.id, remaining, reserved, count));
+                    }
+                }
+                Some(_) => return Err(plan_err(format!("id {} is protected twice", v.id))),
+                None => {
+                    let idx = old_vars.len() + added.len();
+                    idx_of.insert(v.id, idx);
+                    added.push((idx, v.id, v.size, 0, 0));
+                }
             }
-            let (remaining, reserved, count) = next.refill(idx as u32, new.size);
-            if remaining > 0 {
-                needs.push((idx, remaining, reserved, count));
-            }
         }
-        for (idx, new) in vars.iter().enumerate().skip(old_vars.len()) {
-            needs.push((idx, new.size, 0, 0));
+        for (idx, _) in seen.iter().enumerate().filter(|(_, s)| !**s) {
+            next.empty_out(idx as u32);
         }
+        needs.extend(added);
         if !needs.is_empty() {
-            next.append_block(vars, &needs)?;
+            next.append_block(&needs)?;
         }
         Ok(next)
+    }
+
+    /// Whether the variable at `idx` is removed (all its containers empty, even the first).
+    pub fn is_removed(&self, idx: u32) -> bool {
+        self.chunks_of(idx).next().is_some_and(|c| !c.has_content)
+    }
+
+    /// Empties every container of a variable that is no longer protected.
+    fn empty_out(&mut self, idx: u32) {
+        for c in self.blocks.iter_mut().flat_map(|b| b.chunks.iter_mut()) {
+            if c.idx == idx {
+                c.chunk_size = 0;
+                c.has_content = false;
+            }
+        }
     }
 
     /// Fills the existing containers of one variable with `size` bytes; returns the bytes left
@@ -188,7 +222,7 @@ impl Layout {
         (remaining, reserved, count)
     }
 
-    fn append_block(&mut self, vars: &[VarSize], needs: &[(usize, u64, u64, u32)]) -> Result<()> {
+    fn append_block(&mut self, needs: &[(usize, i32, u64, u64, u32)]) -> Result<()> {
         let offset = self.file_size();
         let too_big = |idx: usize| {
             Error::new(ErrorKind::Plan {
@@ -205,13 +239,13 @@ impl Layout {
             .ok_or_else(|| too_big(0))?;
         let mut fptr = offset.checked_add(meta).ok_or_else(|| too_big(0))?;
         let mut chunks = Vec::with_capacity(needs.len());
-        for &(idx, size, reserved, count) in needs {
+        for &(idx, id, size, reserved, count) in needs {
             let idx32 = u32::try_from(idx)
                 .ok()
                 .filter(|&i| i32::try_from(i).is_ok())
                 .ok_or_else(|| too_big(idx))?;
             chunks.push(Chunk {
-                id: vars[idx].id,
+                id,
                 idx: idx32,
                 container_id: count,
                 has_content: true,
@@ -283,10 +317,29 @@ mod tests {
     }
 
     #[test]
-    fn changed_order_or_dropped_variable_is_an_error() {
+    fn changed_order_or_duplicate_is_an_error() {
         let a = Layout::plan(None, &sizes(&[(1, 8), (2, 8)])).unwrap();
         assert!(Layout::plan(Some(&a), &sizes(&[(2, 8), (1, 8)])).is_err());
-        assert!(Layout::plan(Some(&a), &sizes(&[(1, 8)])).is_err());
+        assert!(Layout::plan(Some(&a), &sizes(&[(1, 8), (1, 8)])).is_err());
+        assert!(Layout::plan(None, &sizes(&[(3, 8), (3, 8)])).is_err());
+    }
+
+    #[test]
+    fn removed_variable_is_emptied_and_can_come_back() {
+        let a = Layout::plan(None, &sizes(&[(1, 8), (2, 8), (3, 8)])).unwrap();
+        let b = Layout::plan(Some(&a), &sizes(&[(1, 8), (3, 4), (4, 2)])).unwrap();
+        assert!(b.is_removed(1) && !b.is_removed(0) && !b.is_removed(2));
+        assert_eq!(b.vars()[1], VarSize { id: 2, size: 0 });
+        assert_eq!(b.vars()[3], VarSize { id: 4, size: 2 });
+        assert_eq!(b.blocks.len(), 2);
+        let c = Layout::plan(Some(&b), &sizes(&[(1, 8), (2, 12), (3, 4), (4, 2)])).unwrap();
+        assert!(!c.is_removed(1));
+        assert_eq!(c.vars()[1].size, 12);
+        let grown = c.blocks[2].chunks[0];
+        assert_eq!(
+            (grown.id, grown.container_id, grown.dptr.0, grown.chunk_size),
+            (2, 1, 8, 4)
+        );
     }
 
     #[test]

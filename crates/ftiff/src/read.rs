@@ -40,6 +40,9 @@ pub struct VarInfo {
     pub idx: u32,
     /// Current size: the sum of its chunk sizes.
     pub size: u64,
+    /// No longer protected: all its containers are empty (fti-rs extension; FTI 1.1 cannot
+    /// restart such a file).
+    pub removed: bool,
 }
 
 /// A structurally valid checkpoint file (hashes not yet checked).
@@ -66,6 +69,8 @@ struct VarState {
     size: u64,
     /// A partly filled or empty container was seen: later ones must be empty.
     closed: bool,
+    /// The variable is no longer protected (its first container is empty).
+    removed: bool,
     /// (block, position in block) of each container, in order.
     chunks: Vec<(usize, usize)>,
 }
@@ -162,6 +167,7 @@ impl Checkpoint {
                 id: s.id,
                 idx,
                 size: s.size,
+                removed: s.removed,
             })
             .collect();
         self.chunks_of_var = walk.states.into_iter().map(|s| s.chunks).collect();
@@ -199,10 +205,11 @@ impl Checkpoint {
         &self.vars
     }
 
-    /// The variables as planner input, to continue this structure at the next checkpoint.
+    /// The protected (not removed) variables as planner input, in protect order.
     pub fn var_sizes(&self) -> Vec<VarSize> {
         self.vars
             .iter()
+            .filter(|v| !v.removed)
             .map(|v| VarSize {
                 id: v.id,
                 size: v.size,
@@ -291,7 +298,8 @@ impl Checkpoint {
             Integrity::Md5 => hash::md5(slice_at(bytes, c.fptr.0, c.chunk_size)),
             Integrity::Fast { block_log2 } => {
                 let container = slice_at(bytes, c.fptr.0, c.container_size);
-                let hashes = blocks::fast_blocking(block_log2).container_hashes(container, container.len() as u64);
+                let hashes = blocks::fast_blocking(block_log2)
+                    .container_hashes(container, container.len() as u64);
                 blocks::fast_chunk_hash(c.chunk_size, c.container_size, &hashes)
             }
         }
@@ -300,7 +308,10 @@ impl Checkpoint {
     /// Fast mode's file checksum over the meta data as stored.
     fn fast_checksum(&self, bytes: &[u8]) -> Digest {
         let layout = self.layout();
-        let metas = layout.blocks.iter().map(|b| slice_at(bytes, b.offset.0, b.meta_size()));
+        let metas = layout
+            .blocks
+            .iter()
+            .map(|b| slice_at(bytes, b.offset.0, b.meta_size()));
         blocks::fast_checksum(&self.fb.mode, metas)
     }
 
@@ -629,6 +640,7 @@ impl Walk {
                 reserved: 0,
                 size: 0,
                 closed: false,
+                removed: false,
                 chunks: Vec::new(),
             });
         }

@@ -118,10 +118,27 @@ pub fn text(name: &str, len: u64, ckpt: &Checkpoint) -> String {
     out.push_str("    VARIABLES:\n");
     for var in ckpt.vars() {
         let containers = ckpt.records_of(var.idx).count();
+        let what = if var.removed {
+            "removed, containers kept empty"
+        } else {
+            "bytes"
+        };
+        let size = if var.removed {
+            String::new()
+        } else {
+            format!("{} ", var.size)
+        };
         let _ = writeln!(
             out,
-            "    variable id {} (idx {}): {} bytes in {} container(s)",
-            var.id, var.idx, var.size, containers
+            "    variable id {} (idx {}): {size}{what} in {containers} container(s)",
+            var.id, var.idx
+        );
+    }
+    if let crate::blocks::Integrity::Fast { block_log2 } = ckpt.integrity {
+        let _ = writeln!(
+            out,
+            "    NOTE: fti-rs fast-integrity file (xxh3-128 blocks of {} bytes); FTI 1.1 cannot read it",
+            1u64 << block_log2
         );
     }
     for (b, records) in ckpt.blocks.iter().enumerate() {
@@ -211,7 +228,12 @@ pub fn json(ckpt: &Checkpoint) -> Value {
             })
         })
         .collect();
-    json!({ "fb": fb_json(&ckpt.fb), "blocks": blocks })
+    let mut out = json!({ "fb": fb_json(&ckpt.fb), "blocks": blocks });
+    if let crate::blocks::Integrity::Fast { block_log2 } = ckpt.integrity {
+        out["integrity"] =
+            json!({ "mode": "fast", "hash": "xxh3-128", "blockSize": 1u64 << block_log2 });
+    }
+    out
 }
 
 /// The JSON view of an `RSed` file: its trailer FB, the trailer's offset, and no blocks.

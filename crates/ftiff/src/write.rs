@@ -250,7 +250,8 @@ pub fn write_file_with_progress(
                     .par_iter()
                     .map(|c| {
                         let chunk = chunk_slice(data, c);
-                        let blocks = table_blocking.map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
+                        let blocks = table_blocking
+                            .map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
                         (hash::md5(chunk), blocks)
                     })
                     .collect();
@@ -314,7 +315,14 @@ fn finish_file(
 ) -> Result<FileBlock> {
     let timestamp = opts.timestamp.unwrap_or_else(now_ns);
     let fs = layout.file_size();
-    let fb = file_block_mode(checksum, integrity.fb_mode(), fs, opts.max_fs, opts.pt_fs, timestamp);
+    let fb = file_block_mode(
+        checksum,
+        integrity.fb_mode(),
+        fs,
+        opts.max_fs,
+        opts.pt_fs,
+        timestamp,
+    );
     file.write_all_at(&fb.encode(), 0)?;
     file.set_len(fs)?;
     if opts.sync {
@@ -325,11 +333,20 @@ fn finish_file(
 
 /// Writes bytes `[start, end)` of a container (its chunk `chunk` followed by zeros) at its
 /// place in the file.
-fn write_container_range(file: &File, c: &Chunk, chunk: &[u8], start: u64, end: u64) -> std::io::Result<()> {
+fn write_container_range(
+    file: &File,
+    c: &Chunk,
+    chunk: &[u8],
+    start: u64,
+    end: u64,
+) -> std::io::Result<()> {
     let len = chunk.len() as u64;
     if start < len {
         // start < end <= ... and start < len, so the range is inside `chunk`.
-        file.write_all_at(&chunk[start as usize..end.min(len) as usize], c.fptr.0 + start)?;
+        file.write_all_at(
+            &chunk[start as usize..end.min(len) as usize],
+            c.fptr.0 + start,
+        )?;
     }
     let mut at = start.max(len);
     while at < end {
@@ -348,8 +365,21 @@ fn check_continues(old: &Layout, layout: &Layout) -> Result<()> {
             a.offset == b.offset
                 && a.chunks.len() == b.chunks.len()
                 && a.chunks.iter().zip(&b.chunks).all(|(x, y)| {
-                    (x.id, x.idx, x.container_id, x.dptr, x.fptr, x.container_size)
-                        == (y.id, y.idx, y.container_id, y.dptr, y.fptr, y.container_size)
+                    (
+                        x.id,
+                        x.idx,
+                        x.container_id,
+                        x.dptr,
+                        x.fptr,
+                        x.container_size,
+                    ) == (
+                        y.id,
+                        y.idx,
+                        y.container_id,
+                        y.dptr,
+                        y.fptr,
+                        y.container_size,
+                    )
                 })
         });
     if same {
@@ -385,7 +415,8 @@ pub fn update_file(
         Integrity::Md5 => opts.table.ok_or_else(|| {
             Error::new(ErrorKind::Plan {
                 idx: 0,
-                what: "a differential update needs a block size and hash (WriteOptions::table)".into(),
+                what: "a differential update needs a block size and hash (WriteOptions::table)"
+                    .into(),
             })
         })?,
     };
@@ -408,7 +439,8 @@ pub fn update_file(
         None => (None, &empty),
     };
     let chunks: Vec<&Chunk> = layout.chunks().collect();
-    let old_sizes: Vec<u64> = old_layout.map_or_else(Vec::new, |l| l.chunks().map(|c| c.chunk_size).collect());
+    let old_sizes: Vec<u64> =
+        old_layout.map_or_else(Vec::new, |l| l.chunks().map(|c| c.chunk_size).collect());
     // Block hashes of every container, in parallel; then what changed.
     let containers: Vec<Vec<u128>> = chunks
         .par_iter()
@@ -425,11 +457,15 @@ pub fn update_file(
             let mut run: Option<u64> = None;
             let n = containers[i].len() as u64;
             for j in 0..=n {
-                let differs = j < n && old_hashes.and_then(|h| h.get(j as usize)) != containers[i].get(j as usize);
+                let differs = j < n
+                    && old_hashes.and_then(|h| h.get(j as usize)) != containers[i].get(j as usize);
                 match (differs, run) {
                     (true, None) => run = Some(j),
                     (false, Some(first)) => {
-                        let (start, end) = (first * blocking.size, (j * blocking.size).min(c.container_size));
+                        let (start, end) = (
+                            first * blocking.size,
+                            (j * blocking.size).min(c.container_size),
+                        );
                         write_container_range(file, c, chunk, start, end)?;
                         written_data.fetch_add(end - start, std::sync::atomic::Ordering::Relaxed);
                         any = true;
@@ -445,7 +481,9 @@ pub fn update_file(
         .par_iter()
         .enumerate()
         .map(|(i, c)| match opts.integrity {
-            Integrity::Fast { .. } => blocks::fast_chunk_hash(c.chunk_size, c.container_size, &containers[i]),
+            Integrity::Fast { .. } => {
+                blocks::fast_chunk_hash(c.chunk_size, c.container_size, &containers[i])
+            }
             Integrity::Md5 => match old_table.chunk_hashes.get(i) {
                 Some(h) if !changed[i] => *h,
                 _ => hash::md5(chunk_slice(data, c)),
@@ -462,7 +500,9 @@ pub fn update_file(
         next += n;
     }
     let checksum = match opts.integrity {
-        Integrity::Fast { .. } => blocks::fast_checksum(&opts.integrity.fb_mode(), metas.iter().map(Vec::as_slice)),
+        Integrity::Fast { .. } => {
+            blocks::fast_checksum(&opts.integrity.fb_mode(), metas.iter().map(Vec::as_slice))
+        }
         Integrity::Md5 => {
             let mut md5 = Md5Stream::default();
             for (block, meta) in layout.blocks.iter().zip(&metas) {
