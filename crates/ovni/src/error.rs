@@ -358,6 +358,14 @@ pub enum UsageError {
     },
     /// CPU index or phyid negative.
     CpuRange,
+    /// Bytes given as one encoded normal event are not one: jumbo flag set, or a length that
+    /// is not 12 plus the payload size of byte 0.
+    EncodedEvent {
+        /// Byte 0 (flags and size code).
+        byte0: u8,
+        /// Bytes given.
+        len: usize,
+    },
 }
 
 impl fmt::Display for UsageError {
@@ -393,6 +401,10 @@ impl fmt::Display for UsageError {
                 write!(f, "rank {rank} out of range [0, {nranks})")
             }
             Self::CpuRange => write!(f, "cpu index and phyid must be non-negative"),
+            Self::EncodedEvent { byte0, len } => write!(
+                f,
+                "{len} bytes with flags byte {byte0:#04x} are not one encoded normal event"
+            ),
         }
     }
 }

@@ -1,6 +1,5 @@
 //! The thread's `stream.json`, built in libovni's key order.
 
-use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
 
@@ -14,7 +13,6 @@ pub(super) struct Meta {
     root: Map<String, Value>,
     pub(super) cpus: Vec<(i32, i32)>,
     pub(super) rank: Option<(i32, i32)>,
-    mark_types: HashSet<i32>,
 }
 
 /// Turns integral floating-point numbers into integers, recursively: libovni stores every
@@ -60,7 +58,6 @@ impl Meta {
             root,
             cpus: Vec::new(),
             rank: None,
-            mark_types: HashSet::new(),
         }
     }
 
@@ -112,10 +109,11 @@ impl Meta {
         if title.is_empty() {
             return Err(UsageError::EmptyMarkText.into());
         }
-        if !self.mark_types.insert(ty) {
+        // Like libovni, a type is defined when the metadata has it, however it got there.
+        let base = format!("ovni.mark.{ty}");
+        if self.get(&base).is_some() {
             return Err(UsageError::MarkTypeDefined(ty).into());
         }
-        let base = format!("ovni.mark.{ty}");
         self.set(&format!("{base}.title"), title.into())?;
         let chan = if stack { "stack" } else { "single" };
         self.set(&format!("{base}.chan_type"), chan.into())
@@ -128,7 +126,7 @@ impl Meta {
         if label.is_empty() {
             return Err(UsageError::EmptyMarkText.into());
         }
-        if !self.mark_types.contains(&ty) {
+        if self.get(&format!("ovni.mark.{ty}")).is_none() {
             return Err(UsageError::MarkTypeUndefined(ty).into());
         }
         let key = format!("ovni.mark.{ty}.labels.{value}");

@@ -8,9 +8,13 @@
 //!   events after the last flush and the `OF[`/`OF]` pair of an explicit flush are kept;
 //! * `stream.obs` is truncated when the thread starts, so re-running into an existing trace
 //!   leaves no stale events behind;
+//! * with a temporary directory ([`Process::init_staged`], libovni's `OVNI_TMPDIR`), finished
+//!   streams are moved with `rename` when possible, and copied only across file systems;
 //! * misuse returns [`Error::Usage`](crate::Error::Usage) instead of aborting the process.
 
 mod meta;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -51,12 +55,21 @@ pub fn clock_now() -> u64 {
 
 #[derive(Debug)]
 struct ProcInner {
+    /// Where the streams are written while the threads run.
     procdir: PathBuf,
+    staging: Option<Staging>,
     loom: String,
     pid: i32,
     app_id: i32,
     buffer_size: usize,
     tids: Mutex<HashSet<i32>>,
+}
+
+/// Where a staged process's streams end up, and the temporary tree to clean up.
+#[derive(Debug)]
+struct Staging {
+    final_procdir: PathBuf,
+    tmpdir: PathBuf,
 }
 
 /// A traced process: `ovni_proc_init(app_id, loom, pid)`. Cheap to clone and share.
@@ -79,20 +92,63 @@ impl Process {
         pid: i32,
         buffer_size: usize,
     ) -> Result<Self> {
+        Self::build(tracedir.as_ref(), None, app_id, loom, pid, buffer_size)
+    }
+
+    /// As [`Process::init`], but the streams are written under `tmpdir` while the threads
+    /// run, and each thread's files are moved into `tracedir` when it finishes (libovni's
+    /// `OVNI_TMPDIR`: a node-local disk that is faster than the trace's file system). Both
+    /// process directories are created now.
+    pub fn init_staged(
+        tmpdir: impl AsRef<Path>,
+        tracedir: impl AsRef<Path>,
+        app_id: i32,
+        loom: &str,
+        pid: i32,
+    ) -> Result<Self> {
+        let tracedir = tracedir.as_ref();
+        Self::build(
+            tmpdir.as_ref(),
+            Some(tracedir),
+            app_id,
+            loom,
+            pid,
+            DEFAULT_BUFFER_SIZE,
+        )
+    }
+
+    fn build(
+        dir: &Path,
+        final_dir: Option<&Path>,
+        app_id: i32,
+        loom: &str,
+        pid: i32,
+        buffer_size: usize,
+    ) -> Result<Self> {
         if pid == 0 {
             return Err(UsageError::ZeroId("pid").into());
         }
         if loom.is_empty() || loom.len() >= 512 || loom.contains('/') {
             return Err(UsageError::BadLoom.into());
         }
-        let procdir = tracedir
-            .as_ref()
-            .join(format!("loom.{loom}"))
-            .join(format!("proc.{pid}"));
+        let rel = Path::new(&format!("loom.{loom}")).join(format!("proc.{pid}"));
+        let procdir = dir.join(&rel);
         fs::create_dir_all(&procdir).map_err(|e| Error::io(&procdir, e))?;
+        let staging = match final_dir {
+            Some(f) => {
+                let final_procdir = f.join(&rel);
+                fs::create_dir_all(&final_procdir).map_err(|e| Error::io(&final_procdir, e))?;
+                Some(Staging {
+                    final_procdir,
+                    tmpdir: dir.to_path_buf(),
+                })
+            }
+            None => None,
+        };
         Ok(Self {
             inner: Arc::new(ProcInner {
                 procdir,
+                staging,
                 loom: loom.to_string(),
                 pid,
                 app_id,
@@ -119,6 +175,36 @@ impl Process {
             }
         }
         ThreadStream::create(&self.inner, tid)
+    }
+
+    /// For a staged process, removes the temporary process, loom and top directories where
+    /// they are empty (libovni's `ovni_proc_fini`); directories still holding files, such as
+    /// streams of threads that did not finish, stay. Returns the first unexpected failure
+    /// after trying all three.
+    pub fn remove_tmp_dirs(&self) -> Result<()> {
+        let Some(st) = &self.inner.staging else {
+            return Ok(());
+        };
+        let procdir = self.inner.procdir.as_path();
+        let mut first = Ok(());
+        for d in [Some(procdir), procdir.parent(), Some(st.tmpdir.as_path())]
+            .into_iter()
+            .flatten()
+        {
+            match fs::remove_dir(d) {
+                Err(e)
+                    if first.is_ok()
+                        && !matches!(
+                            e.kind(),
+                            std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
+                        ) =>
+                {
+                    first = Err(Error::io(d, e));
+                }
+                _ => {}
+            }
+        }
+        first
     }
 
     /// Loom name.
@@ -188,6 +274,8 @@ impl Ev {
 pub struct ThreadStream {
     tid: i32,
     dir: PathBuf,
+    /// Where the finished stream is moved (staged processes only).
+    final_dir: Option<PathBuf>,
     obs: File,
     buf: Vec<u8>,
     cap: usize,
@@ -197,8 +285,17 @@ pub struct ThreadStream {
 
 impl ThreadStream {
     fn create(proc: &ProcInner, tid: i32) -> Result<Self> {
-        let dir = proc.procdir.join(format!("thread.{tid}"));
+        let name = format!("thread.{tid}");
+        let dir = proc.procdir.join(&name);
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let final_dir = match &proc.staging {
+            Some(st) => {
+                let d = st.final_procdir.join(&name);
+                fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+                Some(d)
+            }
+            None => None,
+        };
         let obs_path = dir.join("stream.obs");
         let mut obs = OpenOptions::new()
             .write(true)
@@ -222,6 +319,7 @@ impl ThreadStream {
         let mut t = Self {
             tid,
             dir,
+            final_dir,
             obs,
             buf,
             cap,
@@ -240,7 +338,8 @@ impl ThreadStream {
         self.tid
     }
 
-    /// Directory of this stream.
+    /// Directory of this stream while it is written (for a staged process, the temporary
+    /// one).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -366,6 +465,31 @@ impl ThreadStream {
         Ok(())
     }
 
+    /// Emits one normal event already encoded as `stream.obs` stores it: the 12-byte header
+    /// (clock little-endian) and the payload its size code announces. This is how libovni
+    /// emits a `struct ovni_ev`: byte 0 is copied as given, unknown flag bits included.
+    #[inline]
+    pub fn emit_encoded(&mut self, event: &[u8]) -> Result<()> {
+        let byte0 = event.first().copied().unwrap_or(0);
+        if byte0 & raw::FLAG_JUMBO != 0
+            || event.len() != EV_HEADER_SIZE + raw::normal_payload_len(byte0)
+        {
+            return Err(UsageError::EncodedEvent {
+                byte0,
+                len: event.len(),
+            }
+            .into());
+        }
+        if self.buf.len() + event.len() >= self.cap {
+            return self.emit_flushing(|buf| {
+                buf.extend_from_slice(event);
+                Ok(())
+            });
+        }
+        self.buf.extend_from_slice(event);
+        Ok(())
+    }
+
     /// Emits a jumbo event clocked now.
     pub fn emit_jumbo(&mut self, mcv: Mcv, data: &[u8]) -> Result<()> {
         self.emit_jumbo_at(mcv, clock_now(), data)
@@ -424,14 +548,35 @@ impl ThreadStream {
     }
 
     /// Ends the thread (`ovni_thread_free`): writes the buffered events (libovni drops them),
-    /// then `stream.json` with rank, CPUs and `finished: 1`.
+    /// then `stream.json` with rank, CPUs and `finished: 1`; a staged stream is then moved
+    /// to the trace directory.
     pub fn finish(mut self) -> Result<()> {
         self.finished = true;
         self.write_buffer()?;
         let path = self.dir.join("stream.obs");
         self.obs.flush().map_err(|e| Error::io(&path, e))?;
-        self.meta.write(&self.dir.join("stream.json"), true)
+        self.meta.write(&self.dir.join("stream.json"), true)?;
+        match &self.final_dir {
+            Some(dst) => move_stream(&self.dir, dst),
+            None => Ok(()),
+        }
     }
+}
+
+/// Moves `stream.obs` and `stream.json` from `src` to `dst`, then removes `src` if empty.
+fn move_stream(src: &Path, dst: &Path) -> Result<()> {
+    for name in ["stream.obs", "stream.json"] {
+        let (from, to) = (src.join(name), dst.join(name));
+        // A rename is enough on one file system; the temporary directory is usually on
+        // another one (a node-local disk), where only a copy works.
+        if fs::rename(&from, &to).is_err() {
+            fs::copy(&from, &to).map_err(|e| Error::io(&to, e))?;
+            fs::remove_file(&from).map_err(|e| Error::io(&from, e))?;
+        }
+    }
+    // Best effort, as libovni: the stream is complete in `dst` whatever happens here.
+    let _ = fs::remove_dir(src);
+    Ok(())
 }
 
 impl Drop for ThreadStream {
