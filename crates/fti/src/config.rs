@@ -91,6 +91,18 @@ pub struct Config {
     pub restart_id: Option<i32>,
     /// `[advanced] local_test`: node of a rank = rank / node_size, local paths get `node<N>/`.
     pub local_test: bool,
+    /// `[basic] enable_dcp` (FTI 1.2+): differential checkpoints, writing only the blocks that
+    /// changed since the file being updated.
+    pub dcp: bool,
+    /// `[basic] dcp_block_size` (bytes, 512..65535, FTI's default 16384) or our
+    /// `dcp_block_kib` (KiB, up to 64 MiB): block size of change detection, and of the block
+    /// hashes of fast-integrity files.
+    pub dcp_block_size: u64,
+    /// `[basic] dcp_mode` (FTI: 1 = MD5, 2 = CRC32 block hashes); without it xxh3-128.
+    pub dcp_hash: ftiff::BlockHash,
+    /// Our `[basic] integrity`: `compatible` (default, FTI 1.1 MD5 files) or `fast`
+    /// (xxh3-128 block hashes, `docs/format-extensions.md`; FTI 1.1 cannot read them).
+    pub fast_integrity: bool,
     /// Our `[basic] trace`: write an ovni trace of the runtime's work (also turned on by the
     /// environment variable `FTI_TRACE=1`).
     pub trace: bool,
@@ -123,6 +135,10 @@ impl Default for Config {
             exec_id: None,
             restart_id: None,
             local_test: true,
+            dcp: false,
+            dcp_block_size: 16384,
+            dcp_hash: ftiff::BlockHash::Xxh3,
+            fast_integrity: false,
             trace: false,
             trace_dir: std::env::var_os("OVNI_TRACEDIR")
                 .map_or_else(|| PathBuf::from("ovni"), PathBuf::from),
@@ -317,6 +333,61 @@ impl Config {
             }
         };
         cfg.keep_ckpts = positive("basic", "keep_ckpts", 1)? as usize;
+        cfg.dcp = flag("basic", "enable_dcp", false)?;
+        let line_of = |key: &str| get("basic", key).map_or(0, |(_, l)| *l);
+        cfg.dcp_hash = match int("basic", "dcp_mode")? {
+            None => ftiff::BlockHash::Xxh3,
+            Some(1) => ftiff::BlockHash::Md5,
+            Some(2) => ftiff::BlockHash::Crc32,
+            Some(v) => {
+                return Err(Error::config(
+                    path,
+                    line_of("dcp_mode"),
+                    format!("[basic] dcp_mode = {v}: FTI's modes are 1 (MD5) and 2 (CRC32)"),
+                ))
+            }
+        };
+        if let Some(v) = int("basic", "dcp_block_size")? {
+            if !(512..=65535).contains(&v) {
+                return Err(Error::config(path, line_of("dcp_block_size"), format!("[basic] dcp_block_size = {v}: must be 512 .. 65535 bytes (use dcp_block_kib for larger blocks)")));
+            }
+            cfg.dcp_block_size = v as u64;
+        }
+        if let Some(v) = int("basic", "dcp_block_kib")? {
+            if !(1..=65536).contains(&v) {
+                return Err(Error::config(
+                    path,
+                    line_of("dcp_block_kib"),
+                    format!("[basic] dcp_block_kib = {v}: must be 1 .. 65536"),
+                ));
+            }
+            cfg.dcp_block_size = v as u64 * 1024;
+        }
+        cfg.fast_integrity =
+            match get("basic", "integrity").map(|(v, l)| (v.to_ascii_lowercase(), *l)) {
+                None => false,
+                Some((v, _)) if v == "compatible" => false,
+                Some((v, _)) if v == "fast" => true,
+                Some((v, line)) => {
+                    return Err(Error::config(
+                        path,
+                        line,
+                        format!("[basic] integrity = {v}: `compatible` or `fast`"),
+                    ))
+                }
+            };
+        if cfg.fast_integrity {
+            ftiff::Integrity::fast(cfg.dcp_block_size).map_err(|_| {
+                Error::config(
+                    path,
+                    line_of("integrity"),
+                    format!(
+                        "integrity = fast needs a power-of-two block size, dcp_block_size is {}",
+                        cfg.dcp_block_size
+                    ),
+                )
+            })?;
+        }
         cfg.group_size = positive("basic", "group_size", cfg.group_size)?;
         cfg.node_size = positive("basic", "node_size", cfg.node_size)?;
         cfg.verbosity = int("basic", "verbosity")?.map_or(2, |v| v.clamp(1, 3) as u8);
@@ -464,6 +535,31 @@ mod tests {
             .contains("not an integer"));
         assert!(parse("[restart]\nfailure = 7\n").is_err());
         assert!(parse("[basic]\njust words\n").is_err());
+    }
+
+    #[test]
+    fn dcp_and_integrity_keys() {
+        let cfg = parse(
+            "[basic]\nenable_dcp = 1\ndcp_mode = 2\ndcp_block_size = 4096\nintegrity = fast\n",
+        )
+        .unwrap();
+        assert!(cfg.dcp && cfg.fast_integrity);
+        assert_eq!(
+            (cfg.dcp_block_size, cfg.dcp_hash),
+            (4096, ftiff::BlockHash::Crc32)
+        );
+        let cfg = parse("[basic]\nenable_dcp = 1\ndcp_block_kib = 1024\n").unwrap();
+        assert_eq!(
+            (cfg.dcp_block_size, cfg.dcp_hash),
+            (1 << 20, ftiff::BlockHash::Xxh3)
+        );
+        assert!(parse("[basic]\ndcp_block_size = 100000\n").is_err());
+        assert!(parse("[basic]\ndcp_mode = 0\n").is_err());
+        assert!(parse("[basic]\nintegrity = sloppy\n").is_err());
+        assert!(parse("[basic]\ndcp_block_size = 1000\nintegrity = fast\n")
+            .unwrap_err()
+            .to_string()
+            .contains("power-of-two"));
     }
 
     #[test]

@@ -4,6 +4,9 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use std::collections::HashMap;
+
+use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 
 use crate::config::{self, Config, Level};
@@ -37,6 +40,19 @@ pub struct CheckpointInfo {
     pub size: u64,
     /// `FB.timestamp`, ns since the Unix epoch.
     pub timestamp: i64,
+    /// Bytes written to make it (less than `size` for a differential checkpoint; 0 for a
+    /// checkpoint found on disk).
+    pub bytes_written: u64,
+}
+
+/// A file this process wrote, with what a differential update of it needs.
+struct DcpFile {
+    id: i32,
+    level: Level,
+    layout: Layout,
+    table: ftiff::BlockTable,
+    /// Its file block as written, to recognise the file on disk.
+    fb: FileBlock,
 }
 
 /// What a call to [`Fti::snapshot`] did.
@@ -72,6 +88,20 @@ pub struct Fti {
     next_id: i32,
     timer: SnapshotTimer,
     tracer: Option<Tracer>,
+    /// The last two files written, oldest first, for differential checkpoints.
+    dcp_files: std::collections::VecDeque<DcpFile>,
+    /// The open incremental checkpoint.
+    icp: Option<Icp>,
+}
+
+/// An incremental checkpoint between `init_icp` and `finalize_icp`.
+struct Icp {
+    id: i32,
+    level: Level,
+    write_level: Level,
+    writer: ftiff::Incremental,
+    pending: store::Pending,
+    started: Instant,
 }
 
 /// FTI_Snapshot's clock: time spent computing (checkpoints excluded) against each level's
@@ -135,6 +165,8 @@ impl Fti {
                 counts: [1; 4],
             },
             tracer,
+            dcp_files: Default::default(),
+            icp: None,
             cfg,
         };
         if restart_exec.is_some() {
@@ -258,7 +290,7 @@ impl Fti {
         let started = Instant::now();
         trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
         let result = self.write_and_publish(id, level, vars);
-        let (path, layout, written) = match result {
+        let (path, layout, fb, bytes_written) = match result {
             Ok(done) => done,
             Err(e) => {
                 trace::with(&mut self.tracer, Tracer::close_all);
@@ -272,13 +304,26 @@ impl Fti {
             id,
             level,
             size: layout.file_size(),
-            timestamp: written.map_or(0, |fb: ftiff::raw::FileBlock| fb.timestamp),
+            timestamp: fb.timestamp,
+            bytes_written,
             path,
         };
+        self.after_checkpoint(&info, layout, started)?;
+        Ok(info)
+    }
+
+    /// Bookkeeping after a checkpoint is published: structure to continue, config record,
+    /// snapshot clock, message.
+    fn after_checkpoint(
+        &mut self,
+        info: &CheckpointInfo,
+        layout: Layout,
+        started: Instant,
+    ) -> Result<()> {
         let first = self.last.is_none();
         self.layout = Some(layout);
         self.last = Some(info.clone());
-        self.next_id = self.next_id.max(id.saturating_add(1));
+        self.next_id = self.next_id.max(info.id.saturating_add(1));
         if first {
             self.record_in_config(1)?;
         }
@@ -287,22 +332,77 @@ impl Fti {
             &self.cfg,
             Verbosity::Info,
             &format!(
-                "checkpoint {id} at {level}: {} bytes in {:.3} s",
+                "checkpoint {} at {}: {} bytes ({} written) in {:.3} s",
+                info.id,
+                info.level,
                 info.size,
+                info.bytes_written,
                 started.elapsed().as_secs_f64()
             ),
         );
-        Ok(info)
+        Ok(())
     }
 
-    /// Plans, writes and publishes one checkpoint file; returns its path, its layout and its
-    /// file block.
+    /// The write options the config asks for.
+    fn write_options(&self) -> WriteOptions {
+        let integrity = if self.cfg.fast_integrity {
+            ftiff::Integrity::fast(self.cfg.dcp_block_size).unwrap_or(ftiff::Integrity::Md5)
+        } else {
+            ftiff::Integrity::Md5
+        };
+        let table =
+            (self.cfg.dcp && integrity == ftiff::Integrity::Md5).then_some(ftiff::Blocking {
+                size: self.cfg.dcp_block_size,
+                hash: self.cfg.dcp_hash,
+            });
+        WriteOptions {
+            integrity,
+            table,
+            ..WriteOptions::default()
+        }
+    }
+
+    /// Checkpoints kept per level: differential checkpoints need the one before the last as
+    /// the base of the next.
+    fn keep(&self) -> usize {
+        if self.cfg.dcp {
+            self.cfg.keep_ckpts.max(2)
+        } else {
+            self.cfg.keep_ckpts
+        }
+    }
+
+    /// The file a differential checkpoint at `level` can update in place: the older of the
+    /// last two files this process wrote there, if it is still on disk exactly as written (same
+    /// file block timestamp) and is not the newest checkpoint.
+    fn take_dcp_base(&mut self, level: Level) -> Option<(PathBuf, DcpFile)> {
+        if !self.cfg.dcp || self.dcp_files.len() < 2 || self.dcp_files[0].level != level {
+            return None;
+        }
+        let base = self.dcp_files.pop_front()?;
+        let newest = self.dcp_files.back().map(|f| f.id);
+        if newest == Some(base.id) {
+            return None;
+        }
+        let found = store::find_checkpoints(&self.dirs)
+            .into_iter()
+            .find(|f| f.id == base.id && f.level == level)?;
+        let mut head = [0u8; ftiff::raw::fb::SIZE];
+        let file = File::open(&found.path).ok()?;
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).ok()?;
+        let fb = ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()?;
+        (fb == base.fb).then_some((found.path, base))
+    }
+
+    /// Plans, writes and publishes one checkpoint file (updating an older file in place for a
+    /// differential checkpoint); returns its path, its layout, its file block and the bytes
+    /// written.
     fn write_and_publish(
         &mut self,
         id: i32,
         level: Level,
         vars: &[Var<'_>],
-    ) -> Result<(PathBuf, Layout, Option<ftiff::raw::FileBlock>)> {
+    ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
         let sizes: Vec<VarSize> = vars
             .iter()
             .map(|v| VarSize {
@@ -311,46 +411,196 @@ impl Fti {
             })
             .collect();
         let layout = Layout::plan(self.layout.as_ref(), &sizes)?;
-        let data: Vec<&[u8]> = vars.iter().map(|v| &*v.bytes).collect();
-        let keep = self.cfg.keep_ckpts;
-        let mut written = None;
-        let tracer = &mut self.tracer;
+        let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
+        // Buffers by protect position; a removed variable has none.
+        let data: Vec<&[u8]> = layout
+            .vars()
+            .iter()
+            .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
+            .collect();
+        let opts = self.write_options();
+        let keep = self.keep();
+        let write_level = if level == Level::L4 && !self.cfg.inline_l4 {
+            Level::L1
+        } else {
+            level
+        };
+        let base = self.take_dcp_base(write_level);
+        let pending = store::begin(
+            &self.dirs,
+            write_level,
+            id,
+            base.as_ref().map(|(p, _)| p.as_path()),
+        )?;
         let bar = progress_bar(
             &self.cfg,
             layout.file_size(),
             format!("checkpoint {id} ({level})"),
         );
-        let write = |file: &File, path: &Path| -> Result<()> {
-            trace::with(tracer, |t| t.begin(Phase::Write));
-            let fb = ftiff::write_file_with_progress(
-                file,
+        let progress = |n| bar.set_position(n);
+        trace::with(&mut self.tracer, |t| t.begin(Phase::Write));
+        let written = match &base {
+            Some((_, b)) => ftiff::update_file(
+                &pending.file,
+                Some((&b.layout, &b.table)),
                 &layout,
                 &data,
-                &WriteOptions::default(),
-                &|n| bar.set_position(n),
-            )
-            .map_err(|e| Error::Format(e.with_path(path)))?;
-            bar.finish_and_clear();
-            trace::with(tracer, |t| t.end(Phase::Write));
-            trace::with(tracer, |t| t.begin(Phase::Publish));
-            written = Some(fb.fb);
-            Ok(())
-        };
-        let path = if level == Level::L4 && !self.cfg.inline_l4 {
-            let local = store::publish(&self.dirs, Level::L1, id, keep, write)?;
-            trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+                &opts,
+                &progress,
+            ),
+            None => {
+                ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+            }
+        }
+        .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
+        bar.finish_and_clear();
+        trace::with(&mut self.tracer, |t| t.end(Phase::Write));
+        trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
+        let mut path = store::commit(&self.dirs, pending, keep)?;
+        trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+        if write_level != level {
             trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
-            let path = store::publish(&self.dirs, Level::L4, id, keep, |file, tmp| {
+            let local = path.clone();
+            path = store::publish(&self.dirs, level, id, keep, |file, tmp| {
                 copy_into(&local, file, tmp)
             })?;
             trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
-            path
+        }
+        match written.table {
+            Some(table) if self.cfg.dcp => {
+                self.dcp_files.push_back(DcpFile {
+                    id,
+                    level: write_level,
+                    layout: layout.clone(),
+                    table,
+                    fb: written.fb,
+                });
+                while self.dcp_files.len() > 2 {
+                    self.dcp_files.pop_front();
+                }
+            }
+            _ => self.dcp_files.clear(),
+        }
+        Ok((path, layout, written.fb, written.bytes_written))
+    }
+
+    /// Opens incremental checkpoint `id` at `level` (FTI's `FTI_InitICP`) for variables of these
+    /// ids and sizes, in protect order. Each variable is then written by
+    /// [`Fti::add_var_icp`] as soon as the application is done with it, in any order; the
+    /// checkpoint exists only after [`Fti::finalize_icp`] (a crash before keeps the previous
+    /// one).
+    pub fn init_icp(&mut self, id: i32, level: Level, vars: &[VarSize]) -> Result<()> {
+        if matches!(level, Level::L2 | Level::L3) {
+            return Err(Error::NeedsMpi(level));
+        }
+        if self.icp.is_some() {
+            return Err(Error::State("an incremental checkpoint is already open"));
+        }
+        if matches!(self.status, Status::Restart(_)) {
+            return Err(Error::State(
+                "recover the restart's checkpoint before writing a new one",
+            ));
+        }
+        let layout = Layout::plan(self.layout.as_ref(), vars)?;
+        let write_level = if level == Level::L4 && !self.cfg.inline_l4 {
+            Level::L1
         } else {
-            let path = store::publish(&self.dirs, level, id, keep, write)?;
-            trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
-            path
+            level
         };
-        Ok((path, layout, written))
+        let mut opts = self.write_options();
+        opts.table = None;
+        let writer = ftiff::Incremental::new(layout, opts)?;
+        let pending = store::begin(&self.dirs, write_level, id, None)?;
+        trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
+        trace::with(&mut self.tracer, |t| t.begin(Phase::Write));
+        self.icp = Some(Icp {
+            id,
+            level,
+            write_level,
+            writer,
+            pending,
+            started: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Writes one variable of the open incremental checkpoint (`FTI_AddVarICP`); its bytes
+    /// are in the file when this returns.
+    pub fn add_var_icp(&mut self, var: &Var<'_>) -> Result<()> {
+        let icp = self
+            .icp
+            .as_mut()
+            .ok_or(Error::State("no incremental checkpoint is open"))?;
+        let idx = icp
+            .writer
+            .layout()
+            .vars()
+            .iter()
+            .position(|v| v.id == var.id)
+            .filter(|&i| !icp.writer.layout().is_removed(i as u32))
+            .ok_or_else(|| Error::Variable {
+                id: var.id,
+                what: "not part of this incremental checkpoint".into(),
+            })?;
+        let path = icp.pending.path.clone();
+        icp.writer
+            .add(&icp.pending.file, idx as u32, var.bytes)
+            .map_err(|e| Error::Format(e.with_path(&path)))
+    }
+
+    /// Commits the open incremental checkpoint (`FTI_FinalizeICP`): every variable must have
+    /// been added. The file is then published like any other.
+    pub fn finalize_icp(&mut self) -> Result<CheckpointInfo> {
+        let icp = self
+            .icp
+            .take()
+            .ok_or(Error::State("no incremental checkpoint is open"))?;
+        let result = self.finish_icp(icp);
+        if result.is_err() {
+            trace::with(&mut self.tracer, Tracer::close_all);
+        }
+        result
+    }
+
+    fn finish_icp(&mut self, icp: Icp) -> Result<CheckpointInfo> {
+        let Icp {
+            id,
+            level,
+            write_level,
+            writer,
+            pending,
+            started,
+        } = icp;
+        let layout = writer.layout().clone();
+        let written = writer
+            .finish(&pending.file, &|_| {})
+            .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
+        trace::with(&mut self.tracer, |t| t.end(Phase::Write));
+        trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
+        let keep = self.keep();
+        let mut path = store::commit(&self.dirs, pending, keep)?;
+        trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+        if write_level != level {
+            let local = path.clone();
+            path = store::publish(&self.dirs, level, id, keep, |file, tmp| {
+                copy_into(&local, file, tmp)
+            })?;
+        }
+        trace::with(&mut self.tracer, |t| {
+            t.end_checkpoint(id, level, layout.file_size())
+        });
+        // The next differential checkpoint has no block table of this file: it writes in full.
+        self.dcp_files.clear();
+        let info = CheckpointInfo {
+            id,
+            level,
+            size: layout.file_size(),
+            timestamp: written.fb.timestamp,
+            bytes_written: written.bytes_written,
+            path,
+        };
+        self.after_checkpoint(&info, layout, started)?;
+        Ok(info)
     }
 
     /// Restores every variable from the restart's checkpoint. The variables must be the ones
@@ -362,7 +612,8 @@ impl Fti {
             .restart
             .as_ref()
             .ok_or(Error::State("recover: this run is not a restart"))?;
-        let stored = restart.ckpt.vars();
+        let stored: Vec<&ftiff::VarInfo> =
+            restart.ckpt.vars().iter().filter(|v| !v.removed).collect();
         if stored.len() != vars.len() {
             return Err(Error::Variable {
                 id: vars.get(stored.len()).or(vars.last()).map_or(-1, |v| v.id),
@@ -398,15 +649,47 @@ impl Fti {
             .restart
             .as_ref()
             .ok_or(Error::State("recover_var: this run is not a restart"))?;
-        let stored = restart.ckpt.var(var.id).map_err(|_| Error::Variable {
-            id: var.id,
-            what: "not in the checkpoint".into(),
-        })?;
+        let stored = restart
+            .ckpt
+            .var(var.id)
+            .ok()
+            .filter(|v| !v.removed)
+            .ok_or_else(|| Error::Variable {
+                id: var.id,
+                what: "not in the checkpoint".into(),
+            })?;
         check_matches(stored, var)?;
         restart
             .ckpt
             .copy_var_into(restart.map.bytes(), var.id, var.bytes)
             .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+    }
+
+    /// Recovers one variable from the newest checkpoint of this run (or the one with id
+    /// `ckpt_id`) that holds it intact, in any level or archive, without reading the other
+    /// variables. The file checksum covers every byte, so it cannot be checked without reading
+    /// everything: instead the file block's self-hash (`myHash`), the structure and the
+    /// variable's own chunk hashes are checked. Works in any run state and leaves the status
+    /// alone.
+    pub fn recover_var_from(
+        &mut self,
+        ckpt_id: Option<i32>,
+        var: &mut Var<'_>,
+    ) -> Result<CheckpointInfo> {
+        let mut tried = Vec::new();
+        for found in store::find_checkpoints(&self.dirs) {
+            if ckpt_id.is_some_and(|id| id != found.id) {
+                continue;
+            }
+            match read_one_var(&found, var) {
+                Ok(info) => return Ok(info),
+                Err(e) => tried.push(format!("checkpoint {} at {}: {e}", found.id, found.level)),
+            }
+        }
+        Err(Error::NothingToRecover {
+            rank: self.cfg.rank,
+            tried,
+        })
     }
 
     fn finish_recovery(&mut self, info: &CheckpointInfo) {
@@ -568,8 +851,41 @@ fn open_verified(
         path: found.path.clone(),
         size: ckpt.fs(),
         timestamp: ckpt.fb.timestamp,
+        bytes_written: 0,
     };
     Ok(Restart { info, ckpt, map })
+}
+
+/// Reads one variable from a candidate file: structure, `myHash`, then its chunks with their
+/// hashes.
+fn read_one_var(found: &Found, var: &mut Var<'_>) -> Result<CheckpointInfo> {
+    let (ckpt, map) = Checkpoint::open(&found.path)?;
+    let my_hash = ftiff::hash::my_hash(&ckpt.fb);
+    if my_hash != ckpt.fb.my_hash {
+        return Err(Error::Variable {
+            id: var.id,
+            what: "the file block's myHash does not match".into(),
+        });
+    }
+    let stored = ckpt
+        .var(var.id)
+        .ok()
+        .filter(|v| !v.removed)
+        .ok_or_else(|| Error::Variable {
+            id: var.id,
+            what: "not in this checkpoint".into(),
+        })?;
+    check_matches(stored, var)?;
+    ckpt.read_var_into(map.bytes(), var.id, var.bytes)
+        .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+    Ok(CheckpointInfo {
+        id: found.id,
+        level: found.level,
+        path: found.path.clone(),
+        size: ckpt.fs(),
+        timestamp: ckpt.fb.timestamp,
+        bytes_written: 0,
+    })
 }
 
 fn copy_into(from: &Path, to: &File, to_path: &Path) -> Result<()> {

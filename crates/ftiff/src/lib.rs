@@ -34,6 +34,6 @@ pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE
 pub use read::{Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::{is_rsed_name, RsedFile};
 pub use write::{
-    update_file, write_file, write_file_with_progress, write_path, BlockTable, WriteOptions,
-    Written,
+    update_file, write_file, write_file_with_progress, write_path, BlockTable, Incremental,
+    WriteOptions, Written,
 };
