@@ -676,13 +676,10 @@ impl Walk {
                 "differs from the sum of the variable's earlier containersizes",
             ));
         }
+        // A first container without content marks a removed variable (an fti-rs extension):
+        // all its containers are then empty, which the `closed` rule below enforces.
         if s.chunks.is_empty() && !c.has_content {
-            return Err(bad(
-                vmd::HAS_CONTENT,
-                "hascontent",
-                0,
-                "a variable's first container always has content",
-            ));
+            s.removed = true;
         }
         if s.closed && c.has_content {
             return Err(bad(

@@ -241,7 +241,8 @@ fn container_walk_rules_fti_always_follows() {
     let seed7 = std::fs::read(fixtures().join("seed-example/ckpt7-rank0.fti")).unwrap();
     let ckpt = Checkpoint::parse(&seed7).unwrap();
     let rec = |block: usize, pos: usize| ckpt.blocks[block][pos].vmd_offset as usize;
-    // A variable's first container without content.
+    // A variable's first container without content reads as a removed variable, whose
+    // containers must hold zeros only: the old data left in it is caught.
     let first = rec(0, 0) + vmd::HAS_CONTENT;
     let bytes = mutate(
         &seed7,
@@ -250,8 +251,16 @@ fn container_walk_rules_fti_always_follows() {
             (rec(0, 0) + vmd::CHUNK_SIZE, &0i64.to_le_bytes()),
         ],
     );
-    let err = Checkpoint::parse(&bytes).unwrap_err().to_string();
-    assert!(err.contains("first container always has content"), "{err}");
+    let removed = Checkpoint::parse(&bytes).unwrap();
+    assert!(removed.vars()[0].removed);
+    let problems = removed.verify(&bytes, &no_progress);
+    assert!(
+        matches!(
+            problems[0].kind(),
+            ftiff::ErrorKind::NonZeroFill { id: 1, .. }
+        ),
+        "{problems:?}"
+    );
     // Content flagged in a container after an empty one (block 2 holds id 2's third container,
     // empty in ckpt 7).
     let third = rec(2, 0);
