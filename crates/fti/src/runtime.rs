@@ -88,7 +88,7 @@ pub struct Fti {
     next_id: i32,
     timer: SnapshotTimer,
     tracer: Option<Tracer>,
-    /// The last two files written, oldest first, for differential checkpoints.
+    /// The last `keep` files written, oldest first, for differential checkpoints.
     dcp_files: std::collections::VecDeque<DcpFile>,
     /// The open incremental checkpoint.
     icp: Option<Icp>,
@@ -372,11 +372,13 @@ impl Fti {
         }
     }
 
-    /// The file a differential checkpoint at `level` can update in place: the older of the
-    /// last two files this process wrote there, if it is still on disk exactly as written (same
-    /// file block timestamp) and is not the newest checkpoint.
+    /// The file a differential checkpoint at `level` can update in place: the oldest of the
+    /// `keep` files kept (the one the new checkpoint would push out of the window), if this
+    /// process wrote it, it is still on disk exactly as written (same file block) and it is
+    /// not the newest checkpoint. With `keep = 2` the runtime alternates between two files.
     fn take_dcp_base(&mut self, level: Level) -> Option<(PathBuf, DcpFile)> {
-        if !self.cfg.dcp || self.dcp_files.len() < 2 || self.dcp_files[0].level != level {
+        let keep = self.keep();
+        if !self.cfg.dcp || self.dcp_files.len() < keep || self.dcp_files[0].level != level {
             return None;
         }
         let base = self.dcp_files.pop_front()?;
@@ -475,7 +477,7 @@ impl Fti {
                     table,
                     fb: written.fb,
                 });
-                while self.dcp_files.len() > 2 {
+                while self.dcp_files.len() > keep {
                     self.dcp_files.pop_front();
                 }
             }

@@ -372,9 +372,15 @@ fn l4_flush_from_local_and_errors() {
         fti.checkpoint(2, Level::L1, &[Var::new(0, &mut x), Var::new(0, &mut y)]),
         Err(Error::Variable { id: 0, .. })
     ));
-    // A variable protected before cannot silently disappear or change place.
-    assert!(fti
+    // A variable no longer protected is removed (its containers emptied), a new one added;
+    // protected variables cannot change places.
+    let info = fti
         .checkpoint(2, Level::L1, &[Var::new(5, &mut y)])
+        .unwrap();
+    let ckpt = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    assert!(ckpt.var(0).unwrap().removed && !ckpt.var(5).unwrap().removed);
+    assert!(fti
+        .checkpoint(3, Level::L1, &[Var::new(5, &mut y), Var::new(0, &mut x)])
         .is_err());
 }
 
