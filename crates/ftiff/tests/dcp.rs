@@ -168,7 +168,7 @@ proptest! {
 fn small_change_writes_little() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.fti");
-    let mut data = vec![vec![3u8; 4 << 20], vec![5u8; 4 << 20]];
+    let mut data = [vec![3u8; 4 << 20], vec![5u8; 4 << 20]];
     let layout = Layout::plan(
         None,
         &[
