@@ -3,4 +3,5 @@
 //! pthreads read back event for event, and every FATAL path in a child process.
 
 mod abi;
+mod trace;
 mod util;
