@@ -510,6 +510,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn proc_init_while_another_thread_initializes_dies() {
+        // The state is only in between while another thread runs ovni_proc_init: a child
+        // process of this test binary sets it and calls in.
+        if std::env::var_os("OVNI_CAPI_INIT_RACE").is_some() {
+            STATE.store(INIT, Ordering::SeqCst);
+            // SAFETY: a NUL-terminated string.
+            unsafe { ovni_proc_init(1, c"host.race".as_ptr(), 9) };
+            return;
+        }
+        let name = "runtime::tests::proc_init_while_another_thread_initializes_dies";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
+            .env("OVNI_CAPI_INIT_RACE", "1")
+            .output()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(6), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l == "FATAL: ovni_proc_init: pid 9 already being initialized"),
+            "{stderr}"
+        );
+    }
+
+    #[test]
     fn static_strings_match_the_writer() {
         assert_eq!(VERSION.to_str(), Ok(LIB_VERSION));
         assert_eq!(COMMIT.to_str(), Ok(ovni_rs::write::LIB_COMMIT));

@@ -3,5 +3,6 @@
 //! pthreads read back event for event, and every FATAL path in a child process.
 
 mod abi;
+mod fatal;
 mod trace;
 mod util;
