@@ -113,7 +113,7 @@ fn main() {
     assert!(back == bufs);
     std::fs::remove_dir_all(&root).ok();
 
-    let demo = |every: i32| {
+    let demo = |every: i32, trace: bool| {
         let d = dir.join("bench-demo");
         std::fs::remove_dir_all(&d).ok();
         let p = fti::heatdis::Params {
@@ -122,14 +122,17 @@ fn main() {
             every,
             crash_at: None,
         };
+        let mut cfg = fti::heatdis::config(&d);
+        cfg.trace = trace;
         let t = Instant::now();
-        fti::heatdis::run(fti::heatdis::config(&d), p, &mut |_| {}).unwrap();
+        fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
         let s = t.elapsed().as_secs_f64();
         std::fs::remove_dir_all(&d).ok();
         s
     };
-    let demo_off = median((0..repeats).map(|_| demo(1_000_000)).collect());
-    let demo_on = median((0..repeats).map(|_| demo(100)).collect());
+    let demo_off = median((0..repeats).map(|_| demo(1_000_000, false)).collect());
+    let demo_on = median((0..repeats).map(|_| demo(100, false)).collect());
+    let demo_traced = median((0..repeats).map(|_| demo(100, true)).collect());
 
     println!(
         "data: {mib} MiB in 4 variables, dir {}, median of {repeats}",
@@ -164,4 +167,8 @@ fn main() {
     );
     println!();
     println!("heatdis 1024x1024, 600 iterations: {demo_off:.3} s without checkpoints, {demo_on:.3} s with one every 100 iterations (16 MiB each): {:+.1}%", 100.0 * (demo_on / demo_off - 1.0));
+    println!(
+        "same with the runtime's ovni trace on: {demo_traced:.3} s ({:+.2}% vs trace off)",
+        100.0 * (demo_traced / demo_on - 1.0)
+    );
 }
