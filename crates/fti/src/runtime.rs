@@ -651,16 +651,7 @@ impl Fti {
             .restart
             .as_ref()
             .ok_or(Error::State("recover_var: this run is not a restart"))?;
-        let stored = restart
-            .ckpt
-            .var(var.id)
-            .ok()
-            .filter(|v| !v.removed)
-            .ok_or_else(|| Error::Variable {
-                id: var.id,
-                what: "not in the checkpoint".into(),
-            })?;
-        check_matches(stored, var)?;
+        matching_var(&restart.ckpt, var)?;
         restart
             .ckpt
             .copy_var_into(restart.map.bytes(), var.id, var.bytes)
@@ -847,14 +838,7 @@ fn open_verified(
     {
         return Err(first.with_path(&found.path));
     }
-    let info = CheckpointInfo {
-        id: found.id,
-        level: found.level,
-        path: found.path.clone(),
-        size: ckpt.fs(),
-        timestamp: ckpt.fb.timestamp,
-        bytes_written: 0,
-    };
+    let info = found_info(found, &ckpt);
     Ok(Restart { info, ckpt, map })
 }
 
@@ -869,25 +853,35 @@ fn read_one_var(found: &Found, var: &mut Var<'_>) -> Result<CheckpointInfo> {
             what: "the file block's myHash does not match".into(),
         });
     }
+    matching_var(&ckpt, var)?;
+    ckpt.read_var_into(map.bytes(), var.id, var.bytes)
+        .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+    Ok(found_info(found, &ckpt))
+}
+
+/// The protected (not removed) variable of `ckpt` with `var`'s id and size.
+fn matching_var(ckpt: &Checkpoint, var: &Var<'_>) -> Result<()> {
     let stored = ckpt
         .var(var.id)
         .ok()
         .filter(|v| !v.removed)
         .ok_or_else(|| Error::Variable {
             id: var.id,
-            what: "not in this checkpoint".into(),
+            what: "not in the checkpoint".into(),
         })?;
-    check_matches(stored, var)?;
-    ckpt.read_var_into(map.bytes(), var.id, var.bytes)
-        .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-    Ok(CheckpointInfo {
+    check_matches(stored, var)
+}
+
+/// What is known of a checkpoint found on disk.
+fn found_info(found: &Found, ckpt: &Checkpoint) -> CheckpointInfo {
+    CheckpointInfo {
         id: found.id,
         level: found.level,
         path: found.path.clone(),
         size: ckpt.fs(),
         timestamp: ckpt.fb.timestamp,
         bytes_written: 0,
-    })
+    }
 }
 
 fn copy_into(from: &Path, to: &File, to_path: &Path) -> Result<()> {

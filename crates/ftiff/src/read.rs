@@ -362,71 +362,56 @@ impl Checkpoint {
     /// variable's size, checking each chunk's hash. On a hash mismatch `out` may be partly
     /// written.
     pub fn read_var_into(&self, bytes: &[u8], id: i32, out: &mut [u8]) -> Result<()> {
-        let var = self.var(id)?;
-        if out.len() as u64 != var.size {
-            return Err(Error::new(ErrorKind::SizeMismatch {
-                id,
-                expected: var.size,
-                actual: out.len() as u64,
-            }));
-        }
-        for r in self.records_of(var.idx).filter(|r| r.chunk.chunk_size > 0) {
-            let c = &r.chunk;
-            let data = slice_at(bytes, c.fptr.0, c.chunk_size);
-            let computed = self.chunk_hash_of(bytes, r);
-            if computed != r.hash {
-                return Err(Error::at(
-                    r.vmd_offset + vmd::HASH as u64,
-                    ErrorKind::HashMismatch {
-                        record: Record::VarMeta,
-                        field: "hash",
-                        stored: hash::to_hex(&r.hash),
-                        computed: hash::to_hex(&computed),
-                    },
-                ));
-            }
-            // parse() proved that a chunk with data ends within the variable's size.
-            let target = usize::try_from(c.dptr.0)
-                .ok()
-                .and_then(|start| out.get_mut(start..start.checked_add(data.len())?))
-                .ok_or_else(|| {
-                    Error::new(ErrorKind::SizeMismatch {
-                        id,
-                        expected: c.dptr.0 + c.chunk_size,
-                        actual: var.size,
-                    })
-                })?;
-            target.copy_from_slice(data);
-        }
-        Ok(())
+        self.copy_chunks(bytes, id, out, true)
     }
 
     /// Copies the current bytes of variable `id` into `out` without checking chunk hashes: for
     /// a checkpoint whose [`Checkpoint::verify`] found no problem on these same bytes, so that
     /// recovery does not hash the data a third time.
     pub fn copy_var_into(&self, bytes: &[u8], id: i32, out: &mut [u8]) -> Result<()> {
+        self.copy_chunks(bytes, id, out, false)
+    }
+
+    /// Copies every chunk of variable `id` to its `dptr` in `out`, checking chunk hashes if
+    /// `check`.
+    fn copy_chunks(&self, bytes: &[u8], id: i32, out: &mut [u8], check: bool) -> Result<()> {
         let var = self.var(id)?;
-        if out.len() as u64 != var.size {
-            return Err(Error::new(ErrorKind::SizeMismatch {
+        let actual = out.len() as u64;
+        let mismatch = |expected| {
+            Error::new(ErrorKind::SizeMismatch {
                 id,
-                expected: var.size,
-                actual: out.len() as u64,
-            }));
+                expected,
+                actual,
+            })
+        };
+        if out.len() as u64 != var.size {
+            return Err(mismatch(var.size));
         }
         for r in self.records_of(var.idx).filter(|r| r.chunk.chunk_size > 0) {
             let c = &r.chunk;
+            if check {
+                let computed = self.chunk_hash_of(bytes, r);
+                if computed != r.hash {
+                    return Err(Error::at(
+                        r.vmd_offset + vmd::HASH as u64,
+                        ErrorKind::HashMismatch {
+                            record: Record::VarMeta,
+                            field: "hash",
+                            stored: hash::to_hex(&r.hash),
+                            computed: hash::to_hex(&computed),
+                        },
+                    ));
+                }
+            }
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
+            // parse() proved that a chunk with data ends within the variable's size; the
+            // checks only matter if `bytes` are not the ones parsed.
+            let end = c.dptr.0 + c.chunk_size;
             let target = usize::try_from(c.dptr.0)
                 .ok()
                 .and_then(|start| out.get_mut(start..start.checked_add(data.len())?))
                 .filter(|t| t.len() as u64 == c.chunk_size)
-                .ok_or_else(|| {
-                    Error::new(ErrorKind::SizeMismatch {
-                        id,
-                        expected: c.dptr.0 + c.chunk_size,
-                        actual: var.size,
-                    })
-                })?;
+                .ok_or_else(|| mismatch(end))?;
             target.copy_from_slice(data);
         }
         Ok(())

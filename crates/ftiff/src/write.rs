@@ -490,15 +490,7 @@ pub fn update_file(
             },
         })
         .collect();
-    let mut metas = Vec::with_capacity(layout.blocks.len());
-    let mut next = 0;
-    for block in &layout.blocks {
-        let n = block.chunks.len();
-        let meta = encode_block_meta(block, &chunk_hashes[next..next + n]);
-        file.write_all_at(&meta, block.offset.0)?;
-        metas.push(meta);
-        next += n;
-    }
+    let metas = write_metas(file, layout, &chunk_hashes)?;
     let checksum = match opts.integrity {
         Integrity::Fast { .. } => {
             blocks::fast_checksum(&opts.integrity.fb_mode(), metas.iter().map(Vec::as_slice))
@@ -528,6 +520,21 @@ pub fn update_file(
         }),
         bytes_written: written_data.into_inner() + meta_bytes + crate::raw::fb::SIZE as u64,
     })
+}
+
+/// Encodes and writes every block's meta data with the chunk hashes (file order); returns the
+/// encoded bytes, which fast checksums cover.
+fn write_metas(file: &File, layout: &Layout, chunk_hashes: &[Digest]) -> Result<Vec<Vec<u8>>> {
+    let mut metas = Vec::with_capacity(layout.blocks.len());
+    let mut rest = chunk_hashes;
+    for block in &layout.blocks {
+        let (mine, after) = rest.split_at(block.chunks.len().min(rest.len()));
+        let meta = encode_block_meta(block, mine);
+        file.write_all_at(&meta, block.offset.0)?;
+        metas.push(meta);
+        rest = after;
+    }
+    Ok(metas)
 }
 
 /// Creates (or replaces) the file at `path` and writes the checkpoint into it.
@@ -667,15 +674,7 @@ impl Incremental {
             .into_iter()
             .map(|h| h.unwrap_or(hash::EMPTY_MD5))
             .collect();
-        let mut metas = Vec::new();
-        let mut next = 0;
-        for block in &self.layout.blocks {
-            let n = block.chunks.len();
-            let meta = encode_block_meta(block, &hashes[next..next + n]);
-            file.write_all_at(&meta, block.offset.0)?;
-            metas.push(meta);
-            next += n;
-        }
+        let metas = write_metas(file, &self.layout, &hashes)?;
         let fs = self.layout.file_size();
         let checksum = match self.opts.integrity {
             Integrity::Fast { .. } => blocks::fast_checksum(
