@@ -4,6 +4,7 @@ use std::ffi::{c_char, c_int, c_long};
 use std::mem::{align_of, size_of};
 
 use ovni_rs::raw::{normal_payload_len, EV_HEADER_SIZE, FLAG_JUMBO, MAX_PAYLOAD};
+use ovni_rs::write::EV_IMAGE_SIZE;
 
 use crate::fatal::{cstr, die};
 
@@ -45,9 +46,6 @@ pub struct OvniEv {
 const _: () = assert!(size_of::<OvniEvHeader>() == 12 && align_of::<OvniEvHeader>() == 1);
 const _: () = assert!(size_of::<OvniEv>() == 28 && align_of::<OvniEv>() == 1);
 
-/// Largest encoded normal event.
-const MAX_NORMAL: usize = EV_HEADER_SIZE + MAX_PAYLOAD;
-
 // `struct ovni_ev` lives in the program's memory, in host byte order; only these two helpers
 // read or write its multi-byte payload fields.
 #[allow(clippy::host_endian_bytes)]
@@ -80,17 +78,17 @@ impl OvniEv {
         }
     }
 
-    /// The event as `stream.obs` stores it (clock little-endian); the first
-    /// `12 + payload size` bytes are the event. Only for normal events.
-    pub(crate) fn encode(&self) -> ([u8; MAX_NORMAL], usize) {
+    /// The event with its clock little-endian, as `stream.obs` stores it (for a normal
+    /// event, its first 12 + payload size bytes).
+    pub(crate) fn image(&self) -> [u8; EV_IMAGE_SIZE] {
         let h = self.header;
-        let mut out = [0u8; MAX_NORMAL];
+        let mut out = [0u8; EV_IMAGE_SIZE];
         let (head, payload) = out.split_at_mut(EV_HEADER_SIZE);
         let (mcv, clock) = head.split_at_mut(4);
         mcv.copy_from_slice(&[h.flags, h.model, h.category, h.value]);
         clock.copy_from_slice(&{ h.clock }.to_le_bytes());
         payload.copy_from_slice(&self.payload);
-        (out, EV_HEADER_SIZE + normal_payload_len(h.flags))
+        out
     }
 
     /// Appends to a normal payload, with `ovni_payload_add`'s checks.
@@ -233,19 +231,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn encode_puts_the_clock_little_endian_after_flags_and_mcv() {
+    fn image_puts_the_clock_little_endian_after_flags_and_mcv() {
         let mut ev = OvniEv::default();
         ev.header.clock = 0x0102_0304_0506_0708;
         ev.header.model = b'O';
         ev.header.category = b'A';
         ev.header.value = b's';
         ev.payload_add(&[1, 2, 3, 4]);
-        let (bytes, n) = ev.encode();
-        assert_eq!(n, 16);
+        let bytes = ev.image();
         assert_eq!(
-            bytes.get(..n).unwrap(),
+            bytes.get(..16).unwrap(),
             [3, b'O', b'A', b's', 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 3, 4]
         );
+        assert_eq!(bytes.get(16..).unwrap(), [0; 12]);
     }
 
     #[test]

@@ -448,8 +448,7 @@ pub unsafe extern "C" fn ovni_ev_emit(ev: *mut OvniEv) {
             // libovni would copy the jumbo size's worth of bytes from past the struct.
             die(FUNC, "event is marked as jumbo: use ovni_ev_jumbo_emit");
         }
-        let (bytes, n) = ev.encode();
-        if let Err(e) = t.stream.emit_encoded(&bytes[..n]) {
+        if let Err(e) = t.stream.emit_image(&ev.image()) {
             die_writer(FUNC, e, false);
         }
     });

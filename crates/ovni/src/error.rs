@@ -358,14 +358,8 @@ pub enum UsageError {
     },
     /// CPU index or phyid negative.
     CpuRange,
-    /// Bytes given as one encoded normal event are not one: jumbo flag set, or a length that
-    /// is not 12 plus the payload size of byte 0.
-    EncodedEvent {
-        /// Byte 0 (flags and size code).
-        byte0: u8,
-        /// Bytes given.
-        len: usize,
-    },
+    /// An event image (`struct ovni_ev`) with the jumbo flag: its data is not in the image.
+    JumboImage,
 }
 
 impl fmt::Display for UsageError {
@@ -401,10 +395,7 @@ impl fmt::Display for UsageError {
                 write!(f, "rank {rank} out of range [0, {nranks})")
             }
             Self::CpuRange => write!(f, "cpu index and phyid must be non-negative"),
-            Self::EncodedEvent { byte0, len } => write!(
-                f,
-                "{len} bytes with flags byte {byte0:#04x} are not one encoded normal event"
-            ),
+            Self::JumboImage => write!(f, "event image has the jumbo flag"),
         }
     }
 }

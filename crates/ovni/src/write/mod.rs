@@ -39,6 +39,8 @@ pub const LIB_VERSION: &str = "1.14.0";
 pub const LIB_COMMIT: &str = concat!("ovni-rs-", env!("CARGO_PKG_VERSION"));
 /// Mark flag: the mark type is a stack (push/pop) instead of single values (set).
 pub const MARK_STACK: u32 = 1;
+/// Size of an event image for [`ThreadStream::emit_image`]: libovni's `struct ovni_ev`.
+pub const EV_IMAGE_SIZE: usize = EV_HEADER_SIZE + MAX_PAYLOAD;
 
 // Room after the buffer's nominal size so the event that triggers a flush, and the two
 // flush events after it, never reallocate the buffer.
@@ -465,28 +467,29 @@ impl ThreadStream {
         Ok(())
     }
 
-    /// Emits one normal event already encoded as `stream.obs` stores it: the 12-byte header
-    /// (clock little-endian) and the payload its size code announces. This is how libovni
-    /// emits a `struct ovni_ev`: byte 0 is copied as given, unknown flag bits included.
+    /// Emits a normal event given as libovni's `struct ovni_ev` image, with the clock
+    /// little-endian: byte 0 (flags and size code), MCV, clock, then 16 payload bytes of
+    /// which the size code says how many belong to the event. Byte 0 is copied as given,
+    /// unknown flag bits included, as libovni copies the struct.
     #[inline]
-    pub fn emit_encoded(&mut self, event: &[u8]) -> Result<()> {
-        let byte0 = event.first().copied().unwrap_or(0);
-        if byte0 & raw::FLAG_JUMBO != 0
-            || event.len() != EV_HEADER_SIZE + raw::normal_payload_len(byte0)
-        {
-            return Err(UsageError::EncodedEvent {
-                byte0,
-                len: event.len(),
-            }
-            .into());
+    pub fn emit_image(&mut self, image: &[u8; EV_IMAGE_SIZE]) -> Result<()> {
+        let [byte0, ..] = *image;
+        if byte0 & raw::FLAG_JUMBO != 0 {
+            return Err(UsageError::JumboImage.into());
         }
-        if self.buf.len() + event.len() >= self.cap {
+        let size = EV_HEADER_SIZE + raw::normal_payload_len(byte0);
+        if self.buf.len() + size >= self.cap {
+            let event = image.get(..size).unwrap_or(image);
             return self.emit_flushing(|buf| {
                 buf.extend_from_slice(event);
                 Ok(())
             });
         }
-        self.buf.extend_from_slice(event);
+        // Copying the whole image is one fixed-size move (the buffer has room past its
+        // nominal size); the bytes past the event are then dropped.
+        let end = self.buf.len() + size;
+        self.buf.extend_from_slice(image);
+        self.buf.truncate(end);
         Ok(())
     }
 

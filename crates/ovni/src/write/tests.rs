@@ -1,4 +1,4 @@
-//! Unit tests of the writer parts libovni's C API builds on: pre-encoded events, staged
+//! Unit tests of the writer parts libovni's C API builds on: event images, staged
 //! (`OVNI_TMPDIR`) processes and mark types found in the metadata.
 
 use std::fs;
@@ -7,10 +7,15 @@ use std::path::Path;
 use super::*;
 use crate::read::Trace;
 
-fn encoded(byte0: u8, mcv: &[u8; 3], clock: u64, payload: &[u8]) -> Vec<u8> {
-    let mut e = vec![byte0, mcv[0], mcv[1], mcv[2]];
-    e.extend_from_slice(&clock.to_le_bytes());
-    e.extend_from_slice(payload);
+/// An event image; the payload bytes past `payload` are filled with 0xee, which must never
+/// reach the stream.
+fn image(byte0: u8, mcv: &[u8; 3], clock: u64, payload: &[u8]) -> [u8; EV_IMAGE_SIZE] {
+    let mut e = [0xee; EV_IMAGE_SIZE];
+    let (head, rest) = e.split_at_mut(4);
+    head.copy_from_slice(&[byte0, mcv[0], mcv[1], mcv[2]]);
+    let (clk, pl) = rest.split_at_mut(8);
+    clk.copy_from_slice(&clock.to_le_bytes());
+    pl[..payload.len()].copy_from_slice(payload);
     e
 }
 
@@ -19,7 +24,7 @@ fn obs(dir: &Path) -> Vec<u8> {
 }
 
 #[test]
-fn emit_encoded_writes_the_same_bytes_as_emit_at() {
+fn emit_image_writes_the_same_bytes_as_emit_at() {
     let tmp = tempfile::tempdir().unwrap();
     let p = Process::init(tmp.path(), 1, "n", 1).unwrap();
     let (mut a, mut b) = (p.thread_init(1).unwrap(), p.thread_init(2).unwrap());
@@ -29,7 +34,7 @@ fn emit_encoded_writes_the_same_bytes_as_emit_at() {
         let clock = 1000 + i as u64;
         a.emit_at(Mcv(*b"XAb"), clock, pl).unwrap();
         let code = raw::size_code(n).unwrap();
-        b.emit_encoded(&encoded(code, b"XAb", clock, pl)).unwrap();
+        b.emit_image(&image(code, b"XAb", clock, pl)).unwrap();
     }
     let (da, db) = (a.dir().to_path_buf(), b.dir().to_path_buf());
     a.finish().unwrap();
@@ -38,43 +43,31 @@ fn emit_encoded_writes_the_same_bytes_as_emit_at() {
 }
 
 #[test]
-fn emit_encoded_keeps_unknown_flag_bits_and_rejects_non_events() {
+fn emit_image_keeps_unknown_flag_bits_and_rejects_jumbo() {
     let tmp = tempfile::tempdir().unwrap();
     let p = Process::init(tmp.path(), 1, "n", 1).unwrap();
     let mut t = p.thread_init(1).unwrap();
-    let ev = encoded(0x21, b"XAb", 5, &[9, 9]);
-    t.emit_encoded(&ev).unwrap();
-    let bad = [
-        encoded(0x13, b"XJb", 5, &[0, 0, 0, 0]), // jumbo
-        encoded(0x01, b"XAb", 5, &[9]),          // size code says 2 bytes
-        encoded(0x00, b"XAb", 5, &[9, 9]),       // size code says none
-        Vec::new(),
-    ];
-    for e in bad {
-        let byte0 = e.first().copied().unwrap_or(0);
-        match t.emit_encoded(&e) {
-            Err(Error::Usage(UsageError::EncodedEvent { byte0: b, len })) => {
-                assert_eq!((b, len), (byte0, e.len()));
-            }
-            other => panic!("{e:?}: {other:?}"),
-        }
-    }
+    t.emit_image(&image(0x21, b"XAb", 5, &[9, 9])).unwrap();
+    assert!(matches!(
+        t.emit_image(&image(0x13, b"XJb", 5, &[0, 0, 0, 0])),
+        Err(Error::Usage(UsageError::JumboImage))
+    ));
     let dir = t.dir().to_path_buf();
     t.finish().unwrap();
     let mut want = raw::stream_header().to_vec();
-    want.extend_from_slice(&ev);
+    want.extend_from_slice(&[0x21, b'X', b'A', b'b', 5, 0, 0, 0, 0, 0, 0, 0, 9, 9]);
     assert_eq!(obs(&dir), want);
 }
 
 #[test]
-fn emit_encoded_flushes_like_emit_at() {
+fn emit_image_flushes_like_emit_at() {
     // A 64-byte buffer: the fourth 16-byte event would fill it (48 + 16 >= 64), so the
     // buffer is written first and the flush is recorded after that event.
     let tmp = tempfile::tempdir().unwrap();
     let p = Process::with_buffer_size(tmp.path(), 1, "n", 1, 64).unwrap();
     let mut t = p.thread_init(1).unwrap();
     for c in 0..5u64 {
-        t.emit_encoded(&encoded(0x03, b"OAs", c, &[1, 0, 0, 0]))
+        t.emit_image(&image(0x03, b"OAs", c, &[1, 0, 0, 0]))
             .unwrap();
     }
     t.finish().unwrap();
