@@ -257,19 +257,34 @@ fn fast_integrity_files_are_understood() {
     let dir = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(seed(3)).unwrap();
     let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
-    let data: Vec<Vec<u8>> = ckpt.vars().iter().map(|v| ckpt.read_var(&bytes, v.id).unwrap()).collect();
+    let data: Vec<Vec<u8>> = ckpt
+        .vars()
+        .iter()
+        .map(|v| ckpt.read_var(&bytes, v.id).unwrap())
+        .collect();
     let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let fast = dir.path().join("Ckpt3-Rank0.fti");
-    let opts = ftiff::WriteOptions { sync: false, integrity: ftiff::Integrity::fast(4096).unwrap(), ..Default::default() };
+    let opts = ftiff::WriteOptions {
+        sync: false,
+        integrity: ftiff::Integrity::fast(4096).unwrap(),
+        ..Default::default()
+    };
     ftiff::write_path(&fast, &ckpt.layout(), &slices, &opts).unwrap();
 
     assert_eq!(fti(args!["verify", fast]).status.code(), Some(0));
     let text = stdout(&fti(args!["inspect", fast]));
-    assert!(text.contains("fast-integrity file (xxh3-128 blocks of 4096 bytes)"), "{text}");
-    let v: serde_json::Value = serde_json::from_str(&stdout(&fti(args!["inspect", "--format", "json", fast]))).unwrap();
+    assert!(
+        text.contains("fast-integrity file (xxh3-128 blocks of 4096 bytes)"),
+        "{text}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&fti(args!["inspect", "--format", "json", fast]))).unwrap();
     assert_eq!(v["integrity"]["blockSize"], 4096);
     assert_eq!(v["integrity"]["mode"], "fast");
-    assert_eq!(stdout(&fti(args!["diff", seed(3), fast])), stdout(&fti(args!["diff", seed(3), seed(3)])));
+    assert_eq!(
+        stdout(&fti(args!["diff", seed(3), fast])),
+        stdout(&fti(args!["diff", seed(3), seed(3)]))
+    );
 
     // A flipped data byte is reported by the block hash of its container.
     let mut broken = std::fs::read(&fast).unwrap();
@@ -278,5 +293,9 @@ fn fast_integrity_files_are_understood() {
     std::fs::write(&bad, broken).unwrap();
     let out = fti(args!["verify", bad]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("VMD.hash mismatch"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("VMD.hash mismatch"),
+        "{}",
+        stdout(&out)
+    );
 }

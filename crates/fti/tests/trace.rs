@@ -17,8 +17,21 @@ fn config(root: &Path) -> Config {
     }
 }
 
-/// (MCV, mark value) of every event of the one stream below `dir`, after checking metadata.
+/// (MCV, mark value) of every event of the one stream below `dir`, after checking that
+/// `ovnilint` (the ovni emulator's checks) accepts the trace.
 fn events(dir: &Path) -> (Vec<(String, i64)>, serde_json::Value) {
+    let report = ovni::lint::lint_dir(
+        dir,
+        &ovni::lint::LintOptions {
+            all: true,
+            ..Default::default()
+        },
+    );
+    assert!(
+        report.accepted(),
+        "ovnilint rejects the runtime's trace: {:?}",
+        report.problems
+    );
     let trace = ovni::Trace::open(dir).unwrap();
     ovni::metadata::System::load(&trace, ovni::events::EventTable::builtin()).unwrap();
     assert_eq!(trace.streams().len(), 1);
