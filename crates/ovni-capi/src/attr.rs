@@ -138,10 +138,8 @@ pub unsafe extern "C" fn ovni_attr_set_json(key: *const c_char, json: *const c_c
         let parsed = unsafe { utf8(json) }.and_then(|s| serde_json::from_str::<Value>(s).ok());
         let Some(v) = parsed else {
             // SAFETY: forwarded contract.
-            die(
-                FUNC,
-                format!("cannot parse json: {}", unsafe { shown(json) }),
-            )
+            let text = unsafe { shown(json) };
+            die(FUNC, format!("cannot parse json: {text}"))
         };
         // SAFETY: forwarded contract.
         let key = unsafe { utf8(key) };

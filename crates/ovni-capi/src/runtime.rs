@@ -94,13 +94,6 @@ fn process_ready() -> bool {
     STATE.load(Ordering::Acquire) == READY
 }
 
-fn process() -> &'static Process {
-    match PROCESS.get() {
-        Some(p) => p,
-        None => die("ovni_thread_init", "process not ready"),
-    }
-}
-
 /// Checks that `version` is `major.minor.patch`; on failure prints libovni's `ERROR:` line
 /// naming the bad part and dies from `func`.
 fn parse_version_or_die(func: &str, version: &CStr) -> (u64, u64, u64) {
@@ -303,10 +296,10 @@ pub extern "C" fn ovni_thread_init(tid: pid_t) {
         if tid == 0 {
             die(FUNC, "cannot use tid=0");
         }
-        if !process_ready() {
-            die(FUNC, "process not ready");
-        }
-        let stream = process().thread_init(tid).unwrap_or_else(|e| match e {
+        let Some(process) = PROCESS.get().filter(|_| process_ready()) else {
+            die(FUNC, "process not ready")
+        };
+        let stream = process.thread_init(tid).unwrap_or_else(|e| match e {
             Error::Usage(UsageError::ThreadExists(_)) => die(
                 FUNC,
                 format!("thread {tid} already initialized by another thread of the process"),
