@@ -167,6 +167,9 @@ fn main() {
     // SAFETY: a NUL-terminated string.
     unsafe { ovni::ovni_proc_init(1, c"bench.capi".as_ptr(), 1) };
 
+    if quick {
+        println!("quick run (no --bench): checks the benchmark works, measures nothing");
+    }
     println!("ovni_ev_emit from C vs the Rust emit path: {n} events x {rounds} rounds, ns/event, fastest round (median)");
     println!("  case               Rust             C (libovni.so)   ratio  C ABI from Rust  goal (10% or 5 ns)");
     let mut id = 1;

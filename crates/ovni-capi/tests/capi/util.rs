@@ -6,6 +6,7 @@
 //! directory up. The shared library is copied, with its SONAME as file name, into a private
 //! directory: programs link against that copy, so a rebuild during the run cannot change it.
 
+// Also compiled into the benchmark, which uses only part of it.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
