@@ -108,10 +108,9 @@ impl Process {
         loom: &str,
         pid: i32,
     ) -> Result<Self> {
-        let tracedir = tracedir.as_ref();
         Self::build(
             tmpdir.as_ref(),
-            Some(tracedir),
+            Some(tracedir.as_ref()),
             app_id,
             loom,
             pid,
@@ -193,17 +192,11 @@ impl Process {
             .into_iter()
             .flatten()
         {
-            match fs::remove_dir(d) {
-                Err(e)
-                    if first.is_ok()
-                        && !matches!(
-                            e.kind(),
-                            std::io::ErrorKind::NotFound | std::io::ErrorKind::DirectoryNotEmpty
-                        ) =>
-                {
+            if let Err(e) = fs::remove_dir(d) {
+                use std::io::ErrorKind::{DirectoryNotEmpty, NotFound};
+                if first.is_ok() && !matches!(e.kind(), NotFound | DirectoryNotEmpty) {
                     first = Err(Error::io(d, e));
                 }
-                _ => {}
             }
         }
         first
