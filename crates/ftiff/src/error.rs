@@ -111,6 +111,62 @@ pub enum ErrorKind {
         /// The id asked for.
         id: i32,
     },
+    /// An L3 group that cannot exist (size, ranks, losses given by the caller).
+    #[error("L3 group: {what} (got {value})")]
+    InvalidGroup {
+        /// What is wrong.
+        what: &'static str,
+        /// The offending value.
+        value: i64,
+    },
+    /// A directory holds no `Ckpt<id>-Rank<r>.fti` or `Ckpt<id>-RSed<r>.fti` file to work on.
+    #[error("no L3 checkpoint files (Ckpt<id>-Rank<r>.fti, Ckpt<id>-RSed<r>.fti){}", match .id {
+        Some(id) => format!(" of checkpoint {id}"),
+        None => String::new(),
+    })]
+    NoGroupFiles {
+        /// The checkpoint id asked for, if any.
+        id: Option<u32>,
+    },
+    /// A directory holds files of several checkpoints and none was chosen.
+    #[error("files of several checkpoints ({}): choose one", ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
+    SeveralCheckpoints {
+        /// The checkpoint ids found.
+        ids: Vec<u32>,
+    },
+    /// More files of an L3 group are lost than its code can rebuild.
+    #[error("{lost} of the group's {} files are missing or unusable: Reed-Solomon over {k} ranks rebuilds at most {k}", 2 * k)]
+    TooManyLost {
+        /// Files missing or unusable.
+        lost: usize,
+        /// Group size.
+        k: usize,
+    },
+    /// A file of an L3 group disagrees with the rest of its group.
+    #[error("{record}.{field} = {value}, but the rest of the group says {expected}")]
+    GroupMismatch {
+        /// Record holding the field.
+        record: Record,
+        /// Field name as in the format documentation.
+        field: &'static str,
+        /// The value in this file.
+        value: i64,
+        /// The value the group's other files agree on.
+        expected: i64,
+    },
+    /// An `RSed` file's code differs from the encoding of its group's Rank files (a stale
+    /// file, or one of another group).
+    #[error("the code differs from the encoding of the group's Rank files")]
+    CodeMismatch,
+    /// The code of every `RSed` file disagrees with the group's Rank files.
+    #[error("no RSed file's code matches the group's Rank files: the group's ranks or their order are not the ones it was encoded with")]
+    WrongGroup,
+    /// A Rank file rebuilt from the code does not verify.
+    #[error("the rebuilt file does not verify ({problem}); are the group's ranks and their order the ones it was encoded with?")]
+    RebuiltInvalid {
+        /// The first problem found in the rebuilt file.
+        problem: Box<Error>,
+    },
 }
 
 /// An FTI-FF error: the kind, and where (file, byte offset) when known.

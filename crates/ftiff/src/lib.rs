@@ -12,15 +12,18 @@
 //! - [`write`]: streaming writer.
 //! - [`Checkpoint`]: validating reader, verifier and variable reassembly; [`RsedFile`] for L3
 //!   trailers.
+//! - [`l3`]: the L3 Reed-Solomon code, and encoding and rebuilding a group's files.
 //! - [`view`], [`diff`]: what the `fti` tool prints.
 //!
-//! This crate holds no policy: file names, directories and levels belong to the runtime.
+//! This crate holds no policy: file names, directories and levels belong to the runtime (the
+//! L3 helpers know one thing: a group's files side by side in one directory).
 #![deny(missing_docs)]
 
 pub mod blocks;
 pub mod diff;
 mod error;
 pub mod hash;
+pub mod l3;
 mod layout;
 pub mod raw;
 mod read;
