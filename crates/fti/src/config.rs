@@ -209,6 +209,12 @@ const KNOWN: &[(&str, &[&str])] = &[
             "ckpt_l4_secs",
             "keep_ckpts",
             "trace",
+            "trace_dir",
+            "enable_dcp",
+            "dcp_mode",
+            "dcp_block_size",
+            "dcp_block_kib",
+            "integrity",
         ],
     ),
     ("restart", &["failure", "exec_id", "ckpt_id"]),
@@ -405,6 +411,49 @@ impl Config {
         cfg.exec_id = get("restart", "exec_id")
             .map(|(v, _)| v.clone())
             .filter(|v| !v.is_empty());
+        // Keys FTI's own config files carry with their defaults; a non-default value asks for
+        // something this runtime does not do, so it is named rather than silently dropped.
+        for (section, key, default, why) in [
+            (
+                "basic",
+                "max_sync_intv",
+                0,
+                "snapshot() measures time itself; no MPI synchronisation interval",
+            ),
+            (
+                "advanced",
+                "block_size",
+                1024,
+                "used by FTI's L3 encoding over MPI only",
+            ),
+            (
+                "advanced",
+                "transfer_size",
+                16,
+                "used by FTI's MPI transfers only",
+            ),
+            (
+                "advanced",
+                "mpi_tag",
+                2612,
+                "used by FTI's MPI transfers only",
+            ),
+            (
+                "injection",
+                "number",
+                0,
+                "fault injection (FTI_BitFlip) is not part of the runtime",
+            ),
+        ] {
+            if let (Some(v), Some((_, line))) = (int(section, key)?, get(section, key)) {
+                if v != default {
+                    cfg.warnings.push(format!(
+                        "{}:{line}: [{section}] {key} = {v} has no effect: {why}",
+                        path.display()
+                    ));
+                }
+            }
+        }
         if let Some((v, line)) = get("basic", "inline_l2").or(get("basic", "inline_l3")) {
             if v != "1" && int("basic", "ckpt_l2")?.unwrap_or(0) > 0 {
                 cfg.warnings.push(format!("{}:{line}: asynchronous post-processing (inline = 0) is not supported; done inline", path.display()));
@@ -465,6 +514,10 @@ pub fn record_restart(path: &Path, failure: u8, exec_id: &str) -> Result<()> {
                 wrote_exec = true;
                 continue;
             }
+            // A chosen restart checkpoint applies to one restart: the run goes on from it.
+            if key == "ckpt_id" {
+                continue;
+            }
         }
         out.push(line.to_owned());
     }
@@ -503,6 +556,10 @@ mod tests {
             (1, 4, true)
         );
         assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+        let cfg =
+            parse("[basic]\nmax_sync_intv = 8\ntrace_dir = t\n[injection]\nnumber = 3\n").unwrap();
+        assert_eq!(cfg.warnings.len(), 2, "{:?}", cfg.warnings);
+        assert!(cfg.warnings[1].contains("fault injection"));
     }
 
     #[test]
@@ -544,6 +601,7 @@ mod tests {
         )
         .unwrap();
         assert!(cfg.dcp && cfg.fast_integrity);
+        assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
         assert_eq!(
             (cfg.dcp_block_size, cfg.dcp_hash),
             (4096, ftiff::BlockHash::Crc32)
@@ -574,7 +632,7 @@ mod tests {
     fn record_restart_rewrites_only_restart_keys() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.fti");
-        std::fs::write(&path, "# mine\n[basic]\nckpt_dir = x ; comment\n[restart]\nfailure = 0\n[advanced]\nlocal_test = 1\n").unwrap();
+        std::fs::write(&path, "# mine\n[basic]\nckpt_dir = x ; comment\n[restart]\nfailure = 0\nckpt_id = 3\n[advanced]\nlocal_test = 1\n").unwrap();
         record_restart(&path, 1, "2026-01-02_03-04-05").unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
@@ -584,6 +642,7 @@ mod tests {
         let cfg = Config::from_file(&path).unwrap();
         assert_eq!(cfg.failure, Some(1));
         assert_eq!(cfg.exec_id.as_deref(), Some("2026-01-02_03-04-05"));
+        assert_eq!(cfg.restart_id, None);
         assert!(cfg.local_test);
         std::fs::write(&path, "[basic]\nckpt_dir = y\n").unwrap();
         record_restart(&path, 2, "e").unwrap();

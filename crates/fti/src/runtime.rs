@@ -281,6 +281,11 @@ impl Fti {
         if matches!(level, Level::L2 | Level::L3) {
             return Err(Error::NeedsMpi(level));
         }
+        if self.icp.is_some() {
+            return Err(Error::State(
+                "an incremental checkpoint is open: finalize it first",
+            ));
+        }
         if matches!(self.status, Status::Restart(_)) {
             return Err(Error::State(
                 "recover the restart's checkpoint before writing a new one",
@@ -386,9 +391,16 @@ impl Fti {
         if newest == Some(base.id) {
             return None;
         }
-        let found = store::find_checkpoints(&self.dirs)
-            .into_iter()
-            .find(|f| f.id == base.id && f.level == level)?;
+        let all = store::find_checkpoints(&self.dirs);
+        let found = all
+            .iter()
+            .find(|f| f.id == base.id && f.level == level)?
+            .clone();
+        // Never give up the last checkpoint of this level or above (an L4 one must not leave
+        // the global file system empty while it is rewritten).
+        if !all.iter().any(|f| f.level >= level && f.path != found.path) {
+            return None;
+        }
         let mut head = [0u8; ftiff::raw::fb::SIZE];
         let file = File::open(&found.path).ok()?;
         std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).ok()?;
@@ -463,9 +475,7 @@ impl Fti {
         if write_level != level {
             trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
             let local = path.clone();
-            path = store::publish(&self.dirs, level, id, keep, |file, tmp| {
-                copy_into(&local, file, tmp)
-            })?;
+            path = store::publish_copy(&self.dirs, level, id, keep, &local)?;
             trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
         }
         match written.table {
@@ -584,9 +594,7 @@ impl Fti {
         trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
         if write_level != level {
             let local = path.clone();
-            path = store::publish(&self.dirs, level, id, keep, |file, tmp| {
-                copy_into(&local, file, tmp)
-            })?;
+            path = store::publish_copy(&self.dirs, level, id, keep, &local)?;
         }
         trace::with(&mut self.tracer, |t| {
             t.end_checkpoint(id, level, layout.file_size())
@@ -640,7 +648,7 @@ impl Fti {
         }
         let info = restart.info.clone();
         trace::with(&mut self.tracer, |t| t.end(Phase::Recover));
-        self.finish_recovery(&info);
+        self.finish_recovery(&info)?;
         Ok(info)
     }
 
@@ -685,9 +693,29 @@ impl Fti {
         })
     }
 
-    fn finish_recovery(&mut self, info: &CheckpointInfo) {
+    fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
         if let Some(r) = self.restart.take() {
             self.layout = Some(r.ckpt.layout());
+        }
+        // Restarting from a chosen older checkpoint abandons the newer ones: they belong to
+        // a timeline this run no longer continues, and keeping them would make a later
+        // restart (or pruning by id) pick them over this run's own checkpoints.
+        if self.cfg.restart_id.is_some() {
+            for newer in store::find_checkpoints(&self.dirs)
+                .into_iter()
+                .filter(|f| f.id > info.id)
+            {
+                message(
+                    &self.cfg,
+                    Verbosity::Warning,
+                    &format!(
+                        "checkpoint {} ({}) is newer than the chosen restart point: removed",
+                        newer.id, newer.level
+                    ),
+                );
+                store::remove_file(&newer.path)?;
+            }
+            self.cfg.restart_id = None;
         }
         self.last = Some(info.clone());
         self.status = Status::Recovered(info.clone());
@@ -696,6 +724,7 @@ impl Fti {
             Verbosity::Info,
             &format!("recovered checkpoint {} from {}", info.id, info.level),
         );
+        Ok(())
     }
 
     /// Called every iteration: on a restart, recovers (first call); otherwise takes a
@@ -714,7 +743,9 @@ impl Fti {
         for (i, level) in Level::ALL.iter().enumerate() {
             if let Some(interval) = self.cfg.intervals[i] {
                 if worked >= interval * self.timer.counts[i] {
-                    self.timer.counts[i] += 1;
+                    // After a long stall, one checkpoint, not one per missed interval.
+                    let elapsed = worked.as_nanos() / interval.as_nanos().max(1);
+                    self.timer.counts[i] = u32::try_from(elapsed + 1).unwrap_or(u32::MAX);
                     due = Some(*level);
                 }
             }
@@ -741,22 +772,26 @@ impl Fti {
     }
 
     fn finalize_files(&mut self) -> Result<()> {
+        // A restart that was never recovered still has its checkpoint to keep.
+        let last = self
+            .last
+            .clone()
+            .or_else(|| self.restart.as_ref().map(|r| r.info.clone()));
         if self.cfg.keep_last_ckpt {
-            if let Some(last) = self.last.clone() {
+            if let Some(last) = last {
                 if last.level != Level::L4 {
                     trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
-                    store::publish(&self.dirs, Level::L4, last.id, 1, |file, tmp| {
-                        copy_into(&last.path, file, tmp)
-                    })?;
+                    store::publish_copy(&self.dirs, Level::L4, last.id, 1, &last.path)?;
                     trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
                 }
-                remove_dir_all(&self.dirs.local)?;
+                self.restart = None;
+                store::remove_rank_files(&self.dirs, true)?;
                 self.record_in_config(2)?;
                 return Ok(());
             }
         }
-        remove_dir_all(&self.dirs.local)?;
-        remove_dir_all(&self.dirs.global)?;
+        self.restart = None;
+        store::remove_rank_files(&self.dirs, false)?;
         if self.cfg.rank == 0 {
             remove_dir_all(&self.dirs.meta)?;
         }
@@ -882,13 +917,6 @@ fn found_info(found: &Found, ckpt: &Checkpoint) -> CheckpointInfo {
         timestamp: ckpt.fb.timestamp,
         bytes_written: 0,
     }
-}
-
-fn copy_into(from: &Path, to: &File, to_path: &Path) -> Result<()> {
-    let mut src = File::open(from).map_err(|e| Error::io(from, e))?;
-    let mut dst = to;
-    std::io::copy(&mut src, &mut dst).map_err(|e| Error::io(to_path, e))?;
-    Ok(())
 }
 
 fn remove_dir_all(dir: &Path) -> Result<()> {

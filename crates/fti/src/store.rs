@@ -187,6 +187,15 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
     }
 }
 
+/// Removes a file (gone already is fine) and makes the removal durable.
+pub fn remove_file(path: &Path) -> Result<()> {
+    remove(path)?;
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => sync_dir(dir),
+        _ => Ok(()),
+    }
+}
+
 fn remove(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
@@ -194,7 +203,8 @@ fn remove(path: &Path) -> Result<()> {
     }
 }
 
-/// A checkpoint file being written under `tmp/`, not yet published.
+/// A checkpoint file being written under `tmp/`, not yet published. Dropped without
+/// [`commit`] (an error, an abandoned incremental checkpoint), it removes its file.
 #[derive(Debug)]
 pub struct Pending {
     /// The open file.
@@ -203,6 +213,15 @@ pub struct Pending {
     pub path: PathBuf,
     level: Level,
     id: i32,
+    published: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Starts checkpoint `id` of `level`: a new empty file under `tmp/`, or, with `reuse`, an
@@ -233,6 +252,7 @@ pub fn begin(dirs: &Dirs, level: Level, id: i32, reuse: Option<&Path>) -> Result
         path: tmp,
         level,
         id,
+        published: false,
     })
 }
 
@@ -241,30 +261,57 @@ pub fn begin(dirs: &Dirs, level: Level, id: i32, reuse: Option<&Path>) -> Result
 /// `lK/` (and in lower levels' directories, as FTI does) moved to their archives, or deleted
 /// when `keep` is 1, and the archives pruned to `keep - 1`. Returns the published path.
 pub fn commit(dirs: &Dirs, pending: Pending, keep: usize) -> Result<PathBuf> {
-    let Pending {
-        file,
-        path: tmp,
-        level,
-        id,
-    } = pending;
+    commit_with(dirs, pending, keep, true)
+}
+
+/// As [`commit`]; `retire_lower = false` leaves lower levels' files alone (the L4 copy of an
+/// L1 checkpoint does not retire that L1 checkpoint).
+pub fn commit_with(
+    dirs: &Dirs,
+    mut pending: Pending,
+    keep: usize,
+    retire_lower: bool,
+) -> Result<PathBuf> {
+    let (level, id) = (pending.level, pending.id);
+    let tmp = pending.path.clone();
     crash_point("written");
-    file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-    drop(file);
+    pending.file.sync_all().map_err(|e| Error::io(&tmp, e))?;
     crash_point("fsynced");
     let level_dir = dirs.level_dir(level);
     let target = level_dir.join(dirs.file_name(id));
     fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
+    pending.published = true;
+    drop(pending);
     crash_point("renamed");
     sync_dir(&level_dir)?;
     sync_dir(&dirs.tmp_dir(level))?;
     crash_point("dir-fsynced");
-    retire_older(dirs, level, id, keep)?;
+    let lowest = if retire_lower { Level::L1 } else { level };
+    retire_older(dirs, lowest, level, id, keep)?;
     crash_point("retired");
-    for l in Level::ALL.into_iter().filter(|&l| l <= level) {
+    for l in Level::ALL
+        .into_iter()
+        .filter(|&l| l >= lowest && l <= level)
+    {
         prune_archive(dirs, l, keep)?;
     }
     crash_point("pruned");
     Ok(target)
+}
+
+/// Publishes the copy of an already published file as checkpoint `id` of `level` (an L4
+/// flush): like [`publish`], but lower levels' files are not retired.
+pub fn publish_copy(
+    dirs: &Dirs,
+    level: Level,
+    id: i32,
+    keep: usize,
+    from: &Path,
+) -> Result<PathBuf> {
+    let pending = begin(dirs, level, id, None)?;
+    let mut src = File::open(from).map_err(|e| Error::io(from, e))?;
+    std::io::copy(&mut src, &mut &pending.file).map_err(|e| Error::io(&pending.path, e))?;
+    commit_with(dirs, pending, keep, false)
 }
 
 /// Publishes checkpoint `id` of `level` in one go: [`begin`] a new file, `write` fills it,
@@ -281,11 +328,15 @@ pub fn publish(
     commit(dirs, pending, keep)
 }
 
-/// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for every level up
-/// to `level`, so `lK/` holds exactly one file per rank, as FTI 1.1 expects.
-fn retire_older(dirs: &Dirs, level: Level, id: i32, keep: usize) -> Result<()> {
+/// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for the levels
+/// `lowest ..= level`, so `lK/` holds exactly one file per rank, as FTI 1.1 expects.
+fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) -> Result<()> {
     for found in find_checkpoints(dirs) {
-        if found.archived || found.level > level || (found.level == level && found.id == id) {
+        if found.archived
+            || found.level > level
+            || found.level < lowest
+            || (found.level == level && found.id == id)
+        {
             continue;
         }
         if keep > 1 {
@@ -320,6 +371,47 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
     }
     if removed {
         sync_dir(&dirs.archive_dir(level))?;
+    }
+    Ok(())
+}
+
+/// Removes this rank's checkpoint files (every level, archive and `tmp/`), then whichever of
+/// the run's directories are left empty. Other ranks' files in shared directories stay.
+pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
+    for found in find_checkpoints(dirs) {
+        if !(local_only && found.level == Level::L4) {
+            remove(&found.path)?;
+        }
+    }
+    let levels: Vec<Level> = Level::ALL
+        .into_iter()
+        .filter(|&l| !(local_only && l == Level::L4))
+        .collect();
+    for &level in &levels {
+        if let Ok(entries) = fs::read_dir(dirs.tmp_dir(level)) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if parse_file_name(&name).is_some_and(|(_, rank)| rank == dirs.rank) {
+                    remove(&entry.path())?;
+                }
+            }
+        }
+    }
+    let mut candidates = Vec::new();
+    for &level in &levels {
+        candidates.extend([
+            dirs.level_dir(level),
+            dirs.archive_dir(level),
+            dirs.tmp_dir(level),
+        ]);
+    }
+    candidates.push(dirs.local.clone());
+    if !local_only {
+        candidates.push(dirs.global.clone());
+    }
+    for dir in candidates {
+        // Only empty directories go: another rank may still use a shared one.
+        let _ = fs::remove_dir(&dir);
     }
     Ok(())
 }

@@ -216,8 +216,9 @@ fn kill_at_random_times_during_a_stream_of_checkpoints() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let delay = Duration::from_millis(20 + seed % 300);
-        let keep = 1 + (round % 3);
+        // Every mode with every keep value.
         let mode = [Mode::Full, Mode::Dcp, Mode::Icp][round % 3];
+        let keep = 1 + (round / 3) % 3;
         let keep = if mode == Mode::Dcp { keep.max(2) } else { keep };
         let root = tempfile::tempdir().unwrap();
         let mut child = spawn_child(root.path(), keep, mode, None, None);

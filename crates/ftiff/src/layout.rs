@@ -146,6 +146,12 @@ impl Layout {
                     if seen[idx] {
                         return Err(plan_err(format!("id {} is protected twice", v.id)));
                     }
+                    if !added.is_empty() {
+                        return Err(plan_err(format!(
+                            "id {} was protected before, but comes after a new variable (id {}): new variables go last, in protect order",
+                            v.id, added[0].1
+                        )));
+                    }
                     if last_old.is_some_and(|l| idx < l) {
                         return Err(plan_err(format!(
                             "id {} comes after a variable it preceded in the previous checkpoint (protect order must not change)",
@@ -322,6 +328,8 @@ mod tests {
         assert!(Layout::plan(Some(&a), &sizes(&[(2, 8), (1, 8)])).is_err());
         assert!(Layout::plan(Some(&a), &sizes(&[(1, 8), (1, 8)])).is_err());
         assert!(Layout::plan(None, &sizes(&[(3, 8), (3, 8)])).is_err());
+        // A new variable between old ones would silently go last: refused.
+        assert!(Layout::plan(Some(&a), &sizes(&[(1, 8), (5, 8), (2, 8)])).is_err());
     }
 
     #[test]
