@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ftiff::diff::Change;
 use ftiff::{view, Checkpoint, MappedFile, RsedFile};
 
+mod l3;
+
 /// Inspect and check FTI-FF checkpoint files (FTI 1.1's `ckpt_io = 3` format).
 ///
 /// Works on any level's files: `Ckpt<id>-Rank<r>.fti` (L1, L2, L3, L4), the L2 partner copies
@@ -141,6 +143,10 @@ enum Command {
         #[arg(long, default_value_t = 1234)]
         crash_at: i32,
     },
+    #[command(name = "l3-encode", about = l3::ENCODE_ABOUT, long_about = l3::ENCODE_HELP)]
+    L3Encode(l3::GroupArgs),
+    #[command(name = "l3-rebuild", about = l3::REBUILD_ABOUT, long_about = l3::REBUILD_HELP)]
+    L3Rebuild(l3::GroupArgs),
 }
 
 #[derive(clap::Args, Clone)]
@@ -230,6 +236,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Prune { dir, keep } => prune(&dir, keep),
         Command::Heatdis { demo, crash_at } => heatdis(&demo, crash_at),
         Command::Demo { demo, crash_at } => demo_story(&demo, crash_at),
+        Command::L3Encode(args) => l3::encode(&args),
+        Command::L3Rebuild(args) => l3::rebuild(&args),
     }
 }
 
