@@ -189,12 +189,15 @@ pub struct Encoded {
 /// first (the code covers the file block, so this comes before encoding).
 pub fn encode_group(group: &Group, opts: &Options) -> Result<Encoded> {
     let code = Code::new(group.k())?;
-    let mut files = Vec::with_capacity(group.k());
-    for g in 0..group.k() {
-        let path = group.path(FileKind::Rank, g);
-        let (ckpt, map) = open_rank(&path).map_err(|e| e.with_path(&path))?;
-        files.push((path, ckpt.fb, map));
-    }
+    // One MD5 stream per file: check them in parallel.
+    let mut files = (0..group.k())
+        .into_par_iter()
+        .map(|g| {
+            let path = group.path(FileKind::Rank, g);
+            let (ckpt, map) = open_rank(&path).map_err(|e| e.with_path(&path))?;
+            Ok((path, ckpt.fb, map))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let max_fs = files.iter().map(|f| f.1.fs as u64).max().unwrap_or(0);
     let mut max_fs_set = Vec::new();
     for (path, fb, map) in &mut files {
@@ -229,18 +232,57 @@ fn prefix(bytes: &[u8], n: u64) -> &[u8] {
     bytes.get(..n as usize).unwrap_or(bytes)
 }
 
-/// Opens a Rank file and checks every hash (bytes after `fs` are ignored, as FTI does).
+/// Opens a Rank file and checks that it is intact: `myHash`, and the checksum, which covers
+/// every byte after the file block (in FTI 1.1 files the chunk hashes only repeat that check,
+/// at the cost of a second MD5 pass). Fast files, whose checksum covers the meta data only,
+/// get their chunk hashes checked too. Bytes after `fs` are ignored, as FTI does.
 fn open_rank(path: &Path) -> Result<(Checkpoint, MappedFile)> {
     let map = MappedFile::open(path)?;
-    let ckpt = Checkpoint::parse(map.bytes())?;
-    let problem = ckpt
-        .verify(map.bytes(), &|_| {})
-        .into_iter()
-        .find(|p| !matches!(p.kind(), ErrorKind::TrailingBytes { .. }));
+    let bytes = map.bytes();
+    let ckpt = Checkpoint::parse(bytes)?;
+    let problem = match ckpt.integrity {
+        Integrity::Md5 => {
+            let body = bytes.get(fb::SIZE..ckpt.fs() as usize).unwrap_or_default();
+            fb_problem(&ckpt.fb, 0, body)
+        }
+        Integrity::Fast { .. } => ckpt
+            .verify(bytes, &|_| {})
+            .into_iter()
+            .find(|p| !matches!(p.kind(), ErrorKind::TrailingBytes { .. })),
+    };
     match problem {
         Some(p) => Err(p),
         None => Ok((ckpt, map)),
     }
+}
+
+/// The first problem with a file block at `fb_offset`: its `myHash`, then its checksum as the
+/// MD5 of `covered`.
+fn fb_problem(fb: &FileBlock, fb_offset: u64, covered: &[u8]) -> Option<Error> {
+    let my_hash = hash::my_hash(fb);
+    if my_hash != fb.my_hash {
+        return Some(Error::at(
+            fb_offset + fb::MY_HASH as u64,
+            ErrorKind::HashMismatch {
+                record: Record::FileBlock,
+                field: "myHash",
+                stored: hash::to_hex(&fb.my_hash),
+                computed: hash::to_hex(&my_hash),
+            },
+        ));
+    }
+    let checksum = hash::md5(covered);
+    (hash::checksum_field(&checksum) != fb.checksum).then(|| {
+        Error::at(
+            fb_offset + fb::CHECKSUM as u64,
+            ErrorKind::HashMismatch {
+                record: Record::FileBlock,
+                field: "checksum",
+                stored: fb.checksum_display(),
+                computed: hash::to_hex(&checksum),
+            },
+        )
+    })
 }
 
 /// Rewrites a Rank file with `FB.maxFs = max_fs` (new `myHash`, same data and timestamp).
@@ -414,47 +456,24 @@ impl Survey {
     pub fn new(group: &Group) -> Result<Survey> {
         let k = group.k();
         Code::new(k)?;
-        let mut files = Vec::with_capacity(2 * k);
-        let mut ranks = Vec::with_capacity(k);
-        for g in 0..k {
-            let path = group.path(FileKind::Rank, g);
-            let (status, map) = match open_rank(&path) {
-                Ok((ckpt, _)) if ckpt.fb.max_fs == -1 => (
-                    FileStatus::Unusable(Error::malformed(
-                        fb::MAX_FS as u64,
-                        Record::FileBlock,
-                        "maxFs",
-                        -1,
-                        "not an L3 Rank file (maxFs is set when the group is encoded)",
-                    )),
-                    None,
-                ),
-                Ok((ckpt, map)) => (FileStatus::Intact, Some((ckpt.fs(), map))),
-                Err(e) => (missing_or(e), None),
-            };
-            files.push(FileState {
-                path,
-                kind: FileKind::Rank,
-                group_rank: g,
-                status,
-            });
-            ranks.push(map);
-        }
-        let mut rseds = Vec::with_capacity(k);
-        for g in 0..k {
-            let path = group.path(FileKind::Rsed, g);
-            let (status, map) = match open_rsed(&path) {
-                Ok((rsed, map)) => (FileStatus::Intact, Some((rsed.fb.ckpt_size as u64, map))),
-                Err(e) => (missing_or(e), None),
-            };
-            files.push(FileState {
-                path,
-                kind: FileKind::Rsed,
-                group_rank: g,
-                status,
-            });
-            rseds.push(map);
-        }
+        // One MD5 stream per file: check them in parallel.
+        let (rank_states, rsed_states) = rayon::join(
+            || {
+                (0..k)
+                    .into_par_iter()
+                    .map(|g| rank_state(group, g))
+                    .collect::<Vec<_>>()
+            },
+            || {
+                (0..k)
+                    .into_par_iter()
+                    .map(|g| rsed_state(group, g))
+                    .collect::<Vec<_>>()
+            },
+        );
+        let (mut files, ranks): (Vec<_>, Vec<_>) = rank_states.into_iter().unzip();
+        let (rsed_files, rseds): (Vec<_>, Vec<_>) = rsed_states.into_iter().unzip();
+        files.extend(rsed_files);
         let mut survey = Survey {
             group: group.clone(),
             max_fs: None,
@@ -703,6 +722,49 @@ impl Survey {
         publish(rank_temps, &self.group.dir, opts.sync)?;
         Ok(report)
     }
+}
+
+/// A surveyed file and, when intact, its size (Rank: `fs`; `RSed`: `ckptSize`) and map.
+type Checked = (FileState, Option<(u64, MappedFile)>);
+
+fn rank_state(group: &Group, g: usize) -> Checked {
+    let path = group.path(FileKind::Rank, g);
+    let (status, map) = match open_rank(&path) {
+        Ok((ckpt, _)) if ckpt.fb.max_fs == -1 => (
+            FileStatus::Unusable(Error::malformed(
+                fb::MAX_FS as u64,
+                Record::FileBlock,
+                "maxFs",
+                -1,
+                "not an L3 Rank file (maxFs is set when the group is encoded)",
+            )),
+            None,
+        ),
+        Ok((ckpt, map)) => (FileStatus::Intact, Some((ckpt.fs(), map))),
+        Err(e) => (missing_or(e), None),
+    };
+    let state = FileState {
+        path,
+        kind: FileKind::Rank,
+        group_rank: g,
+        status,
+    };
+    (state, map)
+}
+
+fn rsed_state(group: &Group, g: usize) -> Checked {
+    let path = group.path(FileKind::Rsed, g);
+    let (status, map) = match open_rsed(&path) {
+        Ok((rsed, map)) => (FileStatus::Intact, Some((rsed.fb.ckpt_size as u64, map))),
+        Err(e) => (missing_or(e), None),
+    };
+    let state = FileState {
+        path,
+        kind: FileKind::Rsed,
+        group_rank: g,
+        status,
+    };
+    (state, map)
 }
 
 /// An I/O "not found" is a missing file; anything else makes it unusable.
