@@ -334,6 +334,33 @@ fn corrupted_files_are_detected_and_treated_as_lost() {
 }
 
 #[test]
+fn empty_short_and_odd_files_are_unusable() {
+    let g = fixture_dir();
+    std::fs::write(g.path(FileKind::Rank, 1), b"").unwrap();
+    std::fs::write(g.path(FileKind::Rsed, 2), [7u8; 95]).unwrap();
+    let rsed0 = std::fs::read(g.path(FileKind::Rsed, 0)).unwrap();
+    std::fs::write(g.path(FileKind::Rsed, 0), &rsed0[..15236]).unwrap();
+    let survey = Survey::new(&g.group()).unwrap();
+    let unusable: Vec<usize> = survey
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| matches!(f.status, FileStatus::Unusable(_)))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(unusable, [1, 4, 6], "{:#?}", survey.files);
+    survey.rebuild(&STAMP).unwrap();
+    g.assert_as_original("empty, short, cut");
+
+    std::fs::remove_file(g.path(FileKind::Rsed, 3)).unwrap();
+    std::fs::create_dir(g.path(FileKind::Rsed, 3)).unwrap();
+    let survey = Survey::new(&g.group()).unwrap();
+    assert!(matches!(survey.files[7].status, FileStatus::Unusable(_)));
+    // It cannot be replaced: an error, not a panic.
+    assert!(survey.rebuild(&STAMP).is_err());
+}
+
+#[test]
 fn stale_code_with_valid_hashes_is_found_and_rebuilt() {
     let g = fixture_dir();
     // A code file from some other encoding: valid trailer hashes, wrong code.
@@ -396,6 +423,41 @@ fn a_wrong_group_order_is_an_error_not_a_rebuild() {
     // With the right group, the same files rebuild.
     Survey::new(&g.group()).unwrap().rebuild(&STAMP).unwrap();
     g.assert_as_original("after a wrong order");
+}
+
+#[test]
+fn a_max_fs_no_file_has_is_refused() {
+    // Rank 0 claims a larger group maximum, with valid hashes.
+    let g = fixture_dir();
+    let path = g.path(FileKind::Rank, 0);
+    let mut b = std::fs::read(&path).unwrap();
+    let mut head = FileBlock::parse(&mut Cursor::new(&b, 0)).unwrap();
+    head.max_fs = 1 << 40;
+    head.my_hash = hash::my_hash(&head);
+    b[..fb::SIZE].copy_from_slice(&head.encode());
+    std::fs::write(&path, &b).unwrap();
+    // The other Rank files disagree with it.
+    let err = Survey::new(&g.group()).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::GroupMismatch { field: "maxFs", .. }),
+        "{err}"
+    );
+    // All of them say so.
+    for r in 1..4 {
+        let p = g.path(FileKind::Rank, r);
+        let mut b = std::fs::read(&p).unwrap();
+        let mut head = FileBlock::parse(&mut Cursor::new(&b, 0)).unwrap();
+        head.max_fs = 1 << 40;
+        head.my_hash = hash::my_hash(&head);
+        b[..fb::SIZE].copy_from_slice(&head.encode());
+        std::fs::write(&p, &b).unwrap();
+    }
+    let err = Survey::new(&g.group()).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::GroupMismatch { field: "maxFs", value, expected: 15236, .. } if *value == 1 << 40),
+        "{err}"
+    );
+    assert_eq!(err.path(), Some(path.as_path()));
 }
 
 #[test]

@@ -44,14 +44,15 @@ pub struct Decoder {
 }
 
 impl Code {
-    /// Largest group: the matrix needs 2k distinct field elements.
-    pub const MAX_GROUP: usize = 1 << 15;
+    /// Largest group. The field would allow 32768 (the matrix needs 2k distinct elements),
+    /// but the multiplication tables take k² x 256 bytes and the work per byte grows with k.
+    pub const MAX_GROUP: usize = 1024;
 
     /// The code for a group of `k` ranks.
     pub fn new(k: usize) -> Result<Code> {
         if k == 0 || k > Self::MAX_GROUP {
             return Err(Error::new(ErrorKind::InvalidGroup {
-                what: "an L3 group has 1 to 32768 ranks",
+                what: "an L3 group has 1 to 1024 ranks",
                 value: k as i64,
             }));
         }

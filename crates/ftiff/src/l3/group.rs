@@ -529,6 +529,25 @@ impl Survey {
                 }
             }
         }
+        // With every Rank file present, maxFs is their largest size (a file with valid hashes
+        // but a larger maxFs would otherwise make the rebuild write that much).
+        let largest = self.ranks.iter().flatten().map(|(fs, _)| *fs).max();
+        if let (Some((m, g)), Some(largest), true) =
+            (max_fs, largest, self.ranks.iter().all(Option::is_some))
+        {
+            if m != largest {
+                return Err(Error::at(
+                    fb::MAX_FS as u64,
+                    ErrorKind::GroupMismatch {
+                        record: Record::FileBlock,
+                        field: "maxFs",
+                        value: m as i64,
+                        expected: largest as i64,
+                    },
+                )
+                .with_path(&self.files[g].path));
+            }
+        }
         for g in 0..k {
             let Some((ckpt_size, map)) = &self.rseds[g] else {
                 continue;
