@@ -9,7 +9,7 @@
 //! - [`raw`]: the records, encoded and decoded little-endian at named offsets.
 //! - [`hash`]: chunk MD5, file checksum, FB self-hash.
 //! - [`Layout::plan`]: the container planner.
-//! - [`write`]: streaming writer.
+//! - [`mod@write`]: streaming writer.
 //! - [`Checkpoint`]: validating reader, verifier and variable reassembly; [`RsedFile`] for L3
 //!   trailers.
 //! - [`l3`]: the L3 Reed-Solomon code, and encoding and rebuilding a group's files.

@@ -141,20 +141,27 @@ impl Code {
 
     /// Rebuilds lost files in memory. `ranks[j]` is Rank file j (any length up to `max_fs`) or
     /// `None`; `code[i]` is the `max_fs` code bytes of group rank i or `None`. Rebuilt Rank
-    /// files come back zero-extended to `max_fs` and, when `max_fs` is odd, with a last byte
-    /// the code cannot determine: [`super::restore_rank_file`] finds their true length and
-    /// last byte from their hashes.
+    /// files come back zero-extended to `max_fs`: cut each to the `fs` of its own file block.
+    /// When that is an odd `max_fs`, its last byte is one the code cannot determine:
+    /// [`super::restore_last_byte`] finds it from the file's hashes.
+    ///
+    /// # Panics
+    /// If `ranks` or `code` does not hold k entries.
     pub fn reconstruct(
         &self,
         ranks: &mut [Option<Vec<u8>>],
         code: &mut [Option<Vec<u8>>],
         max_fs: usize,
     ) -> Result<()> {
+        assert!(
+            ranks.len() == self.k && code.len() == self.k,
+            "k Rank files and k code files"
+        );
         let lost: Vec<usize> = (0..self.k)
-            .filter(|&j| ranks.get(j).is_none_or(Option::is_none))
+            .filter(|&j| ranks[j].is_none())
             .collect();
         let parity: Vec<usize> = (0..self.k)
-            .filter(|&i| code.get(i).is_some_and(Option::is_some))
+            .filter(|&i| code[i].is_some())
             .collect();
         if lost.len() + (self.k - parity.len()) > self.k {
             return Err(Error::new(ErrorKind::TooManyLost {
