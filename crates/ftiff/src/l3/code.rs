@@ -230,7 +230,8 @@ pub fn apply<E>(
 ) -> Result<(), E> {
     assert_eq!(inputs.len(), m.cols(), "one input per column");
     let mut outputs = vec![vec![0u8; CHUNK.min(len + 1)]; m.rows()];
-    let mut scratch = vec![vec![0u8; CHUNK.min(len + 1)]; inputs.len()];
+    // Only the end of a file shorter than `len` needs a zero-extended copy.
+    let mut scratch = vec![Vec::new(); inputs.len()];
     let mut offset = 0;
     while offset < len {
         let n = CHUNK.min(len - offset);
@@ -244,10 +245,10 @@ pub fn apply<E>(
                 None
             } else {
                 // The end of a shorter file: zero-extend a copy.
-                let s = &mut scratch[..even];
-                s[..have].copy_from_slice(&input[offset..offset + have]);
-                s[have..].fill(0);
-                Some(&*s)
+                scratch.clear();
+                scratch.extend_from_slice(&input[offset..offset + have]);
+                scratch.resize(even, 0);
+                Some(scratch.as_slice())
             });
         }
         let mut outs: Vec<&mut [u8]> = outputs.iter_mut().map(|o| &mut o[..even]).collect();
