@@ -157,12 +157,8 @@ impl Code {
             ranks.len() == self.k && code.len() == self.k,
             "k Rank files and k code files"
         );
-        let lost: Vec<usize> = (0..self.k)
-            .filter(|&j| ranks[j].is_none())
-            .collect();
-        let parity: Vec<usize> = (0..self.k)
-            .filter(|&i| code[i].is_some())
-            .collect();
+        let lost: Vec<usize> = (0..self.k).filter(|&j| ranks[j].is_none()).collect();
+        let parity: Vec<usize> = (0..self.k).filter(|&i| code[i].is_some()).collect();
         if lost.len() + (self.k - parity.len()) > self.k {
             return Err(Error::new(ErrorKind::TooManyLost {
                 lost: lost.len() + self.k - parity.len(),
