@@ -85,7 +85,7 @@ enum Command {
         /// Output file for `--id`.
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// Write every variable as DIR/var-<id>.bin instead.
+        /// Write every variable as `DIR/var-<id>.bin` instead.
         #[arg(long, value_name = "DIR", conflicts_with_all = ["id", "output"])]
         all: Option<PathBuf>,
     },
