@@ -228,192 +228,210 @@ const KNOWN: &[(&str, &[&str])] = &[
     ),
 ];
 
-impl Config {
-    /// Reads an FTI configuration file.
-    pub fn from_file(path: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let mut cfg = Config::from_ini_text(path, &text)?;
-        cfg.path = Some(path.to_path_buf());
-        // FTI reads a missing `failure` as 0: a file-based run restarts only when the file
-        // says so (the runtime writes `failure = 1` after the first checkpoint).
-        cfg.failure.get_or_insert(0);
-        Ok(cfg)
+/// Typed access to the keys of a parsed INI file, with errors naming the file and line.
+struct Keys<'a> {
+    ini: Ini,
+    path: &'a Path,
+}
+
+impl Keys<'_> {
+    fn get(&self, section: &str, key: &str) -> Option<&(String, usize)> {
+        self.ini.get(section).and_then(|s| s.get(key))
     }
 
-    /// Parses configuration text; `path` only names the source in messages. Relative
-    /// directories are kept relative (to the working directory, as FTI does).
-    pub fn from_ini_text(path: &Path, text: &str) -> Result<Config> {
-        let ini = parse_ini(path, text)?;
-        let mut cfg = Config::default();
-        let get = |section: &str, key: &str| ini.get(section).and_then(|s| s.get(key));
-        let int = |section: &str, key: &str| -> Result<Option<i64>> {
-            match get(section, key) {
-                None => Ok(None),
-                Some((v, line)) => v.parse::<i64>().map(Some).map_err(|_| {
-                    Error::config(
-                        path,
-                        *line,
-                        format!("[{section}] {key} = `{v}` is not an integer"),
-                    )
-                }),
-            }
-        };
-        for (section, keys) in &ini {
+    fn error(&self, section: &str, key: &str, what: String) -> Error {
+        let line = self.get(section, key).map_or(0, |(_, l)| *l);
+        Error::config(self.path, line, format!("[{section}] {key} = {what}"))
+    }
+
+    fn int(&self, section: &str, key: &str) -> Result<Option<i64>> {
+        match self.get(section, key) {
+            None => Ok(None),
+            Some((v, _)) => v
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| self.error(section, key, format!("`{v}` is not an integer"))),
+        }
+    }
+
+    fn flag(&self, section: &str, key: &str, default: bool) -> Result<bool> {
+        Ok(self.int(section, key)?.map_or(default, |v| v != 0))
+    }
+
+    fn positive(&self, section: &str, key: &str, default: u32) -> Result<u32> {
+        match self.int(section, key)? {
+            Some(v) => u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
+                self.error(section, key, format!("{v}: must be a positive integer"))
+            }),
+            None => Ok(default),
+        }
+    }
+
+    fn dir(&self, key: &str, default: PathBuf) -> PathBuf {
+        self.get("basic", key)
+            .map_or(default, |(v, _)| PathBuf::from(v))
+    }
+
+    /// Unknown sections and keys become warnings.
+    fn warn_unknown(&self, warnings: &mut Vec<String>) {
+        for (section, keys) in &self.ini {
             let known = KNOWN.iter().find(|(s, _)| s == section).map(|(_, k)| *k);
             for (key, (_, line)) in keys {
+                let path = self.path.display();
                 match known {
-                    None => cfg.warnings.push(format!(
-                        "{}:{line}: unknown section [{section}] ignored",
-                        path.display()
+                    None => warnings.push(format!(
+                        "{path}:{line}: unknown section [{section}] ignored"
                     )),
-                    Some(k) if !k.contains(&key.as_str()) => cfg.warnings.push(format!(
-                        "{}:{line}: unknown key `{key}` in [{section}] ignored",
-                        path.display()
+                    Some(k) if !k.contains(&key.as_str()) => warnings.push(format!(
+                        "{path}:{line}: unknown key `{key}` in [{section}] ignored"
                     )),
                     _ => {}
                 }
             }
         }
-        let refuse =
-            |section: &str, key: &str, ok: &dyn Fn(i64) -> bool, why: &str| -> Result<()> {
-                if let (Some(v), Some((_, line))) = (int(section, key)?, get(section, key)) {
-                    if !ok(v) {
-                        return Err(Error::config(
-                            path,
-                            *line,
-                            format!("[{section}] {key} = {v}: {why}"),
-                        ));
-                    }
-                }
-                Ok(())
-            };
+    }
+
+    /// FTI settings this runtime does not implement are errors, never silently changed.
+    fn refuse_unsupported(&self) -> Result<()> {
+        let refuse = |key: &str, ok: fn(i64) -> bool, why: &str| -> Result<()> {
+            match self.int("basic", key)? {
+                Some(v) if !ok(v) => Err(self.error("basic", key, format!("{v}: {why}"))),
+                _ => Ok(()),
+            }
+        };
         refuse(
-            "basic",
             "ckpt_io",
-            &|v| v == 3,
+            |v| v == 3,
             "only ckpt_io = 3 (FTI-FF) is supported",
         )?;
-        refuse("basic", "head", &|v| v == 0, "dedicated heads (head = 1) are not supported; post-processing runs in the application process")?;
+        refuse(
+            "head",
+            |v| v == 0,
+            "dedicated heads (head = 1) are not supported; post-processing runs in the application process",
+        )?;
         for key in ["ckpt_l2", "ckpt_l3", "ckpt_l2_secs", "ckpt_l3_secs"] {
             refuse(
-                "basic",
                 key,
-                &|v| v <= 0,
+                |v| v <= 0,
                 "L2 and L3 need several ranks over MPI, which this build does not have",
             )?;
         }
-        let dir = |key: &str, default: PathBuf| {
-            get("basic", key).map_or(default, |(v, _)| PathBuf::from(v))
-        };
-        cfg.ckpt_dir = dir("ckpt_dir", cfg.ckpt_dir);
-        cfg.glbl_dir = dir("glbl_dir", cfg.glbl_dir);
-        cfg.meta_dir = dir("meta_dir", cfg.meta_dir);
-        cfg.trace_dir = dir("trace_dir", cfg.trace_dir);
+        Ok(())
+    }
+
+    fn read_basic(&self, cfg: &mut Config) -> Result<()> {
+        cfg.ckpt_dir = self.dir("ckpt_dir", std::mem::take(&mut cfg.ckpt_dir));
+        cfg.glbl_dir = self.dir("glbl_dir", std::mem::take(&mut cfg.glbl_dir));
+        cfg.meta_dir = self.dir("meta_dir", std::mem::take(&mut cfg.meta_dir));
+        cfg.trace_dir = self.dir("trace_dir", std::mem::take(&mut cfg.trace_dir));
         for (i, level) in Level::ALL.iter().enumerate() {
             let n = level.number();
-            let minutes = int("basic", &format!("ckpt_l{n}"))?.filter(|&m| m > 0);
-            let secs = int("basic", &format!("ckpt_l{n}_secs"))?.filter(|&s| s > 0);
+            let minutes = self.int("basic", &format!("ckpt_l{n}"))?.filter(|&m| m > 0);
+            let secs = self
+                .int("basic", &format!("ckpt_l{n}_secs"))?
+                .filter(|&s| s > 0);
             cfg.intervals[i] = secs
                 .or(minutes.map(|m| m * 60))
                 .map(|s| Duration::from_secs(s as u64));
         }
-        let flag = |section: &str, key: &str, default: bool| -> Result<bool> {
-            Ok(int(section, key)?.map_or(default, |v| v != 0))
-        };
-        cfg.inline_l4 = flag("basic", "inline_l4", true)?;
-        cfg.keep_last_ckpt = flag("basic", "keep_last_ckpt", false)?;
-        cfg.trace = flag("basic", "trace", false)?;
-        cfg.local_test = flag("advanced", "local_test", true)?;
-        let positive = |section: &str, key: &str, default: u32| -> Result<u32> {
-            match (int(section, key)?, get(section, key)) {
-                (Some(v), Some((_, line))) => {
-                    u32::try_from(v).ok().filter(|&v| v > 0).ok_or_else(|| {
-                        Error::config(
-                            path,
-                            *line,
-                            format!("[{section}] {key} = {v}: must be a positive integer"),
-                        )
-                    })
-                }
-                _ => Ok(default),
-            }
-        };
-        cfg.keep_ckpts = positive("basic", "keep_ckpts", 1)? as usize;
-        cfg.dcp = flag("basic", "enable_dcp", false)?;
-        let line_of = |key: &str| get("basic", key).map_or(0, |(_, l)| *l);
-        cfg.dcp_hash = match int("basic", "dcp_mode")? {
+        cfg.inline_l4 = self.flag("basic", "inline_l4", true)?;
+        cfg.keep_last_ckpt = self.flag("basic", "keep_last_ckpt", false)?;
+        cfg.trace = self.flag("basic", "trace", false)?;
+        cfg.local_test = self.flag("advanced", "local_test", true)?;
+        cfg.keep_ckpts = self.positive("basic", "keep_ckpts", 1)? as usize;
+        cfg.group_size = self.positive("basic", "group_size", cfg.group_size)?;
+        cfg.node_size = self.positive("basic", "node_size", cfg.node_size)?;
+        cfg.verbosity = self
+            .int("basic", "verbosity")?
+            .map_or(2, |v| v.clamp(1, 3) as u8);
+        Ok(())
+    }
+
+    fn read_dcp(&self, cfg: &mut Config) -> Result<()> {
+        cfg.dcp = self.flag("basic", "enable_dcp", false)?;
+        cfg.dcp_hash = match self.int("basic", "dcp_mode")? {
             None => ftiff::BlockHash::Xxh3,
             Some(1) => ftiff::BlockHash::Md5,
             Some(2) => ftiff::BlockHash::Crc32,
             Some(v) => {
-                return Err(Error::config(
-                    path,
-                    line_of("dcp_mode"),
-                    format!("[basic] dcp_mode = {v}: FTI's modes are 1 (MD5) and 2 (CRC32)"),
+                return Err(self.error(
+                    "basic",
+                    "dcp_mode",
+                    format!("{v}: FTI's modes are 1 (MD5) and 2 (CRC32)"),
                 ))
             }
         };
-        if let Some(v) = int("basic", "dcp_block_size")? {
+        if let Some(v) = self.int("basic", "dcp_block_size")? {
             if !(512..=65535).contains(&v) {
-                return Err(Error::config(path, line_of("dcp_block_size"), format!("[basic] dcp_block_size = {v}: must be 512 .. 65535 bytes (use dcp_block_kib for larger blocks)")));
+                return Err(self.error(
+                    "basic",
+                    "dcp_block_size",
+                    format!(
+                        "{v}: must be 512 .. 65535 bytes (use dcp_block_kib for larger blocks)"
+                    ),
+                ));
             }
             cfg.dcp_block_size = v as u64;
         }
-        if let Some(v) = int("basic", "dcp_block_kib")? {
+        if let Some(v) = self.int("basic", "dcp_block_kib")? {
             if !(1..=65536).contains(&v) {
-                return Err(Error::config(
-                    path,
-                    line_of("dcp_block_kib"),
-                    format!("[basic] dcp_block_kib = {v}: must be 1 .. 65536"),
+                return Err(self.error(
+                    "basic",
+                    "dcp_block_kib",
+                    format!("{v}: must be 1 .. 65536"),
                 ));
             }
             cfg.dcp_block_size = v as u64 * 1024;
         }
-        cfg.fast_integrity =
-            match get("basic", "integrity").map(|(v, l)| (v.to_ascii_lowercase(), *l)) {
-                None => false,
-                Some((v, _)) if v == "compatible" => false,
-                Some((v, _)) if v == "fast" => true,
-                Some((v, line)) => {
-                    return Err(Error::config(
-                        path,
-                        line,
-                        format!("[basic] integrity = {v}: `compatible` or `fast`"),
-                    ))
-                }
-            };
-        if cfg.fast_integrity {
-            ftiff::Integrity::fast(cfg.dcp_block_size).map_err(|_| {
-                Error::config(
-                    path,
-                    line_of("integrity"),
-                    format!(
-                        "integrity = fast needs a power-of-two block size, dcp_block_size is {}",
-                        cfg.dcp_block_size
-                    ),
-                )
-            })?;
+        cfg.fast_integrity = match self
+            .get("basic", "integrity")
+            .map(|(v, _)| v.to_ascii_lowercase())
+        {
+            None => false,
+            Some(v) if v == "compatible" => false,
+            Some(v) if v == "fast" => true,
+            Some(v) => {
+                return Err(self.error(
+                    "basic",
+                    "integrity",
+                    format!("{v}: `compatible` or `fast`"),
+                ))
+            }
+        };
+        if cfg.fast_integrity && ftiff::Integrity::fast(cfg.dcp_block_size).is_err() {
+            return Err(self.error(
+                "basic",
+                "integrity",
+                format!(
+                    "fast needs a power-of-two block size, dcp_block_size is {}",
+                    cfg.dcp_block_size
+                ),
+            ));
         }
-        cfg.group_size = positive("basic", "group_size", cfg.group_size)?;
-        cfg.node_size = positive("basic", "node_size", cfg.node_size)?;
-        cfg.verbosity = int("basic", "verbosity")?.map_or(2, |v| v.clamp(1, 3) as u8);
-        if let Some(f) = int("restart", "failure")? {
-            let line = get("restart", "failure").map_or(0, |(_, l)| *l);
-            cfg.failure = Some(u8::try_from(f).ok().filter(|&f| f <= 2).ok_or_else(|| {
-                Error::config(
-                    path,
-                    line,
-                    format!("[restart] failure = {f}: must be 0, 1 or 2"),
-                )
+        Ok(())
+    }
+
+    fn read_restart(&self, cfg: &mut Config) -> Result<()> {
+        if let Some(f) = self.int("restart", "failure")? {
+            let failure = u8::try_from(f).ok().filter(|&f| f <= 2);
+            cfg.failure = Some(failure.ok_or_else(|| {
+                self.error("restart", "failure", format!("{f}: must be 0, 1 or 2"))
             })?);
         }
-        cfg.restart_id = int("restart", "ckpt_id")?.and_then(|v| i32::try_from(v).ok());
-        cfg.exec_id = get("restart", "exec_id")
+        cfg.restart_id = self
+            .int("restart", "ckpt_id")?
+            .and_then(|v| i32::try_from(v).ok());
+        cfg.exec_id = self
+            .get("restart", "exec_id")
             .map(|(v, _)| v.clone())
             .filter(|v| !v.is_empty());
-        // Keys FTI's own config files carry with their defaults; a non-default value asks for
-        // something this runtime does not do, so it is named rather than silently dropped.
-        for (section, key, default, why) in [
+        Ok(())
+    }
+
+    /// Keys FTI's own config files carry with their defaults: a non-default value asks for
+    /// something this runtime does not do, so it is named rather than silently dropped.
+    fn warn_without_effect(&self, warnings: &mut Vec<String>) -> Result<()> {
+        const NO_EFFECT: [(&str, &str, i64, &str); 5] = [
             (
                 "basic",
                 "max_sync_intv",
@@ -444,21 +462,47 @@ impl Config {
                 0,
                 "fault injection (FTI_BitFlip) is not part of the runtime",
             ),
-        ] {
-            if let (Some(v), Some((_, line))) = (int(section, key)?, get(section, key)) {
+        ];
+        for (section, key, default, why) in NO_EFFECT {
+            if let (Some(v), Some((_, line))) = (self.int(section, key)?, self.get(section, key)) {
                 if v != default {
-                    cfg.warnings.push(format!(
+                    warnings.push(format!(
                         "{}:{line}: [{section}] {key} = {v} has no effect: {why}",
-                        path.display()
+                        self.path.display()
                     ));
                 }
             }
         }
-        if let Some((v, line)) = get("basic", "inline_l2").or(get("basic", "inline_l3")) {
-            if v != "1" && int("basic", "ckpt_l2")?.unwrap_or(0) > 0 {
-                cfg.warnings.push(format!("{}:{line}: asynchronous post-processing (inline = 0) is not supported; done inline", path.display()));
-            }
-        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// Reads an FTI configuration file.
+    pub fn from_file(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let mut cfg = Config::from_ini_text(path, &text)?;
+        cfg.path = Some(path.to_path_buf());
+        // FTI reads a missing `failure` as 0: a file-based run restarts only when the file
+        // says so (the runtime writes `failure = 1` after the first checkpoint).
+        cfg.failure.get_or_insert(0);
+        Ok(cfg)
+    }
+
+    /// Parses configuration text; `path` only names the source in messages. Relative
+    /// directories are kept relative (to the working directory, as FTI does).
+    pub fn from_ini_text(path: &Path, text: &str) -> Result<Config> {
+        let keys = Keys {
+            ini: parse_ini(path, text)?,
+            path,
+        };
+        let mut cfg = Config::default();
+        keys.warn_unknown(&mut cfg.warnings);
+        keys.refuse_unsupported()?;
+        keys.read_basic(&mut cfg)?;
+        keys.read_dcp(&mut cfg)?;
+        keys.read_restart(&mut cfg)?;
+        keys.warn_without_effect(&mut cfg.warnings)?;
         Ok(cfg)
     }
 
