@@ -410,16 +410,7 @@ pub fn update_file(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Written> {
     check_data(layout, data)?;
-    let blocking = match opts.integrity {
-        Integrity::Fast { block_log2 } => blocks::fast_blocking(block_log2),
-        Integrity::Md5 => opts.table.ok_or_else(|| {
-            Error::new(ErrorKind::Plan {
-                idx: 0,
-                what: "a differential update needs a block size and hash (WriteOptions::table)"
-                    .into(),
-            })
-        })?,
-    };
+    let blocking = update_blocking(opts)?;
     let empty = BlockTable {
         blocking,
         containers: Vec::new(),
@@ -446,35 +437,21 @@ pub fn update_file(
         .par_iter()
         .map(|c| blocking.container_hashes(chunk_slice(data, c), c.container_size))
         .collect();
-    let written_data = std::sync::atomic::AtomicU64::new(0);
-    let changed: Vec<bool> = chunks
+    let rewrites: Vec<(bool, u64)> = chunks
         .par_iter()
         .enumerate()
-        .map(|(i, c)| -> std::io::Result<bool> {
-            let old_hashes = old_table.containers.get(i);
-            let chunk = chunk_slice(data, c);
-            let mut any = old_sizes.get(i) != Some(&c.chunk_size);
-            let mut run: Option<u64> = None;
-            let n = containers[i].len() as u64;
-            for j in 0..=n {
-                let differs = j < n
-                    && old_hashes.and_then(|h| h.get(j as usize)) != containers[i].get(j as usize);
-                match (differs, run) {
-                    (true, None) => run = Some(j),
-                    (false, Some(first)) => {
-                        let (start, end) = (
-                            first * blocking.size,
-                            (j * blocking.size).min(c.container_size),
-                        );
-                        write_container_range(file, c, chunk, start, end)?;
-                        written_data.fetch_add(end - start, std::sync::atomic::Ordering::Relaxed);
-                        any = true;
-                        run = None;
-                    }
-                    _ => {}
-                }
-            }
-            Ok(any)
+        .map(|(i, c)| {
+            let resized = old_sizes.get(i) != Some(&c.chunk_size);
+            let old_hashes = old_table.containers.get(i).map_or(&[][..], Vec::as_slice);
+            let written = write_changed_blocks(
+                file,
+                c,
+                chunk_slice(data, c),
+                blocking.size,
+                old_hashes,
+                &containers[i],
+            )?;
+            Ok((resized || written > 0, written))
         })
         .collect::<std::io::Result<_>>()?;
     let chunk_hashes: Vec<Digest> = chunks
@@ -485,19 +462,86 @@ pub fn update_file(
                 blocks::fast_chunk_hash(c.chunk_size, c.container_size, &containers[i])
             }
             Integrity::Md5 => match old_table.chunk_hashes.get(i) {
-                Some(h) if !changed[i] => *h,
+                Some(h) if !rewrites[i].0 => *h,
                 _ => hash::md5(chunk_slice(data, c)),
             },
         })
         .collect();
     let metas = write_metas(file, layout, &chunk_hashes)?;
-    let checksum = match opts.integrity {
+    let checksum = layout_checksum(layout, data, &metas, opts.integrity, progress);
+    let fb = finish_file(file, layout, &checksum, opts.integrity, opts)?;
+    let meta_bytes: u64 = metas.iter().map(|m| m.len() as u64).sum();
+    let data_bytes: u64 = rewrites.iter().map(|r| r.1).sum();
+    Ok(Written {
+        fb,
+        table: Some(BlockTable {
+            blocking,
+            containers,
+            chunk_hashes,
+        }),
+        bytes_written: data_bytes + meta_bytes + crate::raw::fb::SIZE as u64,
+    })
+}
+
+/// The blocking of a differential update: the file's own in fast mode, else `opts.table`.
+fn update_blocking(opts: &WriteOptions) -> Result<Blocking> {
+    match opts.integrity {
+        Integrity::Fast { block_log2 } => Ok(blocks::fast_blocking(block_log2)),
+        Integrity::Md5 => opts.table.ok_or_else(|| {
+            Error::new(ErrorKind::Plan {
+                idx: 0,
+                what: "a differential update needs a block size and hash (WriteOptions::table)"
+                    .into(),
+            })
+        }),
+    }
+}
+
+/// Writes the runs of blocks of one container whose hash differs from `old` (all of them
+/// where `old` has none); returns the bytes written.
+fn write_changed_blocks(
+    file: &File,
+    c: &Chunk,
+    chunk: &[u8],
+    block_size: u64,
+    old: &[u128],
+    new: &[u128],
+) -> std::io::Result<u64> {
+    let mut written = 0;
+    let mut run: Option<u64> = None;
+    let n = new.len() as u64;
+    for j in 0..=n {
+        let differs = j < n && old.get(j as usize) != new.get(j as usize);
+        match (differs, run) {
+            (true, None) => run = Some(j),
+            (false, Some(first)) => {
+                let (start, end) = (first * block_size, (j * block_size).min(c.container_size));
+                write_container_range(file, c, chunk, start, end)?;
+                written += end - start;
+                run = None;
+            }
+            _ => {}
+        }
+    }
+    Ok(written)
+}
+
+/// The file checksum of a layout from the data in memory: MD5 over every byte in file order,
+/// or in fast mode xxh3 over the meta data.
+fn layout_checksum(
+    layout: &Layout,
+    data: &[&[u8]],
+    metas: &[Vec<u8>],
+    integrity: Integrity,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Digest {
+    let digest = match integrity {
         Integrity::Fast { .. } => {
-            blocks::fast_checksum(&opts.integrity.fb_mode(), metas.iter().map(Vec::as_slice))
+            blocks::fast_checksum(&integrity.fb_mode(), metas.iter().map(Vec::as_slice))
         }
         Integrity::Md5 => {
             let mut md5 = Md5Stream::default();
-            for (block, meta) in layout.blocks.iter().zip(&metas) {
+            for (block, meta) in layout.blocks.iter().zip(metas) {
                 md5.update(meta);
                 for c in &block.chunks {
                     md5.update(chunk_slice(data, c));
@@ -509,17 +553,7 @@ pub fn update_file(
         }
     };
     progress(layout.file_size());
-    let fb = finish_file(file, layout, &checksum, opts.integrity, opts)?;
-    let meta_bytes: u64 = metas.iter().map(|m| m.len() as u64).sum();
-    Ok(Written {
-        fb,
-        table: Some(BlockTable {
-            blocking,
-            containers,
-            chunk_hashes,
-        }),
-        bytes_written: written_data.into_inner() + meta_bytes + crate::raw::fb::SIZE as u64,
-    })
+    digest
 }
 
 /// Encodes and writes every block's meta data with the chunk hashes (file order); returns the
