@@ -305,6 +305,23 @@ impl Checkpoint {
         }
     }
 
+    /// Checks a chunk's stored hash against its bytes.
+    fn check_chunk(&self, bytes: &[u8], r: &ChunkRecord) -> Result<()> {
+        let computed = self.chunk_hash_of(bytes, r);
+        if computed == r.hash {
+            return Ok(());
+        }
+        Err(Error::at(
+            r.vmd_offset + vmd::HASH as u64,
+            ErrorKind::HashMismatch {
+                record: Record::VarMeta,
+                field: "hash",
+                stored: hash::to_hex(&r.hash),
+                computed: hash::to_hex(&computed),
+            },
+        ))
+    }
+
     /// Fast mode's file checksum over the meta data as stored.
     fn fast_checksum(&self, bytes: &[u8]) -> Digest {
         let layout = self.layout();
@@ -327,17 +344,8 @@ impl Checkpoint {
                     c.fptr.0 + c.chunk_size,
                     c.container_size - c.chunk_size,
                 );
-                let computed = self.chunk_hash_of(bytes, r);
-                if computed != r.hash {
-                    problems.push(Error::at(
-                        r.vmd_offset + vmd::HASH as u64,
-                        ErrorKind::HashMismatch {
-                            record: Record::VarMeta,
-                            field: "hash",
-                            stored: hash::to_hex(&r.hash),
-                            computed: hash::to_hex(&computed),
-                        },
-                    ));
+                if let Err(e) = self.check_chunk(bytes, r) {
+                    problems.push(e);
                 }
                 if let Some(pos) = fill.iter().position(|&b| b != 0) {
                     problems.push(Error::at(
@@ -390,18 +398,7 @@ impl Checkpoint {
         for r in self.records_of(var.idx).filter(|r| r.chunk.chunk_size > 0) {
             let c = &r.chunk;
             if check {
-                let computed = self.chunk_hash_of(bytes, r);
-                if computed != r.hash {
-                    return Err(Error::at(
-                        r.vmd_offset + vmd::HASH as u64,
-                        ErrorKind::HashMismatch {
-                            record: Record::VarMeta,
-                            field: "hash",
-                            stored: hash::to_hex(&r.hash),
-                            computed: hash::to_hex(&computed),
-                        },
-                    ));
-                }
+                self.check_chunk(bytes, r)?;
             }
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
             // parse() proved that a chunk with data ends within the variable's size; the
