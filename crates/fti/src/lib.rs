@@ -35,6 +35,7 @@ mod error;
 pub mod heatdis;
 mod runtime;
 pub mod store;
+pub mod topology;
 mod trace;
 mod var;
 
