@@ -331,7 +331,7 @@ impl Keys<'_> {
                 .int("basic", &format!("ckpt_l{n}_secs"))?
                 .filter(|&s| s > 0);
             cfg.intervals[i] = secs
-                .or(minutes.map(|m| m * 60))
+                .or(minutes.map(|m| m.saturating_mul(60)))
                 .map(|s| Duration::from_secs(s as u64));
         }
         cfg.inline_l4 = self.flag("basic", "inline_l4", true)?;
@@ -608,6 +608,11 @@ mod tests {
 
     #[test]
     fn intervals_in_minutes_or_seconds() {
+        let huge = parse(&format!("[basic]\nckpt_l1 = {}\n", i64::MAX)).unwrap();
+        assert_eq!(
+            huge.intervals[0],
+            Some(Duration::from_secs(i64::MAX as u64))
+        );
         let cfg = parse("[basic]\nckpt_l1 = 2\nckpt_l4_secs = 30\nckpt_l4 = 9\n").unwrap();
         assert_eq!(cfg.intervals[0], Some(Duration::from_secs(120)));
         assert_eq!(cfg.intervals[3], Some(Duration::from_secs(30)));

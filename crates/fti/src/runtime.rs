@@ -742,7 +742,10 @@ impl Fti {
         let mut due = None;
         for (i, level) in Level::ALL.iter().enumerate() {
             if let Some(interval) = self.cfg.intervals[i] {
-                if worked >= interval * self.timer.counts[i] {
+                if interval
+                    .checked_mul(self.timer.counts[i])
+                    .is_some_and(|due| worked >= due)
+                {
                     // After a long stall, one checkpoint, not one per missed interval.
                     let elapsed = worked.as_nanos() / interval.as_nanos().max(1);
                     self.timer.counts[i] = u32::try_from(elapsed + 1).unwrap_or(u32::MAX);
