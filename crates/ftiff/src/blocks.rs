@@ -127,16 +127,21 @@ impl Blocking {
         }
     }
 
+    /// Bytes per block (a zero size is taken as 1, so a block always advances).
+    fn step(&self) -> u64 {
+        self.size.max(1)
+    }
+
     /// Number of blocks of a container.
     pub fn count(&self, container_size: u64) -> u64 {
-        container_size.div_ceil(self.size)
+        container_size.div_ceil(self.step())
     }
 
     /// The hash of block `i` of a container holding `data` then zeros up to
     /// `container_size`; `scratch` holds a block that straddles the data's end.
     fn hash_block(&self, data: &[u8], container_size: u64, i: u64, scratch: &mut Vec<u8>) -> u128 {
-        let start = i * self.size;
-        let end = (start + self.size).min(container_size);
+        let start = i * self.step();
+        let end = (start + self.step()).min(container_size);
         let len = data.len() as u64;
         if end <= len {
             // In range: end <= data.len().

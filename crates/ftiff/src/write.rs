@@ -447,7 +447,7 @@ pub fn update_file(
                 file,
                 c,
                 chunk_slice(data, c),
-                blocking.size,
+                blocking.size.max(1),
                 old_hashes,
                 &containers[i],
             )?;
