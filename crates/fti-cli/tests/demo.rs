@@ -67,6 +67,13 @@ fn crashed_and_restarted_run_ends_bitwise_identical() {
         .map(|s| s.meta()["ovni"]["finished"] == 1)
         .collect();
     assert_eq!(finished.iter().filter(|&&f| f).count(), 1);
+    // The crashed run's trace holds its checkpoints up to the crash.
+    let crashed = both
+        .streams()
+        .iter()
+        .find(|s| s.meta()["ovni"]["finished"] != 1)
+        .unwrap();
+    assert!(crashed.events().count() > 10);
 }
 
 #[test]

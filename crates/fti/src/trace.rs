@@ -137,7 +137,10 @@ impl Tracer {
             )?;
         }
         self.pop(MARK_CKPT, value)?;
-        self.pop(MARK_LEVEL, level.number().into())
+        self.pop(MARK_LEVEL, level.number().into())?;
+        // Written out at every checkpoint, so that the trace of a run that crashes later
+        // still shows its checkpoints (a few hundred bytes per checkpoint).
+        self.stream.flush()
     }
 
     pub(crate) fn begin(&mut self, phase: Phase) -> ovni::Result<()> {

@@ -67,6 +67,8 @@ fn checkpoints_and_recovery_are_traced() {
     let names: Vec<&str> = evs.iter().map(|(m, _)| m.as_str()).collect();
     assert_eq!(names.first(), Some(&"OHx"));
     assert_eq!(names.last(), Some(&"OHe"));
+    // Each checkpoint writes the trace out: the flush is recorded after it.
+    assert_eq!(names.iter().filter(|&&n| n == "OF[").count(), 2);
     let marks: Vec<(String, i64)> = evs
         .iter()
         .filter(|(m, _)| m.starts_with("OM"))
