@@ -7,18 +7,16 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
+mod common;
+
+use common::median;
 use fti::{Config, Fti, Level, Var};
 use rayon::prelude::*;
 
 const BLOCK: usize = 16384;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 fn config(root: &Path, dcp: bool, fast: bool) -> Config {
     Config {
@@ -72,22 +70,9 @@ fn write_fsync(path: &Path, bytes: u64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let mib: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(1024);
-    let dir: PathBuf = args
-        .get(1)
-        .map_or_else(|| env!("CARGO_TARGET_TMPDIR").into(), PathBuf::from);
+    let common::Args { mib, dir, .. } = common::args();
     let quarter = (mib << 20) / 4;
-    let mut bufs: Vec<Vec<u8>> = (0..4u8)
-        .map(|v| {
-            (0..quarter)
-                .map(|i| (i as u8).wrapping_mul(13) ^ v)
-                .collect()
-        })
-        .collect();
+    let mut bufs = common::buffers(quarter, 13);
     let total = (mib << 20) as f64;
 
     let scan = median(

@@ -6,46 +6,17 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::path::PathBuf;
 use std::time::Instant;
 
+mod common;
+
+use common::{median, time};
 use fti::{Config, Fti, Level, Status, Var};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn time(repeats: usize, mut f: impl FnMut()) -> f64 {
-    median(
-        (0..repeats)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let mib: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(1024);
-    let dir: PathBuf = args
-        .get(1)
-        .map_or_else(|| env!("CARGO_TARGET_TMPDIR").into(), PathBuf::from);
-    let repeats: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let common::Args { mib, dir, repeats } = common::args();
     let quarter = (mib << 20) / 4;
-    let mut bufs: Vec<Vec<u8>> = (0..4u8)
-        .map(|v| {
-            (0..quarter)
-                .map(|i| (i as u8).wrapping_mul(31) ^ v)
-                .collect()
-        })
-        .collect();
+    let mut bufs = common::buffers(quarter, 31);
     let gb = (mib << 20) as f64 / 1e9;
 
     let plain = dir.join("bench-plain.bin");
