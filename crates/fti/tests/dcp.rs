@@ -155,21 +155,17 @@ fn incremental_checkpoint_writes_each_variable_when_added() {
     let mut fti = Fti::init(cfg.clone()).unwrap();
     let mut first = vec![0xabu8; 10_000];
     let mut second = vec![0xcdu8; 20_000];
-    fti.init_icp(
-        1,
-        Level::L1,
-        &[
-            VarSize {
-                id: 1,
-                size: 10_000,
-            },
-            VarSize {
-                id: 2,
-                size: 20_000,
-            },
-        ],
-    )
-    .unwrap();
+    let sizes = [
+        VarSize {
+            id: 1,
+            size: 10_000,
+        },
+        VarSize {
+            id: 2,
+            size: 20_000,
+        },
+    ];
+    fti.init_icp(1, Level::L1, &sizes).unwrap();
     // Added in reverse order.
     fti.add_var_icp(&Var::slice(2, &mut second)).unwrap();
     // The second variable's bytes are already in the (not yet published) file.
@@ -191,21 +187,7 @@ fn incremental_checkpoint_writes_each_variable_when_added() {
         .next()
         .is_none());
 
-    fti.init_icp(
-        2,
-        Level::L1,
-        &[
-            VarSize {
-                id: 1,
-                size: 10_000,
-            },
-            VarSize {
-                id: 2,
-                size: 20_000,
-            },
-        ],
-    )
-    .unwrap();
+    fti.init_icp(2, Level::L1, &sizes).unwrap();
     fti.add_var_icp(&Var::slice(1, &mut first)).unwrap();
     first[0] = 0; // changes after add do not matter
     fti.add_var_icp(&Var::slice(2, &mut second)).unwrap();
