@@ -30,6 +30,7 @@
 //! ([`Error::NeedsMpi`]).
 #![deny(missing_docs)]
 
+pub mod comm;
 mod config;
 mod error;
 pub mod heatdis;
@@ -39,6 +40,7 @@ pub mod topology;
 mod trace;
 mod var;
 
+pub use comm::{Comm, SelfComm, Threads};
 pub use config::{record_restart, Config, Level};
 pub use error::{Error, Result};
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Snapshot, Status};

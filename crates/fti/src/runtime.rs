@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 
+use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
 use crate::error::{Error, Result};
 use crate::store::{self, Dirs, Found};
@@ -92,6 +93,8 @@ pub struct Fti {
     dcp_files: std::collections::VecDeque<DcpFile>,
     /// The open incremental checkpoint.
     icp: Option<Icp>,
+    /// The other ranks of the run.
+    comm: Box<dyn Comm>,
 }
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
@@ -121,13 +124,15 @@ impl Fti {
     /// writes it). Without those keys, the newest execution directory holding checkpoints of
     /// this rank is used. `failure = 0` always starts fresh.
     pub fn init(cfg: Config) -> Result<Fti> {
-        if cfg.intervals[1].is_some() || cfg.intervals[2].is_some() {
-            return Err(Error::NeedsMpi(if cfg.intervals[1].is_some() {
-                Level::L2
-            } else {
-                Level::L3
-            }));
-        }
+        Fti::init_with(cfg, Box::new(SelfComm))
+    }
+
+    /// As [`Fti::init`], for one rank of a multi-rank run: every rank of `comm` calls it
+    /// (collectively). The ranks agree on the execution id and on the checkpoint to restart
+    /// from; L2 and L3 checkpoints send files between them.
+    pub fn init_with(mut cfg: Config, comm: Box<dyn Comm>) -> Result<Fti> {
+        cfg.rank = comm.rank();
+        cfg.nranks = comm.size();
         for w in &cfg.warnings {
             message(&cfg, Verbosity::Warning, w);
         }
@@ -143,7 +148,10 @@ impl Fti {
             }
             (None, _) => newest_exec_with_checkpoints(&cfg),
         };
+        // Rank 0's clock names the execution, so every rank uses the same directories.
         let exec_id = restart_exec.clone().unwrap_or_else(new_exec_id);
+        let exec_id =
+            String::from_utf8(comm.broadcast(exec_id.as_bytes())).unwrap_or(exec_id);
         let dirs = Dirs::new(&cfg, &exec_id);
         let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
             Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace)?)
@@ -167,6 +175,7 @@ impl Fti {
             tracer,
             dcp_files: Default::default(),
             icp: None,
+            comm,
             cfg,
         };
         if restart_exec.is_some() {
