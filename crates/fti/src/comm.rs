@@ -35,18 +35,6 @@ pub trait Comm {
 
 /// Collective helpers built on [`Comm::all_gather`].
 pub(crate) trait CommExt: Comm {
-    /// The minimum of `x` over all ranks.
-    fn all_min(&self, x: i64) -> i64 {
-        self.all_gather(&x.to_le_bytes())
-            .iter()
-            .map(|b| i64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8])))
-            .min()
-            .unwrap_or(x)
-    }
-    /// Whether `x` holds on every rank.
-    fn all_true(&self, x: bool) -> bool {
-        self.all_min(i64::from(x)) == 1
-    }
     /// Rank 0's `bytes`, on every rank.
     fn broadcast(&self, bytes: &[u8]) -> Vec<u8> {
         self.all_gather(bytes).swap_remove(0)
@@ -96,10 +84,10 @@ impl Threads {
         let mut receivers: Vec<Vec<Option<Receiver<Vec<u8>>>>> =
             (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
         for (from, row) in senders.iter_mut().enumerate() {
-            for to in 0..n {
+            for inbox in receivers.iter_mut() {
                 let (tx, rx) = channel();
                 row.push(Some(tx));
-                receivers[to][from] = Some(rx);
+                inbox[from] = Some(rx);
             }
         }
         let barrier = Arc::new(Barrier::new(n));
@@ -164,7 +152,8 @@ mod tests {
     #[test]
     fn threads_gather_and_ring_exchange() {
         let ranks = Threads::new(4, "h");
-        let results: Vec<(Vec<Vec<u8>>, Vec<u8>, i64)> = std::thread::scope(|s| {
+        type Seen = (Vec<Vec<u8>>, Vec<u8>, Vec<u8>);
+        let results: Vec<Seen> = std::thread::scope(|s| {
             let handles: Vec<_> = ranks
                 .into_iter()
                 .map(|c| {
@@ -173,7 +162,7 @@ mod tests {
                         let all = c.all_gather(&[r as u8; 3]);
                         let got = c.exchange((r + 1) % 4, &[r as u8], (r + 3) % 4);
                         c.barrier();
-                        (all, got, c.all_min(10 - i64::from(r)))
+                        (all, got, c.broadcast(&[r as u8 + 7]))
                     })
                 })
                 .collect();
@@ -182,7 +171,7 @@ mod tests {
         for (r, (all, got, min)) in results.into_iter().enumerate() {
             assert_eq!(all, (0..4u8).map(|i| vec![i; 3]).collect::<Vec<_>>());
             assert_eq!(got, vec![((r + 3) % 4) as u8]);
-            assert_eq!(min, 7);
+            assert_eq!(min, [7]);
         }
     }
 }

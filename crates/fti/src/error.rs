@@ -50,8 +50,11 @@ pub enum Error {
     /// The trace could not be started or finished.
     #[error("ovni trace: {0}")]
     Trace(ovni::Error),
+    /// Another rank failed during a collective step; the step was abandoned on every rank.
+    #[error("{0}")]
+    Ranks(String),
     /// L2 and L3 need several ranks over MPI.
-    #[error("{0} needs several ranks over MPI; this build runs one process per rank")]
+    #[error("{0} needs a partner rank: run several ranks (over MPI, or fti::Threads) with group_size >= 2")]
     NeedsMpi(crate::Level),
 }
 

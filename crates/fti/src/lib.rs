@@ -34,6 +34,7 @@ pub mod comm;
 mod config;
 mod error;
 pub mod heatdis;
+mod levels;
 mod runtime;
 pub mod store;
 pub mod topology;

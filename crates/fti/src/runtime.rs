@@ -12,7 +12,9 @@ use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
 use crate::error::{Error, Result};
+use crate::levels::{self, agree, Holds, Plan};
 use crate::store::{self, Dirs, Found};
+use crate::topology::Topology;
 use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
 
@@ -95,6 +97,12 @@ pub struct Fti {
     icp: Option<Icp>,
     /// The other ranks of the run.
     comm: Box<dyn Comm>,
+    /// Where every rank sits (groups and partners).
+    topology: Topology,
+    /// Node names by node index (`Topology.fti`).
+    node_names: Vec<String>,
+    /// How the restart's checkpoint was obtained, for the user.
+    recovery_note: Option<String>,
 }
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
@@ -131,8 +139,13 @@ impl Fti {
     /// (collectively). The ranks agree on the execution id and on the checkpoint to restart
     /// from; L2 and L3 checkpoints send files between them.
     pub fn init_with(mut cfg: Config, comm: Box<dyn Comm>) -> Result<Fti> {
-        cfg.rank = comm.rank();
-        cfg.nranks = comm.size();
+        // A one-rank comm keeps the config's rank: one process may act as any rank of a run
+        // (restarting that rank's files alone, as the tools do).
+        if comm.size() > 1 {
+            cfg.rank = comm.rank();
+            cfg.nranks = comm.size();
+        }
+        let (topology, node_names) = build_topology(&cfg, &*comm)?;
         for w in &cfg.warnings {
             message(&cfg, Verbosity::Warning, w);
         }
@@ -146,12 +159,14 @@ impl Fti {
                     what: "[restart] failure asks for a restart but exec_id is not set".into(),
                 })
             }
-            (None, _) => newest_exec_with_checkpoints(&cfg),
+            // A rank whose node was lost finds nothing: the newest any rank has wins.
+            (None, _) => {
+                levels::agree_newest(&*comm, newest_exec_with_checkpoints(&cfg).as_deref())
+            }
         };
         // Rank 0's clock names the execution, so every rank uses the same directories.
         let exec_id = restart_exec.clone().unwrap_or_else(new_exec_id);
-        let exec_id =
-            String::from_utf8(comm.broadcast(exec_id.as_bytes())).unwrap_or(exec_id);
+        let exec_id = String::from_utf8(comm.broadcast(exec_id.as_bytes())).unwrap_or(exec_id);
         let dirs = Dirs::new(&cfg, &exec_id);
         let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
             Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace)?)
@@ -176,6 +191,9 @@ impl Fti {
             dcp_files: Default::default(),
             icp: None,
             comm,
+            topology,
+            node_names,
+            recovery_note: None,
             cfg,
         };
         if restart_exec.is_some() {
@@ -189,42 +207,137 @@ impl Fti {
         Ok(fti)
     }
 
-    /// Tries the candidates newest first; keeps the first that parses and verifies.
+    /// Agrees with the other ranks on the checkpoint to restart from: candidates newest first
+    /// (by id, then L1, L2, L3, L4 as FTI tries them); the first that every rank can recover
+    /// wins. At L2 a rank whose file is lost or corrupt gets it back from its right partner's
+    /// copy (and lost copies are rebuilt too).
     fn find_restart(&mut self) {
         let wanted = self.cfg.restart_id;
-        for found in store::find_checkpoints(&self.dirs) {
-            if wanted.is_some_and(|id| id != found.id) {
-                continue;
+        let own = store::find_checkpoints(&self.dirs);
+        let copies = store::find_copies(&self.dirs);
+        let mine: Vec<(i32, Level)> = own
+            .iter()
+            .chain(&copies)
+            .map(|f| (f.id, f.level))
+            .filter(|(id, _)| wanted.is_none_or(|w| w == *id))
+            .collect();
+        let left = self.topology.place(self.cfg.rank).map(|p| p.left());
+        for (id, level) in levels::candidates(&*self.comm, &mine) {
+            let mut verified = None;
+            let mut said_why = false;
+            for found in own.iter().filter(|f| f.id == id && f.level == level) {
+                match self.verify_candidate(found) {
+                    Ok(r) => {
+                        verified = Some(r);
+                        break;
+                    }
+                    Err(why) => {
+                        self.skip(why);
+                        said_why = true;
+                    }
+                }
             }
-            let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
-            let bar = progress_bar(
-                &self.cfg,
-                size,
-                format!("verifying checkpoint {}", found.id),
+            let owns = levels::gather_holds(
+                &*self.comm,
+                Holds {
+                    own: verified.is_some(),
+                    copy: false,
+                },
             );
-            let verified = open_verified(&found, &|n| bar.set_position(n));
-            bar.finish_and_clear();
-            match verified {
+            // The copy this rank keeps is verified only when its owner needs it.
+            let copy_found = copies.iter().find(|c| c.id == id && level == Level::L2);
+            let copy_ok = match (copy_found, left) {
+                (Some(c), Some(l)) if !owns[l as usize].own => match open_verified(c, &|_| {}) {
+                    Ok(_) => true,
+                    Err(e) => {
+                        self.skip(format!("partner copy of checkpoint {id} skipped: {e}"));
+                        false
+                    }
+                },
+                (found, _) => found.is_some(),
+            };
+            let holds = levels::gather_holds(
+                &*self.comm,
+                Holds {
+                    own: verified.is_some(),
+                    copy: copy_ok,
+                },
+            );
+            let Some(plan) = levels::plan(level, &holds, &self.topology) else {
+                let missing: Vec<usize> = (0..holds.len()).filter(|&r| !holds[r].own).collect();
+                if said_why && missing == [self.comm.rank() as usize] {
+                    continue;
+                }
+                self.skip(format!(
+                    "checkpoint {id} at {level} skipped: no usable file for rank(s) {missing:?}"
+                ));
+                continue;
+            };
+            let restart = match plan {
+                Plan::Own => verified.ok_or(Error::State("planned without a file")),
+                Plan::Rebuild {
+                    files,
+                    copies: lost_copies,
+                } => {
+                    let copy = copy_found.cloned();
+                    let own_l2 = own.iter().find(|f| f.id == id && f.level == level).cloned();
+                    let rebuilt = levels::rebuild_l2(
+                        &*self.comm,
+                        &self.dirs,
+                        &self.topology,
+                        id,
+                        (&files, &lost_copies),
+                        own_l2.as_ref(),
+                        copy.as_ref(),
+                    );
+                    let note = format!(
+                        "rank(s) {files:?} rebuilt from their partners' copies{}",
+                        if lost_copies.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", partner copies of rank(s) {lost_copies:?} restored")
+                        }
+                    );
+                    let local = rebuilt.and_then(|_| match verified {
+                        Some(r) => Ok(r),
+                        None => {
+                            let found = Found {
+                                path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
+                                id,
+                                level,
+                                archived: false,
+                            };
+                            open_verified(&found, &|_| {})
+                                .map_err(|e| Error::Format(e.with_path(&found.path)))
+                        }
+                    });
+                    self.recovery_note = Some(note);
+                    local
+                }
+            };
+            match agree(&*self.comm, "recovery", restart) {
                 Ok(restart) => {
+                    let note = match self.recovery_note.take() {
+                        Some(n) => format!("{level}, {n}"),
+                        None => format!("{level}, every rank from its own file"),
+                    };
                     message(
                         &self.cfg,
                         Verbosity::Info,
                         &format!(
-                            "restarting from checkpoint {} ({}, {})",
-                            found.id,
-                            found.level,
-                            found.path.display()
+                            "restarting from checkpoint {id} ({note}; {})",
+                            restart.info.path.display()
                         ),
                     );
-                    self.next_id = found.id.saturating_add(1);
+                    self.recovery_note = Some(note);
+                    self.next_id = id.saturating_add(1);
                     self.status = Status::Restart(restart.info.clone());
                     self.restart = Some(restart);
                     return;
                 }
                 Err(e) => {
-                    let why = format!("checkpoint {} at {} skipped: {e}", found.id, found.level);
-                    message(&self.cfg, Verbosity::Warning, &why);
-                    self.skipped.push(why);
+                    self.recovery_note = None;
+                    self.skip(format!("checkpoint {id} at {level} skipped: {e}"));
                 }
             }
         }
@@ -232,12 +345,40 @@ impl Fti {
             &self.cfg,
             Verbosity::Warning,
             &format!(
-                "restart requested for execution {} but no checkpoint{} of rank {} could be used: starting fresh",
+                "restart requested for execution {} but no checkpoint{} could be recovered by every rank: starting fresh",
                 self.exec_id,
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
-                self.cfg.rank
             ),
         );
+    }
+
+    /// Opens and verifies one of this rank's files, with a progress bar for large ones.
+    fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, String> {
+        let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
+        let bar = progress_bar(
+            &self.cfg,
+            size,
+            format!("verifying checkpoint {}", found.id),
+        );
+        let verified = open_verified(found, &|n| bar.set_position(n));
+        bar.finish_and_clear();
+        verified.map_err(|e| format!("checkpoint {} at {} skipped: {e}", found.id, found.level))
+    }
+
+    fn skip(&mut self, why: String) {
+        message(&self.cfg, Verbosity::Warning, &why);
+        self.skipped.push(why);
+    }
+
+    /// How the restart's checkpoint was obtained: its level, and whether files were rebuilt
+    /// from partner copies (`None` on a fresh run).
+    pub fn recovery_note(&self) -> Option<&str> {
+        self.recovery_note.as_deref()
+    }
+
+    /// This rank's place in the run (its group and partners).
+    pub fn topology(&self) -> &Topology {
+        &self.topology
     }
 
     /// Fresh run or restart.
@@ -287,9 +428,7 @@ impl Fti {
         level: Level,
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
-        if matches!(level, Level::L2 | Level::L3) {
-            return Err(Error::NeedsMpi(level));
-        }
+        self.check_level(level)?;
         if self.icp.is_some() {
             return Err(Error::State(
                 "an incremental checkpoint is open: finalize it first",
@@ -462,31 +601,28 @@ impl Fti {
         );
         let progress = |n| bar.set_position(n);
         trace::with(&mut self.tracer, |t| t.begin(Phase::Write));
-        let written = match &base {
-            Some((_, b)) => ftiff::update_file(
-                &pending.file,
-                Some((&b.layout, &b.table)),
-                &layout,
-                &data,
-                &opts,
-                &progress,
-            ),
-            None => {
-                ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+        let written = agree(
+            &*self.comm,
+            "writing the checkpoint",
+            match &base {
+                Some((_, b)) => ftiff::update_file(
+                    &pending.file,
+                    Some((&b.layout, &b.table)),
+                    &layout,
+                    &data,
+                    &opts,
+                    &progress,
+                ),
+                None => {
+                    ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+                }
             }
-        }
-        .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
+            .map_err(|e| Error::Format(e.with_path(&pending.path))),
+        )?;
         bar.finish_and_clear();
         trace::with(&mut self.tracer, |t| t.end(Phase::Write));
-        trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
-        let mut path = store::commit(&self.dirs, pending, keep)?;
-        trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
-        if write_level != level {
-            trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
-            let local = path.clone();
-            path = store::publish_copy(&self.dirs, level, id, keep, &local)?;
-            trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
-        }
+        let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
+        let written = ftiff::Written { fb, ..written };
         match written.table {
             Some(table) if self.cfg.dcp => {
                 self.dcp_files.push_back(DcpFile {
@@ -505,15 +641,115 @@ impl Fti {
         Ok((path, layout, written.fb, written.bytes_written))
     }
 
+    /// Refuses levels this run cannot do: L2 needs a partner, L3 is not available yet.
+    fn check_level(&self, level: Level) -> Result<()> {
+        let group = self
+            .topology
+            .place(self.cfg.rank)
+            .map_or(1, |p| p.group.len());
+        match level {
+            Level::L2 if group < 2 => Err(Error::NeedsMpi(level)),
+            Level::L3 => Err(Error::NeedsMpi(level)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Publishes a written checkpoint file on every rank (collective): at L2 first sets
+    /// `ptFs` and sends the file to the right partner while receiving the left partner's
+    /// copy; then each rank publishes its files; only once every rank has, older checkpoints
+    /// are retired. An L4 checkpoint written locally (`inline_l4 = 0`) is then flushed to the
+    /// global directory the same way. Returns the published path and file block.
+    fn publish_checkpoint(
+        &mut self,
+        id: i32,
+        level: Level,
+        write_level: Level,
+        pending: store::Pending,
+        fb: FileBlock,
+    ) -> Result<(PathBuf, FileBlock)> {
+        let keep = self.keep();
+        trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
+        let (copy, fb) = if write_level == Level::L2 {
+            trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
+            let done = self.partner_copy(id, &pending, fb);
+            trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
+            done?
+        } else {
+            (None, fb)
+        };
+        let local = store::publish_pending(&self.dirs, pending).and_then(|path| match copy {
+            Some(c) => store::publish_pending(&self.dirs, c).map(|_| path),
+            None => Ok(path),
+        });
+        let mut path = agree(&*self.comm, "publishing the checkpoint", local)?;
+        store::retire(&self.dirs, write_level, id, keep, true)?;
+        trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+        if write_level != level {
+            trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
+            let local = store::begin(&self.dirs, level, id, None).and_then(|p| {
+                let mut src = File::open(&path).map_err(|e| Error::io(&path, e))?;
+                std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
+                store::publish_pending(&self.dirs, p)
+            });
+            path = agree(&*self.comm, "flushing the checkpoint to L4", local)?;
+            store::retire(&self.dirs, level, id, keep, false)?;
+            trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
+        }
+        Ok((path, fb))
+    }
+
+    /// L2: records the left partner's file size in `ptFs`, then sends this rank's file to its
+    /// right partner while receiving the left partner's into `Ckpt<id>-Pcof<r>.fti`.
+    fn partner_copy(
+        &mut self,
+        id: i32,
+        pending: &store::Pending,
+        fb: FileBlock,
+    ) -> Result<(Option<store::Pending>, FileBlock)> {
+        let place = self
+            .topology
+            .place(self.cfg.rank)
+            .ok_or(Error::State("this rank is not in the topology"))?
+            .clone();
+        let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
+        let (left, right) = (place.left(), place.right());
+        let left_fs = sizes[left as usize];
+        let fb = levels::set_pt_fs(&pending.file, &pending.path, left_fs as i64);
+        let copy = store::begin_named(&self.dirs, Level::L2, id, self.dirs.copy_name(id), None);
+        let rounds = levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize]));
+        let sent = match &copy {
+            Ok(c) => levels::transfer(
+                &*self.comm,
+                (
+                    right,
+                    Some(&pending.file),
+                    fb.as_ref().map_or(0, |b| b.fs as u64),
+                ),
+                (left, Some((&c.file, c.path.as_path())), left_fs),
+                rounds,
+            ),
+            Err(_) => levels::transfer(
+                &*self.comm,
+                (
+                    right,
+                    Some(&pending.file),
+                    fb.as_ref().map_or(0, |b| b.fs as u64),
+                ),
+                (left, None, left_fs),
+                rounds,
+            ),
+        };
+        let local = fb.and_then(|fb| sent.and(copy.map(|c| (Some(c), fb))));
+        agree(&*self.comm, "L2 partner copy", local)
+    }
+
     /// Opens incremental checkpoint `id` at `level` (FTI's `FTI_InitICP`) for variables of these
     /// ids and sizes, in protect order. Each variable is then written by
     /// [`Fti::add_var_icp`] as soon as the application is done with it, in any order; the
     /// checkpoint exists only after [`Fti::finalize_icp`] (a crash before keeps the previous
     /// one).
     pub fn init_icp(&mut self, id: i32, level: Level, vars: &[VarSize]) -> Result<()> {
-        if matches!(level, Level::L2 | Level::L3) {
-            return Err(Error::NeedsMpi(level));
-        }
+        self.check_level(level)?;
         if self.icp.is_some() {
             return Err(Error::State("an incremental checkpoint is already open"));
         }
@@ -593,18 +829,16 @@ impl Fti {
             started,
         } = icp;
         let layout = writer.layout().clone();
-        let written = writer
-            .finish(&pending.file, &|_| {})
-            .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
+        let written = agree(
+            &*self.comm,
+            "writing the incremental checkpoint",
+            writer
+                .finish(&pending.file, &|_| {})
+                .map_err(|e| Error::Format(e.with_path(&pending.path))),
+        )?;
         trace::with(&mut self.tracer, |t| t.end(Phase::Write));
-        trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
-        let keep = self.keep();
-        let mut path = store::commit(&self.dirs, pending, keep)?;
-        trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
-        if write_level != level {
-            let local = path.clone();
-            path = store::publish_copy(&self.dirs, level, id, keep, &local)?;
-        }
+        let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
+        let written = ftiff::Written { fb, ..written };
         trace::with(&mut self.tracer, |t| {
             t.end_checkpoint(id, level, layout.file_size())
         });
@@ -804,6 +1038,8 @@ impl Fti {
         }
         self.restart = None;
         store::remove_rank_files(&self.dirs, false)?;
+        // Every rank is done with the run's directories before the meta directory goes.
+        self.comm.barrier();
         if self.cfg.rank == 0 {
             remove_dir_all(&self.dirs.meta)?;
         }
@@ -822,11 +1058,14 @@ impl Fti {
         Ok(())
     }
 
-    /// `Topology.fti` in the meta directory, as FTI 1.1 writes it for a one-rank-per-node run.
+    /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
     fn write_topology(&self) -> Result<()> {
         store::create_dir_durable(&self.dirs.meta)?;
         let mut text = String::from("\n[topology]\n");
-        text.push_str(&format!("{:<31}= node{}\n\n", 0, self.cfg.node()));
+        for (i, name) in self.node_names.iter().enumerate() {
+            text.push_str(&format!("{i:<31}= {name}\n"));
+        }
+        text.push('\n');
         store::replace_file(&self.dirs.meta.join("Topology.fti"), text.as_bytes())
     }
 }
@@ -962,6 +1201,41 @@ fn newest_exec_with_checkpoints(cfg: &Config) -> Option<String> {
         .into_iter()
         .rev()
         .find(|exec| !store::find_checkpoints(&Dirs::new(cfg, exec)).is_empty())
+}
+
+/// The run's topology and node names. With `local_test = 1` the node of a rank is
+/// `rank / node_size` (`node<N>`); otherwise ranks are grouped by host name, hosts in the order
+/// of their lowest rank.
+fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String>)> {
+    let n = comm.size();
+    let node_size = cfg.node_size.max(1);
+    if cfg.local_test {
+        let order: Vec<u32> = (0..n).collect();
+        let names = (0..n.div_ceil(node_size))
+            .map(|i| format!("node{i}"))
+            .collect();
+        return Ok((Topology::new(&order, node_size, cfg.group_size)?, names));
+    }
+    let hosts: Vec<String> = comm
+        .all_gather(comm.host_name().as_bytes())
+        .into_iter()
+        .map(|h| String::from_utf8_lossy(&h).into_owned())
+        .collect();
+    let mut distinct: Vec<&String> = Vec::new();
+    for h in &hosts {
+        if !distinct.contains(&h) {
+            distinct.push(h);
+        }
+    }
+    let order: Vec<u32> = distinct
+        .iter()
+        .flat_map(|d| (0..n).filter(|&r| &hosts[r as usize] == *d))
+        .collect();
+    let names = order
+        .chunks(node_size as usize)
+        .map(|c| hosts[c[0] as usize].clone())
+        .collect();
+    Ok((Topology::new(&order, node_size, cfg.group_size)?, names))
 }
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of a time in ns since the Unix epoch.

@@ -68,6 +68,58 @@ impl Dirs {
     pub fn file_name(&self, id: i32) -> String {
         format!("Ckpt{id}-Rank{}.fti", self.rank)
     }
+
+    /// The name of the L2 partner copy this rank holds for checkpoint `id`: a copy of its left
+    /// partner's file, named after the holder, as FTI 1.1 names it.
+    pub fn copy_name(&self, id: i32) -> String {
+        format!("Ckpt{id}-Pcof{}.fti", self.rank)
+    }
+}
+
+/// Parses `Ckpt<id>-Pcof<r>.fti` into `(id, r)`.
+pub fn parse_copy_name(name: &str) -> Option<(i32, u32)> {
+    let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
+    let (id, rank) = rest.split_once("-Pcof")?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(id) || !digits(rank) {
+        return None;
+    }
+    Some((id.parse().ok()?, rank.parse().ok()?))
+}
+
+/// The L2 partner copies this rank holds (in `l2/` and its archive), newest first.
+pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
+    let mut found = Vec::new();
+    for (dir, archived) in [
+        (dirs.level_dir(Level::L2), false),
+        (dirs.archive_dir(Level::L2), true),
+    ] {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if let Some((id, rank)) = parse_copy_name(&name.to_string_lossy()) {
+                if rank == dirs.rank {
+                    found.push(Found {
+                        path: entry.path(),
+                        id,
+                        level: Level::L2,
+                        archived,
+                    });
+                }
+            }
+        }
+    }
+    found.sort_by(|a, b| b.id.cmp(&a.id).then(a.archived.cmp(&b.archived)));
+    found
+}
+
+/// This rank's checkpoint files and partner copies.
+fn find_all(dirs: &Dirs) -> Vec<Found> {
+    let mut all = find_checkpoints(dirs);
+    all.extend(find_copies(dirs));
+    all
 }
 
 /// Parses `Ckpt<id>-Rank<r>.fti` into `(id, r)`.
@@ -213,6 +265,7 @@ pub struct Pending {
     pub path: PathBuf,
     level: Level,
     id: i32,
+    name: String,
     published: bool,
 }
 
@@ -229,10 +282,21 @@ impl Drop for Pending {
 /// checkpoint). Moving it out of `lK/` or the archive first means a crash can never leave a
 /// half-updated file under a published name.
 pub fn begin(dirs: &Dirs, level: Level, id: i32, reuse: Option<&Path>) -> Result<Pending> {
+    begin_named(dirs, level, id, dirs.file_name(id), reuse)
+}
+
+/// As [`begin`], for a file named `name` (a partner copy).
+pub fn begin_named(
+    dirs: &Dirs,
+    level: Level,
+    id: i32,
+    name: String,
+    reuse: Option<&Path>,
+) -> Result<Pending> {
     let tmp_dir = dirs.tmp_dir(level);
     create_dir_durable(&tmp_dir)?;
     create_dir_durable(&dirs.level_dir(level))?;
-    let tmp = tmp_dir.join(dirs.file_name(id));
+    let tmp = tmp_dir.join(&name);
     remove(&tmp)?;
     let mut open = OpenOptions::new();
     open.read(true).write(true);
@@ -252,6 +316,7 @@ pub fn begin(dirs: &Dirs, level: Level, id: i32, reuse: Option<&Path>) -> Result
         path: tmp,
         level,
         id,
+        name,
         published: false,
     })
 }
@@ -268,17 +333,27 @@ pub fn commit(dirs: &Dirs, pending: Pending, keep: usize) -> Result<PathBuf> {
 /// L1 checkpoint does not retire that L1 checkpoint).
 pub fn commit_with(
     dirs: &Dirs,
-    mut pending: Pending,
+    pending: Pending,
     keep: usize,
     retire_lower: bool,
 ) -> Result<PathBuf> {
     let (level, id) = (pending.level, pending.id);
+    let target = publish_pending(dirs, pending)?;
+    retire(dirs, level, id, keep, retire_lower)?;
+    Ok(target)
+}
+
+/// The commit point of one file: fsync, rename into `lK/`, fsync of the directory. Older
+/// checkpoints stay until [`retire`]: a multi-rank run retires them only once every rank has
+/// published the new checkpoint.
+pub fn publish_pending(dirs: &Dirs, mut pending: Pending) -> Result<PathBuf> {
+    let level = pending.level;
     let tmp = pending.path.clone();
     crash_point("written");
     pending.file.sync_all().map_err(|e| Error::io(&tmp, e))?;
     crash_point("fsynced");
     let level_dir = dirs.level_dir(level);
-    let target = level_dir.join(dirs.file_name(id));
+    let target = level_dir.join(&pending.name);
     fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
     pending.published = true;
     drop(pending);
@@ -286,6 +361,13 @@ pub fn commit_with(
     sync_dir(&level_dir)?;
     sync_dir(&dirs.tmp_dir(level))?;
     crash_point("dir-fsynced");
+    Ok(target)
+}
+
+/// After checkpoint `id` of `level` is published (by every rank): this rank's older files in
+/// `lK/` (and, with `retire_lower`, in lower levels' directories, as FTI does) are moved to
+/// their archives, or deleted when `keep` is 1, and the archives pruned to `keep - 1`.
+pub fn retire(dirs: &Dirs, level: Level, id: i32, keep: usize, retire_lower: bool) -> Result<()> {
     let lowest = if retire_lower { Level::L1 } else { level };
     retire_older(dirs, lowest, level, id, keep)?;
     crash_point("retired");
@@ -296,7 +378,7 @@ pub fn commit_with(
         prune_archive(dirs, l, keep)?;
     }
     crash_point("pruned");
-    Ok(target)
+    Ok(())
 }
 
 /// Publishes the copy of an already published file as checkpoint `id` of `level` (an L4
@@ -331,7 +413,7 @@ pub fn publish(
 /// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for the levels
 /// `lowest ..= level`, so `lK/` holds exactly one file per rank, as FTI 1.1 expects.
 fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) -> Result<()> {
-    for found in find_checkpoints(dirs) {
+    for found in find_all(dirs) {
         if found.archived
             || found.level > level
             || found.level < lowest
@@ -364,8 +446,17 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
         .into_iter()
         .filter(|f| f.archived && f.level == level)
         .collect();
+    let copies: Vec<Found> = find_copies(dirs)
+        .into_iter()
+        .filter(|f| f.archived && f.level == level)
+        .collect();
     let mut removed = false;
-    for old in archived.iter().skip(keep.saturating_sub(1)) {
+    let beyond = keep.saturating_sub(1);
+    for old in archived
+        .iter()
+        .skip(beyond)
+        .chain(copies.iter().skip(beyond))
+    {
         remove(&old.path)?;
         removed = true;
     }
@@ -378,7 +469,7 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
 /// Removes this rank's checkpoint files (every level, archive and `tmp/`), then whichever of
 /// the run's directories are left empty. Other ranks' files in shared directories stay.
 pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
-    for found in find_checkpoints(dirs) {
+    for found in find_all(dirs) {
         if !(local_only && found.level == Level::L4) {
             remove(&found.path)?;
         }
@@ -391,7 +482,10 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
         if let Ok(entries) = fs::read_dir(dirs.tmp_dir(level)) {
             for entry in entries.flatten() {
                 let name = entry.file_name().to_string_lossy().into_owned();
-                if parse_file_name(&name).is_some_and(|(_, rank)| rank == dirs.rank) {
+                if parse_file_name(&name)
+                    .or_else(|| parse_copy_name(&name))
+                    .is_some_and(|(_, rank)| rank == dirs.rank)
+                {
                     remove(&entry.path())?;
                 }
             }

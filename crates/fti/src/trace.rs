@@ -30,14 +30,16 @@ pub(crate) enum Phase {
     Verify = 3,
     Recover = 4,
     Flush = 5,
+    Partner = 6,
 }
 
-const PHASES: [(Phase, &str); 5] = [
+const PHASES: [(Phase, &str); 6] = [
     (Phase::Write, "write (hash + write data)"),
     (Phase::Publish, "publish (fsync, rename, retire)"),
     (Phase::Verify, "verify (restart)"),
     (Phase::Recover, "recover (copy)"),
     (Phase::Flush, "flush to L4"),
+    (Phase::Partner, "L2 partner copy (send + receive)"),
 ];
 
 /// The trace of the thread that drives the runtime.

@@ -1,8 +1,8 @@
 //! [`Comm`] over MPI (the `mpi` cargo feature), with the system's MPI library through rsmpi.
 
-use mpi::traits::*;
 use mpi::datatype::PartitionMut;
 use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
 
 use super::Comm;
 

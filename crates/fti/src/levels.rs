@@ -1,0 +1,324 @@
+//! What several ranks do together: L2 partner copies, agreement on the checkpoint to restart
+//! from, and rebuilding a lost rank's files from its partner.
+//!
+//! Every function here is collective over the run's [`Comm`]: all ranks call it in the same
+//! order, and a rank that fails locally still takes part, so that no rank waits forever for
+//! one that gave up.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+use ftiff::raw::{fb, Cursor, FileBlock};
+
+use crate::comm::Comm;
+use crate::config::Level;
+use crate::error::{Error, Result};
+use crate::store::{self, Dirs, Found};
+use crate::topology::Topology;
+
+/// Files travel between ranks in messages of this size (FTI's default `transfer_size`, 16 MB).
+pub(crate) const CHUNK: u64 = 16 << 20;
+
+/// Whether `local` succeeded on every rank. A rank that failed returns its own error; the
+/// others learn which ranks failed.
+pub(crate) fn agree<T>(comm: &dyn Comm, what: &str, local: Result<T>) -> Result<T> {
+    let flags = comm.all_gather(&[u8::from(local.is_ok())]);
+    let failed: Vec<usize> = flags
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.first() != Some(&1))
+        .map(|(r, _)| r)
+        .collect();
+    match local {
+        Err(e) => Err(e),
+        Ok(_) if !failed.is_empty() => Err(Error::Ranks(format!(
+            "{what}: rank{} {failed:?} failed",
+            if failed.len() > 1 { "s" } else { "" }
+        ))),
+        ok => ok,
+    }
+}
+
+/// Every rank's `x`.
+pub(crate) fn gather_u64(comm: &dyn Comm, x: u64) -> Vec<u64> {
+    comm.all_gather(&x.to_le_bytes())
+        .iter()
+        .map(|b| u64::from_le_bytes(b.get(..8).and_then(|b| b.try_into().ok()).unwrap_or([0; 8])))
+        .collect()
+}
+
+/// Sends `send` (`send_len` bytes) to rank `to` while receiving `recv_len` bytes from rank
+/// `from` into `recv`, in [`CHUNK`]-sized exchanges; both sides of every pair make `rounds`
+/// exchanges (empty ones when they have nothing left), so each group agrees on `rounds`
+/// beforehand. A local read or write error is returned after the last round, never in the
+/// middle, so that the partners' exchanges still match.
+pub(crate) fn transfer(
+    comm: &dyn Comm,
+    (to, send, send_len): (u32, Option<&File>, u64),
+    (from, recv, recv_len): (u32, Option<(&File, &std::path::Path)>, u64),
+    rounds: u64,
+) -> Result<()> {
+    let mut buf = Vec::new();
+    let mut first_error = None;
+    for round in 0..rounds {
+        let at = round * CHUNK;
+        buf.clear();
+        if let Some(file) = send {
+            let n = send_len.saturating_sub(at).min(CHUNK) as usize;
+            buf.resize(n, 0);
+            if let Err(e) = file.read_exact_at(&mut buf, at) {
+                first_error.get_or_insert(Error::io(std::path::Path::new("<own checkpoint>"), e));
+            }
+        }
+        let got = comm.exchange(to, &buf, from);
+        if let Some((file, path)) = recv {
+            let want = recv_len.saturating_sub(at).min(CHUNK) as usize;
+            if got.len() != want {
+                first_error.get_or_insert(Error::Ranks(format!(
+                    "rank {from} sent {} bytes at offset {at} of its file, {want} were expected",
+                    got.len()
+                )));
+            } else if let Err(e) = file.write_all_at(&got, at) {
+                first_error.get_or_insert(Error::io(path, e));
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Rounds of [`transfer`] for files of these sizes.
+pub(crate) fn rounds_for(sizes: impl IntoIterator<Item = u64>) -> u64 {
+    sizes
+        .into_iter()
+        .map(|s| s.div_ceil(CHUNK))
+        .max()
+        .unwrap_or(0)
+}
+
+/// Reads the file block of an open file.
+pub(crate) fn read_fb(file: &File, path: &std::path::Path) -> Result<FileBlock> {
+    let mut head = [0u8; fb::SIZE];
+    file.read_exact_at(&mut head, 0)
+        .map_err(|e| Error::io(path, e))?;
+    FileBlock::parse(&mut Cursor::new(&head, 0)).map_err(|e| Error::Format(e.with_path(path)))
+}
+
+/// Sets `FB.ptFs` (L2: the size of the partner copy this rank holds) and the `myHash` that
+/// covers it; data and checksum are unchanged.
+pub(crate) fn set_pt_fs(file: &File, path: &std::path::Path, pt_fs: i64) -> Result<FileBlock> {
+    let mut block = read_fb(file, path)?;
+    block.pt_fs = pt_fs;
+    block.my_hash = ftiff::hash::my_hash(&block);
+    file.write_all_at(&block.encode(), 0)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(block)
+}
+
+/// What one rank holds of one candidate checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Holds {
+    /// Its own file is there and verifies.
+    pub own: bool,
+    /// (L2) the partner copy it keeps for its left partner is there and verifies.
+    pub copy: bool,
+}
+
+/// How the run recovers one candidate, decided identically on every rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Every rank has its own file.
+    Own,
+    /// L2: these ranks get their file back from their right partner's copy, and these get
+    /// the copy they keep back from their left partner.
+    Rebuild { files: Vec<u32>, copies: Vec<u32> },
+}
+
+/// Whether a candidate at `level` can be recovered by every rank, given what each holds.
+pub(crate) fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Option<Plan> {
+    if holds.iter().all(|h| h.own) {
+        return Some(Plan::Own);
+    }
+    if level != Level::L2 {
+        return None;
+    }
+    let mut files = Vec::new();
+    for (r, h) in holds.iter().enumerate() {
+        if !h.own {
+            let right = topology.place(r as u32)?.right();
+            if right == r as u32 || !holds.get(right as usize)?.copy {
+                return None;
+            }
+            files.push(r as u32);
+        }
+    }
+    let copies = (0..holds.len() as u32)
+        .filter(|&r| !holds[r as usize].copy)
+        .collect();
+    Some(Plan::Rebuild { files, copies })
+}
+
+/// Carries out a [`Plan::Rebuild`] for checkpoint `id`: lost files come back from the right
+/// partner's copy, lost copies from the left partner's (possibly just rebuilt) file. Every
+/// rebuilt file is published like a new one and returned.
+pub(crate) fn rebuild_l2(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    topology: &Topology,
+    id: i32,
+    (files, copies): (&[u32], &[u32]),
+    own: Option<&Found>,
+    copy: Option<&Found>,
+) -> Result<Vec<std::path::PathBuf>> {
+    let me = comm.rank();
+    let place = topology
+        .place(me)
+        .ok_or(Error::State("this rank is not in the topology"))?;
+    let (left, right) = (place.left(), place.right());
+    let mut rebuilt = Vec::new();
+
+    // Round 1: the right partner's copy comes back as this rank's file.
+    let need_file = files.contains(&me);
+    let left_needs = files.contains(&left);
+    let copy_file = match (left_needs, copy) {
+        (true, Some(c)) => Some(File::open(&c.path).map_err(|e| Error::io(&c.path, e))),
+        _ => None,
+    }
+    .transpose();
+    let copy_len = copy_file
+        .as_ref()
+        .ok()
+        .and_then(|f| f.as_ref())
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len());
+    let sizes = gather_u64(comm, if left_needs { copy_len } else { 0 });
+    // sizes[r] = what rank r sends to its left partner.
+    let rounds = rounds_for(sizes.iter().copied());
+    let incoming = sizes[right as usize];
+    let pending = if need_file {
+        Some(store::begin(dirs, Level::L2, id, None))
+    } else {
+        None
+    }
+    .transpose();
+    let local = match (&copy_file, &pending) {
+        (Err(e), _) => Err(Error::Ranks(format!("partner copy: {e}"))),
+        (_, Err(e)) => Err(Error::Ranks(format!("rebuilt file: {e}"))),
+        (Ok(send), Ok(recv)) => transfer(
+            comm,
+            (left, send.as_ref(), copy_len),
+            (
+                right,
+                recv.as_ref().map(|p| (&p.file, p.path.as_path())),
+                incoming,
+            ),
+            rounds,
+        ),
+    };
+    let local = local.and_then(|()| match pending {
+        Ok(Some(p)) => store::publish_pending(dirs, p).map(Some),
+        _ => Ok(None),
+    });
+    if let Some(path) = agree(comm, "rebuilding lost L2 files", local)? {
+        rebuilt.push(path);
+    }
+
+    // Round 2: the left partner's file comes back as the copy this rank keeps.
+    let need_copy = copies.contains(&me);
+    let right_needs = copies.contains(&right);
+    let own_path = if need_file {
+        Some(dirs.level_dir(Level::L2).join(dirs.file_name(id)))
+    } else {
+        own.map(|f| f.path.clone())
+    };
+    let own_file = match (right_needs, &own_path) {
+        (true, Some(p)) => Some(File::open(p).map_err(|e| Error::io(p, e))),
+        _ => None,
+    }
+    .transpose();
+    let own_len = own_file
+        .as_ref()
+        .ok()
+        .and_then(|f| f.as_ref())
+        .and_then(|f| f.metadata().ok())
+        .map_or(0, |m| m.len());
+    let sizes = gather_u64(comm, if right_needs { own_len } else { 0 });
+    let rounds = rounds_for(sizes.iter().copied());
+    let incoming = sizes[left as usize];
+    let pending = if need_copy {
+        Some(store::begin_named(
+            dirs,
+            Level::L2,
+            id,
+            dirs.copy_name(id),
+            None,
+        ))
+    } else {
+        None
+    }
+    .transpose();
+    let local = match (&own_file, &pending) {
+        (Err(e), _) => Err(Error::Ranks(format!("own file: {e}"))),
+        (_, Err(e)) => Err(Error::Ranks(format!("partner copy: {e}"))),
+        (Ok(send), Ok(recv)) => transfer(
+            comm,
+            (right, send.as_ref(), own_len),
+            (
+                left,
+                recv.as_ref().map(|p| (&p.file, p.path.as_path())),
+                incoming,
+            ),
+            rounds,
+        ),
+    };
+    let local = local.and_then(|()| match pending {
+        Ok(Some(p)) => store::publish_pending(dirs, p).map(Some),
+        _ => Ok(None),
+    });
+    if let Some(path) = agree(comm, "rebuilding lost L2 partner copies", local)? {
+        rebuilt.push(path);
+    }
+    Ok(rebuilt)
+}
+
+/// Candidate checkpoints of the whole run, newest first (by id, then FTI's level order): every
+/// `(id, level)` any rank holds a file or copy of.
+pub(crate) fn candidates(comm: &dyn Comm, mine: &[(i32, Level)]) -> Vec<(i32, Level)> {
+    let mut bytes = Vec::with_capacity(mine.len() * 5);
+    for &(id, level) in mine {
+        bytes.extend_from_slice(&id.to_le_bytes());
+        bytes.push(level.number());
+    }
+    let mut all: Vec<(i32, Level)> = comm
+        .all_gather(&bytes)
+        .iter()
+        .flat_map(|b| {
+            b.chunks_exact(5).filter_map(|c| {
+                let id = i32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                Level::from_number(i32::from(c[4])).map(|l| (id, l))
+            })
+        })
+        .collect();
+    all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    all.dedup();
+    all
+}
+
+/// What every rank holds of one candidate.
+pub(crate) fn gather_holds(comm: &dyn Comm, mine: Holds) -> Vec<Holds> {
+    comm.all_gather(&[u8::from(mine.own), u8::from(mine.copy)])
+        .iter()
+        .map(|b| Holds {
+            own: b.first() == Some(&1),
+            copy: b.get(1) == Some(&1),
+        })
+        .collect()
+}
+
+/// Agrees on one string: the greatest any rank proposes (execution ids sort by time).
+pub(crate) fn agree_newest(comm: &dyn Comm, mine: Option<&str>) -> Option<String> {
+    comm.all_gather(mine.unwrap_or("").as_bytes())
+        .into_iter()
+        .filter_map(|b| String::from_utf8(b).ok())
+        .filter(|s| !s.is_empty())
+        .max()
+}

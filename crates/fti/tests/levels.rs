@@ -1,0 +1,342 @@
+//! Multi-rank levels with the ranks as threads of this process (`fti::Threads`): L2 partner
+//! copies and L4 files against FTI 1.1's own trees, restarts from those trees, node loss
+//! recovered through L2, odd and uneven group layouts. The same code runs over MPI in
+//! `tests/mpi.rs`.
+
+#[path = "support/dataset.rs"]
+mod dataset;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use fti::{Comm, Config, Fti, Level, Status, Threads, Var};
+
+const FTI_EXEC: &str = "2026-11-22_04-12-33";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/levels")
+}
+
+/// Runs `f` on `n` ranks (threads); results by rank.
+fn on_ranks<T: Send>(n: u32, f: impl Fn(Box<dyn Comm>) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = Threads::new(n, "host")
+            .into_iter()
+            .map(|c| {
+                let f = &f;
+                s.spawn(move || f(Box::new(c)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+fn config(root: &Path, group_size: u32) -> Config {
+    Config {
+        ckpt_dir: root.join("run/Local"),
+        glbl_dir: root.join("run/Global"),
+        meta_dir: root.join("run/Meta"),
+        group_size,
+        node_size: 1,
+        local_test: true,
+        verbosity: 3,
+        ..Config::default()
+    }
+}
+
+/// Checkpoints `ckpt` of the dataset at `level` on this rank.
+fn checkpoint(fti: &mut Fti, ckpt: i32, level: Level, rank: u32) -> fti::CheckpointInfo {
+    let mut data = dataset::data(ckpt, rank);
+    let vars: Vec<Var> = data.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+    fti.checkpoint(ckpt, level, &vars).unwrap()
+}
+
+/// Recovers the restart's checkpoint, which must be `ckpt` of the dataset, and checks every
+/// element.
+fn recover_and_check(fti: &mut Fti, ckpt: i32, rank: u32) -> fti::CheckpointInfo {
+    let want = dataset::data(ckpt, rank);
+    let mut got: Vec<(i32, Vec<i32>)> =
+        want.iter().map(|(id, v)| (*id, vec![0; v.len()])).collect();
+    let mut vars: Vec<Var> = got.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+    let info = fti.recover(&mut vars).unwrap();
+    drop(vars);
+    assert_eq!(got, want, "rank {rank}: recovered data");
+    info
+}
+
+/// Every file under `root`, by path relative to it with the execution id replaced by `EXEC`.
+fn tree(root: &Path, exec: &str) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).unwrap().to_string_lossy();
+                out.insert(rel.replace(exec, "EXEC"), std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Our file equals FTI's except FB bytes 0..49 (checksum, myHash), 88..96 (timestamp) and
+/// the VMD padding bytes 13..16 (garbage in FTI's files).
+fn assert_same_but_unreproducible(name: &str, ours: &[u8], theirs: &[u8]) {
+    assert_eq!(ours.len(), theirs.len(), "{name}: size");
+    let a = ftiff::Checkpoint::parse(ours).unwrap();
+    let b = ftiff::Checkpoint::parse(theirs).unwrap();
+    assert_eq!(
+        (a.fb.ckpt_size, a.fb.fs, a.fb.max_fs, a.fb.pt_fs),
+        (b.fb.ckpt_size, b.fb.fs, b.fb.max_fs, b.fb.pt_fs),
+        "{name}: ckptSize, fs, maxFs, ptFs"
+    );
+    let mut skip = vec![false; ours.len()];
+    skip[..49].fill(true);
+    skip[88..96].fill(true);
+    for r in b.records() {
+        let at = r.vmd_offset as usize + 13;
+        skip[at..at + 3].fill(true);
+    }
+    let differ: Vec<usize> = (0..ours.len())
+        .filter(|&i| !skip[i] && ours[i] != theirs[i])
+        .collect();
+    assert!(differ.is_empty(), "{name}: bytes differ at {differ:?}");
+    assert!(a.verify(ours, &|_| {}).is_empty(), "{name}: verifies");
+}
+
+/// Our files after each step equal FTI 1.1's (same names and places), for L2 and L4.
+#[test]
+fn l2_and_l4_files_are_fti_files() {
+    for (vector, level) in [("L2", Level::L2), ("L4", Level::L4)] {
+        let root = tempfile::tempdir().unwrap();
+        let theirs_exec = if level == Level::L4 {
+            "2026-11-22_04-12-35"
+        } else {
+            FTI_EXEC
+        };
+        let execs = on_ranks(4, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
+            let exec = fti.exec_id().to_owned();
+            let mut trees = Vec::new();
+            for ckpt in [1, 2] {
+                checkpoint(&mut fti, ckpt, level, rank);
+                // Every rank has published before any returns.
+                trees.push(ckpt);
+            }
+            exec
+        });
+        assert!(execs.iter().all(|e| e == &execs[0]), "one execution id");
+        // Only checkpoint 2 survives, as in FTI's tree after step 2.
+        let ours = tree(&root.path().join("run"), &execs[0]);
+        let theirs = tree(&fixtures().join(vector).join("files/step2"), theirs_exec);
+        let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(names(&ours), names(&theirs), "{vector}: files and places");
+        for (name, bytes) in &theirs {
+            if name.ends_with(".fti") && !name.ends_with("Topology.fti") {
+                assert_same_but_unreproducible(name, &ours[name], bytes);
+            }
+        }
+        let topology = String::from_utf8(ours["Meta/EXEC/Topology.fti"].clone()).unwrap();
+        assert!(
+            topology.contains("[topology]")
+                && topology.contains("3                              = node3")
+        );
+    }
+}
+
+/// Checkpoint 1 of the L2 tree too: names, places, ptFs and the partner copies.
+#[test]
+fn l2_first_checkpoint_matches_fti() {
+    let root = tempfile::tempdir().unwrap();
+    let execs = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
+        checkpoint(&mut fti, 1, Level::L2, rank);
+        fti.exec_id().to_owned()
+    });
+    let ours = tree(&root.path().join("run"), &execs[0]);
+    let theirs = tree(&fixtures().join("L2/files/step1"), FTI_EXEC);
+    for (name, bytes) in theirs.iter().filter(|(n, _)| n.contains("/l2/")) {
+        assert_same_but_unreproducible(name, &ours[name], bytes);
+    }
+    assert_eq!(ours.len(), theirs.len());
+}
+
+/// FTI 1.1's L2 trees restart here: all files present, one Rank file lost (rebuilt from its
+/// partner's copy), a file and its copy lost (nothing to recover: a fresh start).
+#[test]
+fn restart_from_fti_l2_trees() {
+    for lost in [
+        vec![],
+        vec!["node1/EXEC/l2/Ckpt2-Rank1.fti"],
+        vec![
+            "node1/EXEC/l2/Ckpt2-Rank1.fti",
+            "node2/EXEC/l2/Ckpt2-Pcof2.fti",
+        ],
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        copy_tree(&fixtures().join("L2/files/step2"), &root.path().join("run"));
+        for f in &lost {
+            std::fs::remove_file(
+                root.path()
+                    .join("run/Local")
+                    .join(f.replace("EXEC", FTI_EXEC)),
+            )
+            .unwrap();
+        }
+        let recoverable = lost.len() < 2;
+        let notes = on_ranks(4, |comm| {
+            let rank = comm.rank();
+            let mut cfg = config(root.path(), 4);
+            cfg.failure = Some(1);
+            cfg.exec_id = Some(FTI_EXEC.into());
+            let mut fti = Fti::init_with(cfg, comm).unwrap();
+            if !recoverable {
+                assert_eq!(fti.status(), &Status::Fresh, "{lost:?}");
+                return String::new();
+            }
+            let info = recover_and_check(&mut fti, 2, rank);
+            assert_eq!((info.id, info.level), (2, Level::L2));
+            fti.recovery_note().unwrap().to_owned()
+        });
+        if lost.len() == 1 {
+            assert!(notes[0].contains("rank(s) [1] rebuilt"), "{}", notes[0]);
+            // The rebuilt file is the lost one, byte for byte.
+            let back = root
+                .path()
+                .join("run/Local/node1")
+                .join(FTI_EXEC)
+                .join("l2/Ckpt2-Rank1.fti");
+            let original = fixtures()
+                .join("L2/files/step2/Local/node1")
+                .join(FTI_EXEC)
+                .join("l2/Ckpt2-Rank1.fti");
+            assert_eq!(
+                std::fs::read(back).unwrap(),
+                std::fs::read(original).unwrap()
+            );
+        } else if lost.is_empty() {
+            assert!(notes[0].contains("own file"), "{}", notes[0]);
+        }
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Losing one node's whole checkpoint directory: the run restarts from L2 with identical data
+/// and the lost node gets both its file and the copy it kept back. Odd and uneven layouts:
+/// 2, 3, 4 and 5 ranks, groups of 2, 3 and 4 (5 ranks in groups of 2: the single leftover node
+/// joins the last group).
+#[test]
+fn node_loss_recovers_through_l2() {
+    for (n, group_size, lost_node) in [
+        (2, 2, 0),
+        (3, 3, 2),
+        (4, 4, 1),
+        (4, 2, 3),
+        (5, 2, 4),
+        (5, 4, 0),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let execs = on_ranks(n, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(config(root.path(), group_size), comm).unwrap();
+            checkpoint(&mut fti, 1, Level::L1, rank);
+            checkpoint(&mut fti, 2, Level::L2, rank);
+            fti.exec_id().to_owned()
+        });
+        let node_dir = root.path().join(format!("run/Local/node{lost_node}"));
+        let before = tree(&node_dir, &execs[0]);
+        std::fs::remove_dir_all(&node_dir).unwrap();
+        let notes = on_ranks(n, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(config(root.path(), group_size), comm).unwrap();
+            let info = recover_and_check(&mut fti, 2, rank);
+            assert_eq!((info.id, info.level), (2, Level::L2), "{n} ranks");
+            fti.recovery_note().unwrap().to_owned()
+        });
+        assert!(
+            notes[0].contains(&format!("rank(s) [{lost_node}] rebuilt"))
+                && notes[0].contains(&format!("partner copies of rank(s) [{lost_node}] restored")),
+            "{n} ranks: {}",
+            notes[0]
+        );
+        assert_eq!(
+            tree(&node_dir, &execs[0]),
+            before,
+            "{n} ranks: node {lost_node} rebuilt byte for byte"
+        );
+    }
+}
+
+/// A rank whose newest file is corrupt and whose partner copy is gone: that checkpoint cannot
+/// be recovered by every rank, so every rank falls back to the previous one together.
+#[test]
+fn ranks_agree_on_an_older_checkpoint() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = || Config {
+        keep_ckpts: 2,
+        ..config(root.path(), 3)
+    };
+    let execs = on_ranks(3, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        checkpoint(&mut fti, 1, Level::L2, rank);
+        checkpoint(&mut fti, 2, Level::L2, rank);
+        fti.exec_id().to_owned()
+    });
+    let l2 = |node: u32| {
+        root.path()
+            .join(format!("run/Local/node{node}/{}/l2", execs[0]))
+    };
+    // Rank 1's checkpoint 2 is corrupt; its copy is on rank 2, removed.
+    let own = l2(1).join("Ckpt2-Rank1.fti");
+    let mut bytes = std::fs::read(&own).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&own, bytes).unwrap();
+    std::fs::remove_file(l2(2).join("Ckpt2-Pcof2.fti")).unwrap();
+    let results = on_ranks(3, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        let skipped = fti.skipped().join("\n");
+        let info = recover_and_check(&mut fti, 1, rank);
+        (info.id, skipped)
+    });
+    for (rank, (id, skipped)) in results.iter().enumerate() {
+        assert_eq!(*id, 1, "rank {rank}");
+        assert!(
+            skipped.contains("checkpoint 2 at L2 skipped"),
+            "rank {rank}: {skipped}"
+        );
+    }
+}
+
+/// L2 needs a partner: one rank alone, or groups of one, are refused with a clear error.
+#[test]
+fn l2_without_partner_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let errors = on_ranks(2, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(config(root.path(), 1), comm).unwrap();
+        let mut data = dataset::data(1, rank);
+        let vars: Vec<Var> = data.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+        fti.checkpoint(1, Level::L2, &vars).unwrap_err().to_string()
+    });
+    assert!(errors[0].contains("needs a partner rank"), "{}", errors[0]);
+}
