@@ -376,6 +376,11 @@ impl Fti {
         self.recovery_note.as_deref()
     }
 
+    /// The communicator of the run (for an application's own collective steps).
+    pub fn comm(&self) -> &dyn Comm {
+        &*self.comm
+    }
+
     /// This rank's place in the run (its group and partners).
     pub fn topology(&self) -> &Topology {
         &self.topology
