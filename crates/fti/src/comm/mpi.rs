@@ -40,6 +40,8 @@ impl Comm for MpiComm {
     }
 
     fn all_gather(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let pad = [0u8; 1];
+        let bytes = real_pointer(bytes, &pad);
         let n = self.comm.size() as usize;
         let mut counts = vec![0i32; n];
         self.comm
@@ -53,9 +55,10 @@ impl Comm for MpiComm {
             })
             .collect();
         let total: usize = counts.iter().map(|&c| c as usize).sum();
-        let mut all = vec![0u8; total];
+        // One spare byte: an empty Vec's pointer would read as MPI_IN_PLACE too.
+        let mut all = vec![0u8; total + 1];
         {
-            let mut parts = PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            let mut parts = PartitionMut::new(&mut all[..total], &counts[..], &displs[..]);
             self.comm.all_gather_varcount_into(bytes, &mut parts);
         }
         counts
@@ -66,6 +69,8 @@ impl Comm for MpiComm {
     }
 
     fn exchange(&self, to: u32, bytes: &[u8], from: u32) -> Vec<u8> {
+        let pad = [0u8; 1];
+        let bytes = real_pointer(bytes, &pad);
         // A non-blocking send while this rank receives: no ring of exchanges can deadlock.
         mpi::request::scope(|scope| {
             let sent = self
@@ -80,5 +85,15 @@ impl Comm for MpiComm {
 
     fn host_name(&self) -> String {
         mpi::environment::processor_name().unwrap_or_else(|_| "localhost".to_owned())
+    }
+}
+
+/// `bytes`, or an empty slice of `pad` when it is empty: an empty slice's dangling pointer is
+/// 0x1, which OpenMPI reads as `MPI_IN_PLACE`.
+fn real_pointer<'a>(bytes: &'a [u8], pad: &'a [u8; 1]) -> &'a [u8] {
+    if bytes.is_empty() {
+        &pad[..0]
+    } else {
+        bytes
     }
 }
