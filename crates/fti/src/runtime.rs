@@ -716,6 +716,7 @@ impl Fti {
             .place(self.cfg.rank)
             .ok_or(Error::State("this rank is not in the topology"))?
             .clone();
+        store::crash_point("partner");
         let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
         let (left, right) = (place.left(), place.right());
         let left_fs = sizes[left as usize];

@@ -191,11 +191,12 @@ pub const STEPS: &[&str] = &[
     "pruned",
 ];
 
-/// Test hook: when the environment variable `FTI_STOP_AT` is `<step>` or `<step>:<n>` (a step
+/// Test hook (also at step `partner`, before an L2 checkpoint sends any byte to the partner):
+/// when the environment variable `FTI_STOP_AT` is `<step>` or `<step>:<n>` (a step
 /// of [`STEPS`], reached for the n-th time, default 1), the process announces
 /// `FTI_STOPPED <step>` on stderr there and waits to be killed. Crash tests use it to kill a
 /// real process at every step of the protocol. Without the variable it costs one comparison.
-fn crash_point(step: &str) {
+pub(crate) fn crash_point(step: &str) {
     static STOP_AT: OnceLock<Option<(String, usize)>> = OnceLock::new();
     static REACHED: AtomicUsize = AtomicUsize::new(0);
     let target = STOP_AT.get_or_init(|| {

@@ -5,9 +5,13 @@
 
 #[path = "support/dataset.rs"]
 mod dataset;
+#[path = "support/trees.rs"]
+mod trees;
 
 use std::collections::BTreeMap;
+
 use std::path::{Path, PathBuf};
+use trees::{assert_same_but_unreproducible, copy_tree, tree};
 
 use fti::{Comm, Config, Fti, Level, Status, Threads, Var};
 
@@ -62,49 +66,6 @@ fn recover_and_check(fti: &mut Fti, ckpt: i32, rank: u32) -> fti::CheckpointInfo
     drop(vars);
     assert_eq!(got, want, "rank {rank}: recovered data");
     info
-}
-
-/// Every file under `root`, by path relative to it with the execution id replaced by `EXEC`.
-fn tree(root: &Path, exec: &str) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path.strip_prefix(root).unwrap().to_string_lossy();
-                out.insert(rel.replace(exec, "EXEC"), std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
-}
-
-/// Our file equals FTI's except FB bytes 0..49 (checksum, myHash), 88..96 (timestamp) and
-/// the VMD padding bytes 13..16 (garbage in FTI's files).
-fn assert_same_but_unreproducible(name: &str, ours: &[u8], theirs: &[u8]) {
-    assert_eq!(ours.len(), theirs.len(), "{name}: size");
-    let a = ftiff::Checkpoint::parse(ours).unwrap();
-    let b = ftiff::Checkpoint::parse(theirs).unwrap();
-    assert_eq!(
-        (a.fb.ckpt_size, a.fb.fs, a.fb.max_fs, a.fb.pt_fs),
-        (b.fb.ckpt_size, b.fb.fs, b.fb.max_fs, b.fb.pt_fs),
-        "{name}: ckptSize, fs, maxFs, ptFs"
-    );
-    let mut skip = vec![false; ours.len()];
-    skip[..49].fill(true);
-    skip[88..96].fill(true);
-    for r in b.records() {
-        let at = r.vmd_offset as usize + 13;
-        skip[at..at + 3].fill(true);
-    }
-    let differ: Vec<usize> = (0..ours.len())
-        .filter(|&i| !skip[i] && ours[i] != theirs[i])
-        .collect();
-    assert!(differ.is_empty(), "{name}: bytes differ at {differ:?}");
-    assert!(a.verify(ours, &|_| {}).is_empty(), "{name}: verifies");
 }
 
 /// Our files after each step equal FTI 1.1's (same names and places), for L2 and L4.
@@ -221,19 +182,6 @@ fn restart_from_fti_l2_trees() {
             );
         } else if lost.is_empty() {
             assert!(notes[0].contains("own file"), "{}", notes[0]);
-        }
-    }
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
         }
     }
 }

@@ -6,6 +6,9 @@ use mpi::traits::*;
 
 use super::Comm;
 
+/// The rsmpi crate this module is built on, for programs that initialise MPI themselves.
+pub use ::mpi as rsmpi;
+
 /// A run's ranks over MPI. It works on its own duplicate of the application's communicator, so
 /// its messages never mix with the application's.
 pub struct MpiComm {

@@ -1,0 +1,109 @@
+//! One rank of a multi-rank checkpoint run over MPI, for the mpirun tests (`tests/mpi.rs`)
+//! and as an example of the MPI API. Start it with `mpirun -np N`:
+//!
+//! * `mpi_levels write ROOT LEVEL GROUP_SIZE`: checkpoint 1 at L1, then checkpoint 2 at LEVEL
+//!   (1, 2 or 4), of the level vectors' dataset (`fti/SPEC.md` §7), under `ROOT/run`;
+//! * `mpi_levels recover ROOT GROUP_SIZE [EXEC_ID]`: restart, recover and check every element;
+//!   each rank prints `RECOVERED <rank> <id> <level> <how>`.
+//!
+//! With `STOP_RANK=r` and `STOP_AT=<step>[:n]` in the environment, rank r stops at that step
+//! of the runtime (it prints `PID <pid>` first), for tests that kill it there.
+
+#[path = "../tests/support/dataset.rs"]
+mod dataset;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use fti::comm::mpi::MpiComm;
+use fti::{Config, Fti, Level, Status, Var};
+
+fn config(root: &Path, group_size: u32) -> Config {
+    Config {
+        ckpt_dir: root.join("run/Local"),
+        glbl_dir: root.join("run/Global"),
+        meta_dir: root.join("run/Meta"),
+        group_size,
+        node_size: 1,
+        local_test: true,
+        verbosity: 3,
+        ..Config::default()
+    }
+}
+
+fn main() -> ExitCode {
+    let Some(universe) = fti::comm::mpi::rsmpi::initialize() else {
+        eprintln!("MPI could not be initialised");
+        return ExitCode::FAILURE;
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let comm = MpiComm::new(&universe.world());
+    let rank = fti::Comm::rank(&comm);
+    if std::env::var("STOP_RANK").is_ok_and(|r| r == rank.to_string()) {
+        if let Ok(step) = std::env::var("STOP_AT") {
+            // Read by the runtime at its first crash point, after this.
+            std::env::set_var("FTI_STOP_AT", step);
+            eprintln!("PID {}", std::process::id());
+        }
+    }
+    let result = match args.get(1).map(String::as_str) {
+        Some("write") if args.len() == 5 => write(&args, comm, rank),
+        Some("recover") if args.len() >= 4 => recover(&args, comm, rank),
+        _ => Err("usage: mpi_levels write ROOT LEVEL GROUP | recover ROOT GROUP [EXEC]".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rank {rank}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+type Res = Result<(), Box<dyn std::error::Error>>;
+
+fn write(args: &[String], comm: MpiComm, rank: u32) -> Res {
+    let level = Level::from_number(args[3].parse()?).ok_or("level must be 1..4")?;
+    let mut fti = Fti::init_with(
+        config(Path::new(&args[2]), args[4].parse()?),
+        Box::new(comm),
+    )?;
+    for (ckpt, level) in [(1, Level::L1), (2, level)] {
+        let mut data = dataset::data(ckpt, rank);
+        let vars: Vec<Var> = data.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+        fti.checkpoint(ckpt, level, &vars)?;
+    }
+    if rank == 0 {
+        println!("EXEC {}", fti.exec_id());
+    }
+    Ok(())
+}
+
+fn recover(args: &[String], comm: MpiComm, rank: u32) -> Res {
+    let mut cfg = config(Path::new(&args[2]), args[3].parse()?);
+    if let Some(exec) = args.get(4) {
+        cfg.failure = Some(1);
+        cfg.exec_id = Some(exec.clone());
+    }
+    let mut fti = Fti::init_with(cfg, Box::new(comm))?;
+    let Status::Restart(info) = fti.status().clone() else {
+        println!("RECOVERED {rank} none");
+        return Ok(());
+    };
+    let want = dataset::data(info.id, rank);
+    let mut got: Vec<(i32, Vec<i32>)> =
+        want.iter().map(|(id, v)| (*id, vec![0; v.len()])).collect();
+    let mut vars: Vec<Var> = got.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+    fti.recover(&mut vars)?;
+    drop(vars);
+    if got != want {
+        return Err(format!("checkpoint {}: recovered data differ", info.id).into());
+    }
+    println!(
+        "RECOVERED {rank} {} {} {}",
+        info.id,
+        info.level,
+        fti.recovery_note().unwrap_or("")
+    );
+    Ok(())
+}

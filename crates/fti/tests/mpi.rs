@@ -1,0 +1,228 @@
+//! The multi-rank runtime over real MPI: `examples/mpi_levels` started by `mpirun` with 2 to 5
+//! ranks. Our L2 and L4 files equal FTI 1.1's; FTI's L2 tree restarts with a lost file; the loss
+//! of a node's whole directory is recovered through L2 with odd and uneven groups; a rank
+//! SIGKILLed at every step of publishing an L2 checkpoint leaves a recoverable checkpoint.
+//! Runs with `cargo test -p fti --features mpi --tests --examples` (scripts/test).
+#![cfg(feature = "mpi")]
+
+#[path = "support/trees.rs"]
+mod trees;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const FTI_EXEC: &str = "2026-11-22_04-12-33";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/levels")
+}
+
+fn example() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mpi_levels");
+    assert!(
+        path.exists(),
+        "{} is missing: build it with `cargo test -p fti --features mpi --examples`",
+        path.display()
+    );
+    path
+}
+
+fn mpirun(np: u32, args: &[&str]) -> Command {
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-np",
+        &np.to_string(),
+    ])
+    .arg(example())
+    .args(args);
+    cmd
+}
+
+fn run(np: u32, args: &[&str]) -> String {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = mpirun(np, args)
+        .output()
+        .expect("mpirun (OpenMPI) is needed");
+    let (out, err) = (
+        String::from_utf8_lossy(&stdout),
+        String::from_utf8_lossy(&stderr),
+    );
+    assert!(
+        status.success(),
+        "mpirun -np {np} {args:?}: {status}\n{out}\n{err}"
+    );
+    out.into_owned()
+}
+
+/// `RECOVERED <rank> ...` lines by rank.
+fn recovered(out: &str, np: u32) -> Vec<String> {
+    let mut lines: Vec<String> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("RECOVERED "))
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    assert_eq!(lines.len(), np as usize, "{out}");
+    lines
+}
+
+fn exec_of(out: &str) -> String {
+    out.lines()
+        .find_map(|l| l.strip_prefix("EXEC "))
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn l2_and_l4_files_equal_fti_files() {
+    for (vector, level, theirs_exec) in [("L2", "2", FTI_EXEC), ("L4", "4", "2026-11-22_04-12-35")]
+    {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path().to_str().unwrap();
+        let exec = exec_of(&run(4, &["write", r, level, "4"]));
+        // The dataset's checkpoint 2 at this level is what FTI left in files/step2 (its L1
+        // checkpoint 1 retired).
+        let ours = trees::tree(&root.path().join("run"), &exec);
+        let theirs = trees::tree(&fixtures().join(vector).join("files/step2"), theirs_exec);
+        assert_eq!(
+            ours.keys().collect::<Vec<_>>(),
+            theirs.keys().collect::<Vec<_>>(),
+            "{vector}"
+        );
+        for (name, bytes) in theirs.iter().filter(|(n, _)| !n.ends_with("Topology.fti")) {
+            trees::assert_same_but_unreproducible(name, &ours[name], bytes);
+        }
+        // Recovered as written.
+        let lines = recovered(&run(4, &["recover", r, "4"]), 4);
+        assert!(
+            lines.iter().all(|l| l.contains(&format!(" 2 L{level} "))),
+            "{lines:?}"
+        );
+    }
+}
+
+#[test]
+fn restart_from_fti_l2_tree_with_a_lost_file() {
+    let root = tempfile::tempdir().unwrap();
+    trees::copy_tree(&fixtures().join("L2/files/step2"), &root.path().join("run"));
+    std::fs::remove_file(
+        root.path()
+            .join(format!("run/Local/node1/{FTI_EXEC}/l2/Ckpt2-Rank1.fti")),
+    )
+    .unwrap();
+    let out = run(
+        4,
+        &["recover", root.path().to_str().unwrap(), "4", FTI_EXEC],
+    );
+    for line in recovered(&out, 4) {
+        assert!(line.contains(" 2 L2 L2, rank(s) [1] rebuilt"), "{line}");
+    }
+}
+
+#[test]
+fn node_loss_recovers_through_l2_for_2_to_5_ranks() {
+    // (ranks, group_size, lost node): one group of 2 and of 3, 4 ranks in 2 groups of 2, 5 ranks
+    // in groups of 2 (the leftover node joins the last group: [0,1], [2,3,4]).
+    for (np, group, lost) in [(2, 4, 1), (3, 4, 0), (4, 2, 2), (5, 2, 4)] {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path().to_str().unwrap();
+        run(np, &["write", r, "2", &group.to_string()]);
+        std::fs::remove_dir_all(root.path().join(format!("run/Local/node{lost}"))).unwrap();
+        let lines = recovered(&run(np, &["recover", r, &group.to_string()]), np);
+        for line in lines {
+            assert!(
+                line.contains(&format!(" 2 L2 L2, rank(s) [{lost}] rebuilt")),
+                "{np} ranks: {line}"
+            );
+        }
+    }
+}
+
+/// Starts a run in which rank `victim` stops at `step`, SIGKILLs it there, and lets mpirun end
+/// the others.
+fn kill_at(np: u32, root: &str, victim: u32, step: &str) {
+    let mut child = mpirun(np, &["write", root, "2", "4"])
+        .env("STOP_RANK", victim.to_string())
+        .env("STOP_AT", step)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // stderr is read to its end in a thread: closing the pipe early would make mpirun fail
+    // (and end the victim) before the kill.
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut pid = None;
+    for line in rx.iter() {
+        if let Some(p) = line.strip_prefix("PID ") {
+            pid = Some(p.trim().to_owned());
+        }
+        if line.contains("FTI_STOPPED") {
+            break;
+        }
+    }
+    let pid = pid.expect("the victim announced its pid");
+    assert!(Command::new("kill")
+        .args(["-9", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "mpirun did not end after the kill"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn rank_killed_while_publishing_l2_leaves_a_recoverable_checkpoint() {
+    // Checkpoint 1 (L1) passes each step once per rank; checkpoint 2 (L2) passes "partner"
+    // before any byte is sent, "written", "fsynced" and "renamed" twice (own file, partner
+    // copy), then "retired" once, after every rank has published. Before the partner copy only
+    // checkpoint 1 exists; once the victim's partner holds its copy, checkpoint 2 may be
+    // recovered (its own file rebuilt from the copy); once the victim retired checkpoint 1,
+    // every rank had published checkpoint 2.
+    for (step, oldest, newest) in [
+        ("partner:1", 1, 1),
+        ("written:2", 1, 2),
+        ("renamed:2", 1, 2),
+        ("renamed:3", 1, 2),
+        ("dir-fsynced:3", 1, 2),
+        ("retired:2", 2, 2),
+    ] {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path().to_str().unwrap();
+        kill_at(3, r, 1, step);
+        let lines = recovered(&run(3, &["recover", r, "4"]), 3);
+        let ids: Vec<&str> = lines.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
+        assert!(
+            ids.iter().all(|&id| id == ids[0]),
+            "{step}: ranks agree: {lines:?}"
+        );
+        let id: i32 = ids[0]
+            .parse()
+            .unwrap_or_else(|_| panic!("{step}: nothing recovered: {lines:?}"));
+        assert!((oldest..=newest).contains(&id), "{step}: {lines:?}");
+    }
+}
