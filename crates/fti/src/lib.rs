@@ -1,7 +1,7 @@
 //! fti-rs: checkpoint/restart for HPC applications, with FTI's model and FTI-FF files.
 //!
-//! A run protects its variables by id, checkpoints them at a level (L1 local, L4 global), and
-//! after a crash restarts from the newest checkpoint that verifies: files are published
+//! A run protects its variables by id, checkpoints them at a level (L1 local, L2 partner copy,
+//! L4 global), and after a crash restarts from the newest checkpoint that verifies: files are published
 //! atomically, so a crash at any instant leaves the previous checkpoint recoverable
 //! (`docs/crash-safety.md`). Files are FTI 1.1's: same format, names and directories, so FTI
 //! 1.1 can restart from ours and we from FTI's.
@@ -26,8 +26,9 @@
 //! # }
 //! ```
 //!
-//! L2 and L3 need several ranks over MPI and are refused by this one-process build
-//! ([`Error::NeedsMpi`]).
+//! A run of several ranks ([`Fti::init_with`] with a [`Comm`]: MPI with the `mpi` feature, or
+//! [`Threads`]) also checkpoints at L2 (partner copies) and agrees on the checkpoint to restart
+//! from, rebuilding a lost node's files from its partners (`docs/runtime.md`).
 #![deny(missing_docs)]
 
 pub mod comm;
