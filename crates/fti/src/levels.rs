@@ -103,11 +103,15 @@ pub(crate) fn read_fb(file: &File, path: &std::path::Path) -> Result<FileBlock> 
     FileBlock::parse(&mut Cursor::new(&head, 0)).map_err(|e| Error::Format(e.with_path(path)))
 }
 
-/// Sets `FB.ptFs` (L2: the size of the partner copy this rank holds) and the `myHash` that
-/// covers it; data and checksum are unchanged.
-pub(crate) fn set_pt_fs(file: &File, path: &std::path::Path, pt_fs: i64) -> Result<FileBlock> {
+/// Changes fields of a written file's block (`ptFs` at L2, `maxFs` at L3) and the `myHash`
+/// that covers them; data and checksum are unchanged.
+pub(crate) fn set_fb(
+    file: &File,
+    path: &std::path::Path,
+    change: impl FnOnce(&mut FileBlock),
+) -> Result<FileBlock> {
     let mut block = read_fb(file, path)?;
-    block.pt_fs = pt_fs;
+    change(&mut block);
     block.my_hash = ftiff::hash::my_hash(&block);
     file.write_all_at(&block.encode(), 0)
         .map_err(|e| Error::io(path, e))?;
@@ -119,7 +123,8 @@ pub(crate) fn set_pt_fs(file: &File, path: &std::path::Path, pt_fs: i64) -> Resu
 pub(crate) struct Holds {
     /// Its own file is there and verifies.
     pub own: bool,
-    /// (L2) the partner copy it keeps for its left partner is there and verifies.
+    /// Its redundancy file is there and verifies: the L2 partner copy it keeps for its left
+    /// partner, or its L3 `RSed` file.
     pub copy: bool,
 }
 
@@ -137,6 +142,32 @@ pub(crate) enum Plan {
 pub(crate) fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Option<Plan> {
     if holds.iter().all(|h| h.own) {
         return Some(Plan::Own);
+    }
+    if level == Level::L3 {
+        // Each group of k ranks survives the loss of up to k of its 2k Rank and RSed files.
+        for (r, _) in holds.iter().enumerate() {
+            let group = &topology.place(r as u32)?.group;
+            let lost = group
+                .iter()
+                .map(|&g| {
+                    holds
+                        .get(g as usize)
+                        .map_or(2, |h| usize::from(!h.own) + usize::from(!h.copy))
+                })
+                .sum::<usize>();
+            if group.len() < 2 || lost > group.len() {
+                return None;
+            }
+        }
+        let lacking = |f: fn(&Holds) -> bool| {
+            (0..holds.len() as u32)
+                .filter(|&r| f(&holds[r as usize]))
+                .collect()
+        };
+        return Some(Plan::Rebuild {
+            files: lacking(|h| !h.own),
+            copies: lacking(|h| !h.copy),
+        });
     }
     if level != Level::L2 {
         return None;

@@ -35,6 +35,7 @@ pub mod comm;
 mod config;
 mod error;
 pub mod heatdis;
+mod l3;
 mod levels;
 mod runtime;
 pub mod store;

@@ -244,17 +244,36 @@ impl Fti {
                     copy: false,
                 },
             );
-            // The copy this rank keeps is verified only when its owner needs it.
-            let copy_found = copies.iter().find(|c| c.id == id && level == Level::L2);
-            let copy_ok = match (copy_found, left) {
-                (Some(c), Some(l)) if !owns[l as usize].own => match open_verified(c, &|_| {}) {
-                    Ok(_) => true,
-                    Err(e) => {
-                        self.skip(format!("partner copy of checkpoint {id} skipped: {e}"));
-                        false
+            // The redundancy file this rank keeps (L2 partner copy, L3 RSed) is verified only
+            // when a rank needs it: its left partner (L2), any rank of its group (L3).
+            let copy_found = copies.iter().find(|c| c.id == id && c.level == level);
+            let group: Vec<u32> = self
+                .topology
+                .place(self.cfg.rank)
+                .map_or_else(Vec::new, |p| p.group.clone());
+            let needed = match level {
+                Level::L2 => left.is_some_and(|l| !owns[l as usize].own),
+                Level::L3 => group.iter().any(|&r| !owns[r as usize].own),
+                _ => false,
+            };
+            let copy_ok = match copy_found {
+                Some(c) if needed => {
+                    let checked = if level == Level::L3 {
+                        crate::l3::verify_rsed(&c.path).map(|_| ())
+                    } else {
+                        open_verified(c, &|_| {})
+                            .map(|_| ())
+                            .map_err(|e| Error::Format(e.with_path(&c.path)))
+                    };
+                    match checked {
+                        Ok(()) => true,
+                        Err(e) => {
+                            self.skip(format!("{} skipped: {e}", c.path.display()));
+                            false
+                        }
                     }
-                },
-                (found, _) => found.is_some(),
+                }
+                found => found.is_some(),
             };
             let holds = levels::gather_holds(
                 &*self.comm,
@@ -275,6 +294,41 @@ impl Fti {
             };
             let restart = match plan {
                 Plan::Own => verified.ok_or(Error::State("planned without a file")),
+                Plan::Rebuild {
+                    files,
+                    copies: lost_copies,
+                } if level == Level::L3 => {
+                    let own_file = verified
+                        .as_ref()
+                        .map(|r| (r.info.path.clone(), r.info.size));
+                    let max_fs = verified
+                        .as_ref()
+                        .map_or(0, |r| r.ckpt.fb.max_fs.max(0) as u64);
+                    let rsed = copy_found.filter(|_| copy_ok).map(|c| c.path.clone());
+                    let rebuilt =
+                        self.rebuild_l3(id, (&files, &lost_copies), own_file, rsed, max_fs);
+                    self.recovery_note = Some(format!(
+                        "rank(s) {files:?} rebuilt by Reed-Solomon decoding{}",
+                        if lost_copies.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", RSed files of rank(s) {lost_copies:?} re-encoded")
+                        }
+                    ));
+                    rebuilt.and_then(|()| match verified {
+                        Some(r) => Ok(r),
+                        None => {
+                            let found = Found {
+                                path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
+                                id,
+                                level,
+                                archived: false,
+                            };
+                            open_verified(&found, &|_| {})
+                                .map_err(|e| Error::Format(e.with_path(&found.path)))
+                        }
+                    })
+                }
                 Plan::Rebuild {
                     files,
                     copies: lost_copies,
@@ -350,6 +404,84 @@ impl Fti {
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
             ),
         );
+    }
+
+    /// L3 recovery: every group with a lost file rebuilds it (Reed-Solomon decoding of the
+    /// surviving files); lost `RSed` files are encoded again. Collective.
+    fn rebuild_l3(
+        &mut self,
+        id: i32,
+        (files, lost_copies): (&[u32], &[u32]),
+        own: Option<(PathBuf, u64)>,
+        rsed: Option<PathBuf>,
+        known_max_fs: u64,
+    ) -> Result<()> {
+        let me = self.cfg.rank;
+        let place = self
+            .topology
+            .place(me)
+            .ok_or(Error::State("this rank is not in the topology"))?
+            .clone();
+        // maxFs: in every surviving Rank file of the group and RSed trailer.
+        let rsed_max = rsed
+            .as_deref()
+            .and_then(|p| crate::l3::verify_rsed(p).ok())
+            .map_or(0, |fb| fb.fs.max(0) as u64);
+        let all = levels::gather_u64(&*self.comm, known_max_fs.max(rsed_max));
+        let max_fs = place
+            .group
+            .iter()
+            .map(|&r| all[r as usize])
+            .max()
+            .unwrap_or(0);
+        let affected = place
+            .group
+            .iter()
+            .any(|r| files.contains(r) || lost_copies.contains(r));
+        let local = if affected {
+            let new_own = files
+                .contains(&me)
+                .then(|| store::begin(&self.dirs, Level::L3, id, None))
+                .transpose();
+            let new_rsed = lost_copies
+                .contains(&me)
+                .then(|| {
+                    store::begin_named(
+                        &self.dirs,
+                        Level::L3,
+                        id,
+                        crate::l3::rsed_name(id, me),
+                        None,
+                    )
+                })
+                .transpose();
+            let held = crate::l3::Held {
+                own: own.as_ref().map(|(p, fs)| (p.as_path(), *fs)),
+                rsed: rsed.as_deref(),
+            };
+            let (o, r) = (
+                new_own.as_ref().ok().and_then(Option::as_ref),
+                new_rsed.as_ref().ok().and_then(Option::as_ref),
+            );
+            let lost = (
+                place.group.iter().any(|r| files.contains(r)),
+                place.group.iter().any(|r| lost_copies.contains(r)),
+            );
+            let done = crate::l3::rebuild(&*self.comm, &place, &held, max_fs, (o, r), lost);
+            done.and_then(|()| {
+                let (o, r) = (new_own?, new_rsed?);
+                if let Some(p) = o {
+                    store::publish_pending(&self.dirs, p)?;
+                }
+                if let Some(p) = r {
+                    store::publish_pending(&self.dirs, p)?;
+                }
+                Ok(())
+            })
+        } else {
+            Ok(())
+        };
+        agree(&*self.comm, "rebuilding lost L3 files", local)
     }
 
     /// Opens and verifies one of this rank's files, with a progress bar for large ones.
@@ -646,15 +778,14 @@ impl Fti {
         Ok((path, layout, written.fb, written.bytes_written))
     }
 
-    /// Refuses levels this run cannot do: L2 needs a partner, L3 is not available yet.
+    /// Refuses levels this run cannot do: L2 and L3 need a group of at least two ranks.
     fn check_level(&self, level: Level) -> Result<()> {
         let group = self
             .topology
             .place(self.cfg.rank)
             .map_or(1, |p| p.group.len());
         match level {
-            Level::L2 if group < 2 => Err(Error::NeedsMpi(level)),
-            Level::L3 => Err(Error::NeedsMpi(level)),
+            Level::L2 | Level::L3 if group < 2 => Err(Error::NeedsMpi(level)),
             _ => Ok(()),
         }
     }
@@ -674,13 +805,18 @@ impl Fti {
     ) -> Result<(PathBuf, FileBlock)> {
         let keep = self.keep();
         trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
-        let (copy, fb) = if write_level == Level::L2 {
-            trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
-            let done = self.partner_copy(id, &pending, fb);
-            trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
-            done?
-        } else {
-            (None, fb)
+        let (copy, fb) = match write_level {
+            Level::L2 | Level::L3 => {
+                trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
+                let done = if write_level == Level::L2 {
+                    self.partner_copy(id, &pending, fb)
+                } else {
+                    self.encode_l3(id, &pending, fb)
+                };
+                trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
+                done?
+            }
+            _ => (None, fb),
         };
         let local = store::publish_pending(&self.dirs, pending).and_then(|path| match copy {
             Some(c) => store::publish_pending(&self.dirs, c).map(|_| path),
@@ -720,7 +856,7 @@ impl Fti {
         let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
         let (left, right) = (place.left(), place.right());
         let left_fs = sizes[left as usize];
-        let fb = levels::set_pt_fs(&pending.file, &pending.path, left_fs as i64);
+        let fb = levels::set_fb(&pending.file, &pending.path, |b| b.pt_fs = left_fs as i64);
         let copy = store::begin_named(&self.dirs, Level::L2, id, self.dirs.copy_name(id), None);
         let rounds = levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize]));
         let sent = match &copy {
@@ -747,6 +883,49 @@ impl Fti {
         };
         let local = fb.and_then(|fb| sent.and(copy.map(|c| (Some(c), fb))));
         agree(&*self.comm, "L2 partner copy", local)
+    }
+
+    /// L3: sets `maxFs` (the largest file of the group) in this rank's file, then encodes the
+    /// group's files into this rank's `Ckpt<id>-RSed<r>.fti` (FTI 1.1's Reed-Solomon code).
+    fn encode_l3(
+        &mut self,
+        id: i32,
+        pending: &store::Pending,
+        fb: FileBlock,
+    ) -> Result<(Option<store::Pending>, FileBlock)> {
+        let place = self
+            .topology
+            .place(self.cfg.rank)
+            .ok_or(Error::State("this rank is not in the topology"))?
+            .clone();
+        store::crash_point("partner");
+        let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
+        let max_fs = place
+            .group
+            .iter()
+            .map(|&r| sizes[r as usize])
+            .max()
+            .unwrap_or(0);
+        let fb = levels::set_fb(&pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+        let rsed = store::begin_named(
+            &self.dirs,
+            Level::L3,
+            id,
+            crate::l3::rsed_name(id, self.cfg.rank),
+            None,
+        );
+        let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
+        // Every rank takes part in the encoding even after a local error, so that the group's
+        // exchanges match; the error is reported after it.
+        let encoded = crate::l3::encode(
+            &*self.comm,
+            &place,
+            Some((&pending.file, pending.path.as_path(), own_fs)),
+            rsed.as_ref().ok(),
+            max_fs,
+        );
+        let local = fb.and_then(|fb| encoded.and(rsed.map(|r| (Some(r), fb))));
+        agree(&*self.comm, "L3 encoding", local)
     }
 
     /// Opens incremental checkpoint `id` at `level` (FTI's `FTI_InitICP`) for variables of these

@@ -76,10 +76,13 @@ impl Dirs {
     }
 }
 
-/// Parses `Ckpt<id>-Pcof<r>.fti` into `(id, r)`.
+/// Parses `Ckpt<id>-Pcof<r>.fti` (L2 partner copy) or `Ckpt<id>-RSed<r>.fti` (L3 code) into
+/// `(id, r)`.
 pub fn parse_copy_name(name: &str) -> Option<(i32, u32)> {
     let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
-    let (id, rank) = rest.split_once("-Pcof")?;
+    let (id, rank) = rest
+        .split_once("-Pcof")
+        .or_else(|| rest.split_once("-RSed"))?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(id) || !digits(rank) {
         return None;
@@ -87,12 +90,15 @@ pub fn parse_copy_name(name: &str) -> Option<(i32, u32)> {
     Some((id.parse().ok()?, rank.parse().ok()?))
 }
 
-/// The L2 partner copies this rank holds (in `l2/` and its archive), newest first.
+/// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
+/// `RSed` files (`l3/` and its archive), newest first.
 pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
     let mut found = Vec::new();
-    for (dir, archived) in [
-        (dirs.level_dir(Level::L2), false),
-        (dirs.archive_dir(Level::L2), true),
+    for (dir, archived, level) in [
+        (dirs.level_dir(Level::L2), false, Level::L2),
+        (dirs.archive_dir(Level::L2), true, Level::L2),
+        (dirs.level_dir(Level::L3), false, Level::L3),
+        (dirs.archive_dir(Level::L3), true, Level::L3),
     ] {
         let Ok(entries) = fs::read_dir(&dir) else {
             continue;
@@ -101,17 +107,24 @@ pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
             let name = entry.file_name();
             if let Some((id, rank)) = parse_copy_name(&name.to_string_lossy()) {
                 if rank == dirs.rank {
-                    found.push(Found {
-                        path: entry.path(),
-                        id,
-                        level: Level::L2,
-                        archived,
-                    });
+                    let expected = if level == Level::L2 { "-Pcof" } else { "-RSed" };
+                    if name.to_string_lossy().contains(expected) {
+                        found.push(Found {
+                            path: entry.path(),
+                            id,
+                            level,
+                            archived,
+                        });
+                    }
                 }
             }
         }
     }
-    found.sort_by(|a, b| b.id.cmp(&a.id).then(a.archived.cmp(&b.archived)));
+    found.sort_by(|a, b| {
+        b.id.cmp(&a.id)
+            .then(a.level.cmp(&b.level))
+            .then(a.archived.cmp(&b.archived))
+    });
     found
 }
 

@@ -288,3 +288,144 @@ fn l2_without_partner_is_refused() {
     });
     assert!(errors[0].contains("needs a partner rank"), "{}", errors[0]);
 }
+
+/// L3 (FTI 1.1's Reed-Solomon code across the group): the Rank files are FTI's (maxFs set),
+/// each RSed file is the code of our own Rank files followed by its trailer.
+#[test]
+fn l3_files_are_fti_files_and_code() {
+    let root = tempfile::tempdir().unwrap();
+    let execs = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
+        checkpoint(&mut fti, 1, Level::L3, rank);
+        fti.exec_id().to_owned()
+    });
+    let ours = tree(&root.path().join("run"), &execs[0]);
+    let theirs = tree(&fixtures().join("L3/files/step1"), "2026-11-22_04-12-34");
+    let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    let rank_file = |r: u32| ours[&format!("Local/node{r}/EXEC/l3/Ckpt1-Rank{r}.fti")].clone();
+    for r in 0..4 {
+        let name = format!("Local/node{r}/EXEC/l3/Ckpt1-Rank{r}.fti");
+        assert_same_but_unreproducible(&name, &ours[&name], &theirs[&name]);
+    }
+    let ranks: Vec<Vec<u8>> = (0..4).map(rank_file).collect();
+    let refs: Vec<&[u8]> = ranks.iter().map(Vec::as_slice).collect();
+    let code = ftiff::l3::Code::new(4)
+        .unwrap()
+        .encode(&refs, &[0, 1, 2, 3]);
+    for r in 0..4u32 {
+        let name = format!("Local/node{r}/EXEC/l3/Ckpt1-RSed{r}.fti");
+        let (ours, theirs) = (&ours[&name], &theirs[&name]);
+        assert_eq!(ours.len(), theirs.len(), "{name}");
+        let max_fs = ours.len() - 96;
+        assert_eq!(
+            &ours[..max_fs],
+            &code[r as usize][..],
+            "{name}: the code of our Rank files"
+        );
+        let rsed = ftiff::RsedFile::parse(ours).unwrap();
+        assert!(rsed.verify(ours, &|_| {}).is_empty(), "{name}");
+        assert_eq!(
+            (rsed.fb.fs, rsed.fb.ckpt_size),
+            (max_fs as i64, ranks[r as usize].len() as i64)
+        );
+        assert_eq!(rsed.fb.mode, [0; 7], "zero padding");
+    }
+}
+
+/// Up to k of a group's 2k files lost (node loss included), with odd and uneven file sizes
+/// (the largest file odd-sized, so its last byte must be recovered from its own hashes): the
+/// run restarts from L3 with identical data and the lost files back byte for byte; more than k
+/// lost leaves nothing to recover.
+#[test]
+fn l3_rebuilds_up_to_k_lost_files() {
+    // (ranks, group size, lost (node, file) pairs)
+    let cases: &[(u32, u32, &[(u32, &str)])] = &[
+        (4, 4, &[(1, "Rank"), (1, "RSed")]),
+        (4, 4, &[(0, "Rank"), (1, "RSed")]),
+        (4, 4, &[(0, "Rank"), (1, "Rank"), (2, "RSed"), (3, "Rank")]),
+        (4, 4, &[(3, "Rank")]),
+        (3, 4, &[(2, "Rank"), (0, "RSed")]),
+        (5, 5, &[(4, "Rank"), (4, "RSed"), (2, "Rank")]),
+        (
+            4,
+            4,
+            &[
+                (0, "Rank"),
+                (1, "Rank"),
+                (2, "Rank"),
+                (3, "Rank"),
+                (0, "RSed"),
+            ],
+        ),
+    ];
+    for &(n, group, lost) in cases {
+        let root = tempfile::tempdir().unwrap();
+        // An extra byte array of odd length, the longest on the last rank.
+        let odd = |rank: u32| vec![rank as u8 ^ 0x5a; 1001 + 2 * rank as usize];
+        let execs = on_ranks(n, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(config(root.path(), group), comm).unwrap();
+            let mut data = dataset::data(2, rank);
+            let mut extra = odd(rank);
+            let mut vars: Vec<Var> = data.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+            vars.push(Var::slice(9, &mut extra));
+            let info = fti.checkpoint(2, Level::L3, &vars).unwrap();
+            assert_eq!(info.size % 2, 1, "odd file sizes");
+            fti.exec_id().to_owned()
+        });
+        let path = |node: u32, kind: &str| {
+            root.path().join(format!(
+                "run/Local/node{node}/{}/l3/Ckpt2-{kind}{node}.fti",
+                execs[0]
+            ))
+        };
+        let before: Vec<Vec<u8>> = lost
+            .iter()
+            .map(|(node, kind)| std::fs::read(path(*node, kind)).unwrap())
+            .collect();
+        for (node, kind) in lost {
+            std::fs::remove_file(path(*node, kind)).unwrap();
+        }
+        let recoverable = lost.len() <= group.min(n) as usize;
+        let notes = on_ranks(n, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(config(root.path(), group), comm).unwrap();
+            if !recoverable {
+                assert_eq!(fti.status(), &Status::Fresh);
+                return String::new();
+            }
+            let want = dataset::data(2, rank);
+            let mut got: Vec<(i32, Vec<i32>)> =
+                want.iter().map(|(id, v)| (*id, vec![0; v.len()])).collect();
+            let mut extra = vec![0u8; odd(rank).len()];
+            let mut vars: Vec<Var> = got.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+            vars.push(Var::slice(9, &mut extra));
+            let info = fti.recover(&mut vars).unwrap();
+            drop(vars);
+            assert_eq!((got, extra), (want, odd(rank)), "rank {rank}");
+            assert_eq!(info.level, Level::L3);
+            fti.recovery_note().unwrap().to_owned()
+        });
+        if recoverable {
+            assert!(notes[0].starts_with("L3"), "{}", notes[0]);
+            for ((node, kind), bytes) in lost.iter().zip(&before) {
+                let back = std::fs::read(path(*node, kind)).unwrap();
+                if *kind == "Rank" {
+                    assert_eq!(
+                        &back, bytes,
+                        "{n} ranks: {kind}{node} rebuilt byte for byte"
+                    );
+                } else {
+                    // Same code; the trailer's timestamp (and so its myHash) is new.
+                    assert_eq!(
+                        back[..back.len() - 96],
+                        bytes[..bytes.len() - 96],
+                        "{kind}{node}"
+                    );
+                }
+            }
+        }
+    }
+}
