@@ -167,6 +167,10 @@ struct DemoArgs {
     /// Checkpoint every this many iterations (every 4th checkpoint goes to L4).
     #[arg(long, default_value_t = 250)]
     every: i32,
+    /// Level of the even checkpoints when several ranks run: 2 (partner copies) or 3
+    /// (Reed-Solomon across each group).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(2..=3))]
+    partner_level: u8,
 }
 
 impl DemoArgs {
@@ -176,6 +180,11 @@ impl DemoArgs {
             iters: self.iters,
             every: self.every,
             crash_at,
+            partner_level: if self.partner_level == 3 {
+                fti::Level::L3
+            } else {
+                fti::Level::L2
+            },
         }
     }
 
@@ -187,6 +196,8 @@ impl DemoArgs {
             self.iters.to_string(),
             "--every".into(),
             self.every.to_string(),
+            "--partner-level".into(),
+            self.partner_level.to_string(),
         ]
     }
 }

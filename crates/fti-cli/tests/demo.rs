@@ -111,6 +111,7 @@ fn list_and_prune_checkpoints() {
         iters: 100,
         every: 10,
         crash_at: None,
+        ..Default::default()
     };
     fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
     let out = fti(&["list", root.path().to_str().unwrap()]);

@@ -131,6 +131,7 @@ fn main() {
             iters: 600,
             every,
             crash_at: None,
+            ..Default::default()
         };
         let mut cfg = fti::heatdis::config(&d);
         cfg.trace = trace;

@@ -16,8 +16,8 @@
 //! * protected variables, in this order: id 0 = the number of completed iterations (i32),
 //!   id 1 = `h`, id 2 = `g` (this rank's rows with their halos, f64, little-endian);
 //! * checkpoint at the start of every iteration `i > 0` with `i % every == 0`: id = `i / every`,
-//!   level L4 when the id is a multiple of 4, else L2 when it is even and the run has several
-//!   ranks, else L1;
+//!   level L4 when the id is a multiple of 4, else L2 (or L3, `partner_level`) when it is even
+//!   and the run has several ranks, else L1;
 //! * result: `checksum <hex>` = MD5 of the whole grid `h` (all ranks' rows in order, f64
 //!   little-endian) after the last iteration.
 
@@ -37,6 +37,9 @@ pub struct Params {
     pub every: i32,
     /// Abort the process at the start of this iteration (a real crash), if set.
     pub crash_at: Option<i32>,
+    /// Level of the even checkpoints of a multi-rank run: L2 (partner copies) or L3
+    /// (Reed-Solomon across the group).
+    pub partner_level: Level,
 }
 
 impl Default for Params {
@@ -46,6 +49,7 @@ impl Default for Params {
             iters: 3000,
             every: 250,
             crash_at: None,
+            partner_level: Level::L2,
         }
     }
 }
@@ -189,7 +193,7 @@ pub fn run_with(
             let id = i / p.every.max(1);
             let level = match id {
                 _ if id % 4 == 0 => Level::L4,
-                _ if id % 2 == 0 && partner => Level::L2,
+                _ if id % 2 == 0 && partner => p.partner_level,
                 _ => Level::L1,
             };
             fti.checkpoint(
@@ -235,6 +239,7 @@ mod tests {
             iters: 50,
             every: 10,
             crash_at: None,
+            partner_level: Level::L2,
         };
         let out = run(config(dir.path()), p, &mut |_| {}).unwrap();
         assert_eq!(
@@ -263,6 +268,7 @@ mod tests {
             iters: 50,
             every: 10,
             crash_at: None,
+            partner_level: Level::L2,
         };
         let one = run(config(tempfile::tempdir().unwrap().path()), p, &mut |_| {}).unwrap();
         for n in [2, 3, 5] {

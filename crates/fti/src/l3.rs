@@ -133,7 +133,10 @@ pub(crate) fn rebuild(
     let k = place.group.len();
     let g = place.group_rank as usize;
     let code = Code::new(k).map_err(Error::Format)?;
-    let open = |p: Option<&Path>| p.map(|p| File::open(p).map_err(|e| Error::io(p, e))).transpose();
+    let open = |p: Option<&Path>| {
+        p.map(|p| File::open(p).map_err(|e| Error::io(p, e)))
+            .transpose()
+    };
     let mut first_error: Option<Error> = None;
     let own_file = open(held.own.map(|(p, _)| p)).unwrap_or_else(|e| {
         first_error = Some(e);

@@ -341,7 +341,8 @@ fn l3_files_are_fti_files_and_code() {
 #[test]
 fn l3_rebuilds_up_to_k_lost_files() {
     // (ranks, group size, lost (node, file) pairs)
-    let cases: &[(u32, u32, &[(u32, &str)])] = &[
+    type Case = (u32, u32, &'static [(u32, &'static str)]);
+    let cases: &[Case] = &[
         (4, 4, &[(1, "Rank"), (1, "RSed")]),
         (4, 4, &[(0, "Rank"), (1, "RSed")]),
         (4, 4, &[(0, "Rank"), (1, "Rank"), (2, "RSed"), (3, "Rank")]),
@@ -428,4 +429,49 @@ fn l3_rebuilds_up_to_k_lost_files() {
             }
         }
     }
+}
+
+/// A corrupted (not missing) RSed file is detected and treated as lost.
+#[test]
+fn l3_corrupted_rsed_counts_as_lost() {
+    let root = tempfile::tempdir().unwrap();
+    let execs = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
+        checkpoint(&mut fti, 2, Level::L3, rank);
+        fti.exec_id().to_owned()
+    });
+    let path = |node: u32, kind: &str| {
+        root.path().join(format!(
+            "run/Local/node{node}/{}/l3/Ckpt2-{kind}{node}.fti",
+            execs[0]
+        ))
+    };
+    let rsed = std::fs::read(path(1, "RSed")).unwrap();
+    let mut bad = rsed.clone();
+    bad[10] ^= 0x40;
+    std::fs::write(path(1, "RSed"), &bad).unwrap();
+    std::fs::remove_file(path(0, "Rank")).unwrap();
+    let notes = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
+        recover_and_check(&mut fti, 2, rank);
+        (
+            fti.recovery_note().unwrap().to_owned(),
+            fti.skipped().join(" "),
+        )
+    });
+    assert!(
+        notes[0].0.contains("RSed files of rank(s) [1] re-encoded"),
+        "{}",
+        notes[0].0
+    );
+    assert!(
+        notes[1].1.contains("RSed1"),
+        "rank 1 says why: {}",
+        notes[1].1
+    );
+    // Re-encoded: the same code as before the corruption.
+    let back = std::fs::read(path(1, "RSed")).unwrap();
+    assert_eq!(back[..back.len() - 96], rsed[..rsed.len() - 96]);
 }
