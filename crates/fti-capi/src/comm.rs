@@ -1,0 +1,105 @@
+//! The communicators of a session: `FTI_COMM_WORLD` for the application, a private one for the
+//! C API's own collectives (FTI_Snapshot's allreduce, FTI_Finalize's barrier), and the runtime's
+//! (`MpiComm` duplicates what it is given), so no message of FTI mixes with the application's.
+
+use std::mem::ManuallyDrop;
+use std::ptr::null_mut;
+
+use mpi::collective::SystemOperation;
+use mpi::ffi::{self, MPI_Comm};
+use mpi::raw::FromRaw;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+
+use fti::comm::mpi::MpiComm;
+
+use crate::Failure;
+
+/// `MPI_Comm FTI_COMM_WORLD`: the communicator of the application's ranks, which applications
+/// use instead of `MPI_COMM_WORLD`. NULL until `FTI_Init`, then a duplicate of the communicator
+/// passed to it. As in FTI it is never freed by the library (MPI_Finalize releases it), so an
+/// application may still use it after FTI_Finalize.
+// SAFETY (of every access): written only by FTI_Init under the session lock; C reads it after
+// FTI_Init returns.
+#[no_mangle]
+pub static mut FTI_COMM_WORLD: MPI_Comm = MPI_Comm(null_mut());
+
+/// The C API's side of a session.
+pub(crate) struct Comms {
+    /// For the C API's own collectives; freed with the session.
+    private: SimpleCommunicator,
+    /// This rank in FTI_COMM_WORLD, and the number of ranks.
+    pub rank: i32,
+    pub size: i32,
+}
+
+/// Duplicates `global` into `FTI_COMM_WORLD` and makes the library's communicators: the C
+/// API's and the runtime's.
+pub(crate) fn setup(global: MPI_Comm) -> Result<(Comms, MpiComm), Failure> {
+    let (mut initialized, mut finalized) = (0, 0);
+    // SAFETY: both may be called at any time, before MPI_Init and after MPI_Finalize.
+    unsafe {
+        ffi::MPI_Initialized(&mut initialized);
+        ffi::MPI_Finalized(&mut finalized);
+    }
+    if initialized == 0 || finalized != 0 {
+        return Err(Failure::Mpi(
+            "MPI is not initialized: call MPI_Init before FTI_Init",
+        ));
+    }
+    // SAFETY: reading a handle constant of the MPI library.
+    if global.0.is_null() || global == unsafe { ffi::RSMPI_COMM_NULL } {
+        return Err(Failure::Mpi(
+            "the communicator passed to FTI_Init is MPI_COMM_NULL",
+        ));
+    }
+    let mut world = MPI_Comm(null_mut());
+    // SAFETY: `global` is a live communicator (the caller's contract, as with FTI); an invalid
+    // one makes MPI's error handler abort, as it would in FTI.
+    let rc = unsafe { ffi::MPI_Comm_dup(global, &mut world) };
+    if rc != ffi::MPI_SUCCESS as i32 {
+        return Err(Failure::Mpi(
+            "MPI_Comm_dup of the application's communicator failed",
+        ));
+    }
+    // SAFETY: a live user intra-communicator we just created. ManuallyDrop: it becomes
+    // FTI_COMM_WORLD, which the library never frees.
+    let app = ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(world) });
+    let comms = Comms {
+        private: app.duplicate(),
+        rank: app.rank(),
+        size: app.size(),
+    };
+    let runtime = MpiComm::new(&*app);
+    // SAFETY: see FTI_COMM_WORLD.
+    unsafe { std::ptr::addr_of_mut!(FTI_COMM_WORLD).write(world) };
+    Ok((comms, runtime))
+}
+
+impl Comms {
+    /// The mean of `x` over all ranks (collective).
+    pub(crate) fn mean(&self, x: f64) -> f64 {
+        let mut sum = 0.0f64;
+        self.private
+            .all_reduce_into(&x, &mut sum, SystemOperation::sum());
+        sum / f64::from(self.size.max(1))
+    }
+
+    /// Waits for every rank (collective).
+    pub(crate) fn barrier(&self) {
+        self.private.barrier();
+    }
+
+    /// Whether `ok` holds on every rank (collective).
+    pub(crate) fn all(&self, ok: bool) -> bool {
+        let mut min = 0i32;
+        self.private
+            .all_reduce_into(&i32::from(ok), &mut min, SystemOperation::min());
+        min == 1
+    }
+}
+
+/// MPI_Wtime.
+pub(crate) fn now() -> f64 {
+    mpi::time()
+}
