@@ -2,7 +2,8 @@
 //! ranks. Our L2 and L4 files equal FTI 1.1's; FTI's L2 tree restarts with a lost file; the loss
 //! of a node's whole directory is recovered through L2 with odd and uneven groups; a rank
 //! SIGKILLed at every step of publishing an L2 checkpoint leaves a recoverable checkpoint.
-//! Runs with `cargo test -p fti --features mpi --tests --examples` (scripts/test).
+//! Runs with `cargo build -p fti --features mpi --examples && cargo test -p fti --features mpi`
+//! (scripts/test).
 #![cfg(feature = "mpi")]
 
 #[path = "support/trees.rs"]
@@ -29,7 +30,7 @@ fn example() -> PathBuf {
         .join("examples/mpi_levels");
     assert!(
         path.exists(),
-        "{} is missing: build it with `cargo test -p fti --features mpi --examples`",
+        "{} is missing: build it with `cargo build -p fti --features mpi --examples`",
         path.display()
     );
     path
@@ -224,5 +225,31 @@ fn rank_killed_while_publishing_l2_leaves_a_recoverable_checkpoint() {
             .parse()
             .unwrap_or_else(|_| panic!("{step}: nothing recovered: {lines:?}"));
         assert!((oldest..=newest).contains(&id), "{step}: {lines:?}");
+    }
+}
+
+#[test]
+fn l3_recovers_lost_files_over_mpi() {
+    // (ranks, group size, node whose directory is lost, another rank whose Rank file is lost)
+    for (np, group, node, rank) in [(4, 4, 1, 2), (5, 5, 4, 0), (3, 4, 0, 2)] {
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path().to_str().unwrap();
+        let exec = exec_of(&run(np, &["write", r, "3", &group.to_string()]));
+        std::fs::remove_dir_all(root.path().join(format!("run/Local/node{node}"))).unwrap();
+        std::fs::remove_file(root.path().join(format!(
+            "run/Local/node{rank}/{exec}/l3/Ckpt2-Rank{rank}.fti"
+        )))
+        .unwrap();
+        let lost = {
+            let mut l = [node, rank];
+            l.sort();
+            format!("[{}, {}]", l[0], l[1])
+        };
+        for line in recovered(&run(np, &["recover", r, &group.to_string()]), np) {
+            assert!(
+                line.contains(&format!(" 2 L3 L3, rank(s) {lost} rebuilt by Reed-Solomon decoding, RSed files of rank(s) [{node}] re-encoded")),
+                "{np} ranks: {line}"
+            );
+        }
     }
 }
