@@ -146,6 +146,12 @@ impl Fti {
             cfg.nranks = comm.size();
         }
         let (topology, node_names) = build_topology(&cfg, &*comm)?;
+        let group = topology.place(cfg.rank).map_or(1, |p| p.group.len());
+        for (level, interval) in [(Level::L2, cfg.intervals[1]), (Level::L3, cfg.intervals[2])] {
+            if interval.is_some() && group < 2 {
+                return Err(Error::NeedsMpi(level));
+            }
+        }
         for w in &cfg.warnings {
             message(&cfg, Verbosity::Warning, w);
         }

@@ -287,6 +287,12 @@ fn l2_without_partner_is_refused() {
         fti.checkpoint(1, Level::L2, &vars).unwrap_err().to_string()
     });
     assert!(errors[0].contains("needs a partner rank"), "{}", errors[0]);
+    // A snapshot interval for L2 or L3 in a run that cannot do them is refused at init.
+    for (i, level) in [(1, Level::L2), (2, Level::L3)] {
+        let mut cfg = config(root.path(), 4);
+        cfg.intervals[i] = Some(std::time::Duration::from_secs(60));
+        assert!(matches!(Fti::init(cfg), Err(fti::Error::NeedsMpi(l)) if l == level));
+    }
 }
 
 /// L3 (FTI 1.1's Reed-Solomon code across the group): the Rank files are FTI's (maxFs set),
