@@ -481,3 +481,44 @@ fn l3_corrupted_rsed_counts_as_lost() {
     let back = std::fs::read(path(1, "RSed")).unwrap();
     assert_eq!(back[..back.len() - 96], rsed[..rsed.len() - 96]);
 }
+
+/// `local_test = 0`: ranks grouped into nodes by host name (here one host holding all 4 ranks,
+/// `node_size` 2, so 2 nodes), one local directory without `node<N>/`; L2 works across the
+/// two nodes and `Topology.fti` names the hosts.
+#[test]
+fn nodes_by_host_name() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = || Config {
+        local_test: false,
+        node_size: 2,
+        group_size: 2,
+        ..config(root.path(), 2)
+    };
+    let execs = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        let place = fti.topology().place(rank).unwrap().clone();
+        assert_eq!(place.node, rank / 2);
+        assert_eq!(place.group, [rank % 2, rank % 2 + 2]);
+        checkpoint(&mut fti, 1, Level::L2, rank);
+        fti.exec_id().to_owned()
+    });
+    let files = tree(&root.path().join("run"), &execs[0]);
+    assert!(
+        files.contains_key("Local/EXEC/l2/Ckpt1-Pcof3.fti"),
+        "{:?}",
+        files.keys()
+    );
+    let topology = String::from_utf8(files["Meta/EXEC/Topology.fti"].clone()).unwrap();
+    assert!(
+        topology.contains(
+            "0                              = host\n1                              = host\n"
+        ),
+        "{topology}"
+    );
+    on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        recover_and_check(&mut fti, 1, rank);
+    });
+}
