@@ -175,10 +175,11 @@ impl Fti {
         let exec_id = String::from_utf8(comm.broadcast(exec_id.as_bytes())).unwrap_or(exec_id);
         let dirs = Dirs::new(&cfg, &exec_id);
         let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
-            Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace)?)
+            Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace))
         } else {
             None
         };
+        let tracer = agree(&*comm, "starting the trace", tracer.transpose())?;
         let mut fti = Fti {
             dirs,
             exec_id,
@@ -207,9 +208,12 @@ impl Fti {
             fti.find_restart();
             trace::with(&mut fti.tracer, |t| t.end(Phase::Verify));
         }
-        if fti.restart.is_none() && fti.cfg.rank == 0 {
-            fti.write_topology()?;
-        }
+        let topology = if fti.restart.is_none() && fti.cfg.rank == 0 {
+            fti.write_topology()
+        } else {
+            Ok(())
+        };
+        agree(&*fti.comm, "writing Topology.fti", topology)?;
         Ok(fti)
     }
 
@@ -571,21 +575,24 @@ impl Fti {
         level: Level,
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
-        self.check_level(level)?;
-        if self.icp.is_some() {
-            return Err(Error::State(
-                "an incremental checkpoint is open: finalize it first",
-            ));
-        }
-        if matches!(self.status, Status::Restart(_)) {
-            return Err(Error::State(
-                "recover the restart's checkpoint before writing a new one",
-            ));
-        }
-        check_unique_ids(vars)?;
+        // A rank that cannot checkpoint still takes part in the collective steps (it reports
+        // its error there), so that the other ranks never wait for it.
+        let ready = self.check_level(level).and_then(|()| {
+            if self.icp.is_some() {
+                return Err(Error::State(
+                    "an incremental checkpoint is open: finalize it first",
+                ));
+            }
+            if matches!(self.status, Status::Restart(_)) {
+                return Err(Error::State(
+                    "recover the restart's checkpoint before writing a new one",
+                ));
+            }
+            check_unique_ids(vars)
+        });
         let started = Instant::now();
         trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
-        let result = self.write_and_publish(id, level, vars);
+        let result = self.write_and_publish(id, level, vars, ready);
         let (path, layout, fb, bytes_written) = match result {
             Ok(done) => done,
             Err(e) => {
@@ -707,6 +714,7 @@ impl Fti {
         id: i32,
         level: Level,
         vars: &[Var<'_>],
+        ready: Result<()>,
     ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
         let sizes: Vec<VarSize> = vars
             .iter()
@@ -715,7 +723,10 @@ impl Fti {
                 size: v.size(),
             })
             .collect();
-        let layout = Layout::plan(self.layout.as_ref(), &sizes)?;
+        let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
+            Ok(layout) => layout,
+            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+        };
         let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
         // Buffers by protect position; a removed variable has none.
         let data: Vec<&[u8]> = layout
@@ -731,12 +742,15 @@ impl Fti {
             level
         };
         let base = self.take_dcp_base(write_level);
-        let pending = store::begin(
+        let pending = match store::begin(
             &self.dirs,
             write_level,
             id,
             base.as_ref().map(|(p, _)| p.as_path()),
-        )?;
+        ) {
+            Ok(p) => p,
+            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+        };
         let bar = progress_bar(
             &self.cfg,
             layout.file_size(),
@@ -999,10 +1013,14 @@ impl Fti {
     /// Commits the open incremental checkpoint (`FTI_FinalizeICP`): every variable must have
     /// been added. The file is then published like any other.
     pub fn finalize_icp(&mut self) -> Result<CheckpointInfo> {
-        let icp = self
-            .icp
-            .take()
-            .ok_or(Error::State("no incremental checkpoint is open"))?;
+        let Some(icp) = self.icp.take() else {
+            // Another rank may have its incremental checkpoint open: fail together.
+            return agree(
+                &*self.comm,
+                "writing the incremental checkpoint",
+                Err(Error::State("no incremental checkpoint is open")),
+            );
+        };
         let result = self.finish_icp(icp);
         if result.is_err() {
             trace::with(&mut self.tracer, Tracer::close_all);

@@ -522,3 +522,30 @@ fn nodes_by_host_name() {
         recover_and_check(&mut fti, 1, rank);
     });
 }
+
+/// A rank that cannot checkpoint (here: the same id protected twice) fails, and every other
+/// rank fails with it instead of waiting; the next checkpoint works everywhere.
+#[test]
+fn one_rank_failing_fails_the_checkpoint_everywhere() {
+    let root = tempfile::tempdir().unwrap();
+    let errors = on_ranks(3, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(config(root.path(), 3), comm).unwrap();
+        let (mut a, mut b) = (1u32, 2u32);
+        let bad = fti.checkpoint(
+            1,
+            Level::L2,
+            &[
+                Var::new(7, &mut a),
+                Var::new(7 + i32::from(rank != 1), &mut b),
+            ],
+        );
+        let err = bad.unwrap_err().to_string();
+        checkpoint(&mut fti, 2, Level::L2, rank);
+        err
+    });
+    assert!(errors[1].contains("protected twice"), "{}", errors[1]);
+    for r in [0, 2] {
+        assert!(errors[r].contains("rank [1] failed"), "{}", errors[r]);
+    }
+}
