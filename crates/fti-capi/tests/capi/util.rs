@@ -1,0 +1,286 @@
+//! Compiling C programs against `include/fti.h` and the libfti cargo built for this run, and
+//! running them alone or under `mpirun`.
+//!
+//! Cargo builds `libfti_capi.so` and `libfti_capi.a` next to the test binary
+//! (`target/<profile>/deps`) because the library is also an rlib the tests depend on; `cargo
+//! build` puts them one directory up. They are copied, as `libfti.so` (their SONAME) and
+//! `libfti.a`, into a private directory: programs link with `-lfti` against that copy, so a
+//! rebuild during the run cannot change it.
+
+// Also compiled into the benchmark, which uses only part of it.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How a program is linked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Link {
+    /// `-lfti` against `libfti.so`, with an rpath.
+    Shared,
+    /// `libfti.a` plus the system libraries Rust's standard library needs.
+    Static,
+}
+
+pub fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The FTI-FF vectors of the repository (`tests/fixtures/fti`).
+pub fn fixtures() -> PathBuf {
+    crate_dir().join("../../tests/fixtures/fti")
+}
+
+/// The directory holding this run's `libfti_capi.so` and `libfti_capi.a`.
+pub fn built_lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let deps = exe.parent().expect("executable directory").to_path_buf();
+    for dir in [Some(deps.clone()), deps.parent().map(Path::to_path_buf)]
+        .into_iter()
+        .flatten()
+    {
+        if dir.join("libfti_capi.so").is_file() && dir.join("libfti_capi.a").is_file() {
+            return dir;
+        }
+    }
+    panic!(
+        "libfti_capi.so / libfti_capi.a not found in {} or its parent: build with `cargo test -p fti-capi`",
+        deps.display()
+    );
+}
+
+struct Work {
+    dir: tempfile::TempDir,
+    built: Mutex<HashMap<(String, Link), PathBuf>>,
+}
+
+fn work() -> &'static Work {
+    static WORK: OnceLock<Work> = OnceLock::new();
+    WORK.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("fti-capi-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .expect("work directory");
+        let lib = dir.path().join("lib");
+        std::fs::create_dir(&lib).unwrap();
+        let built = built_lib_dir();
+        std::fs::copy(built.join("libfti_capi.so"), lib.join("libfti.so")).unwrap();
+        std::fs::copy(built.join("libfti_capi.a"), lib.join("libfti.a")).unwrap();
+        Work {
+            dir,
+            built: Mutex::new(HashMap::new()),
+        }
+    })
+}
+
+/// The private copy of the libraries (`libfti.so`, `libfti.a`).
+pub fn lib_dir() -> PathBuf {
+    work().dir.path().join("lib")
+}
+
+/// Compiles `tests/c/<name>.c` (once per run and link mode) with `mpicc` and returns the
+/// executable.
+pub fn compile(name: &str, link: Link) -> PathBuf {
+    compile_file(&crate_dir().join("tests/c").join(format!("{name}.c")), link)
+}
+
+/// Compiles a C (`.c`, with `mpicc`) or C++ (`.cpp`, with `mpicxx`) source against fti.h.
+pub fn compile_file(src: &Path, link: Link) -> PathBuf {
+    let w = work();
+    let name = src.file_stem().unwrap().to_string_lossy().into_owned();
+    let mut built = w.built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(exe) = built.get(&(name.clone(), link)) {
+        return exe.clone();
+    }
+    let exe = w.dir.path().join(format!("{name}-{link:?}"));
+    let lib = lib_dir();
+    let cpp = src.extension().is_some_and(|e| e == "cpp");
+    let mut cmd = Command::new(if cpp { "mpicxx" } else { "mpicc" });
+    if cpp {
+        // OpenMPI's deprecated C++ bindings, which mpi.h pulls in, fail -Wextra -Werror.
+        cmd.args(["-std=c++11", "-DOMPI_SKIP_MPICXX"]);
+    } else {
+        cmd.arg("-std=c11");
+    }
+    cmd.args(["-O2", "-g", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg(src)
+        .arg("-o")
+        .arg(&exe);
+    match link {
+        Link::Shared => {
+            cmd.arg(format!("-L{}", lib.display()))
+                .arg("-lfti")
+                .arg(format!("-Wl,-rpath,{}", lib.display()));
+        }
+        Link::Static => {
+            // What `rustc --print native-static-libs` lists for a staticlib on linux-gnu.
+            cmd.arg(lib.join("libfti.a")).args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
+        }
+    }
+    cmd.arg("-lm");
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run the MPI compiler wrapper: {e}"));
+    assert!(
+        out.status.success(),
+        "compiling {} failed:\n{}",
+        src.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    built.insert((name, link), exe.clone());
+    exe
+}
+
+/// How long a program may run before the test gives up on it.
+pub const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs `exe args` in `cwd` (one MPI rank, started without mpirun) and waits for it.
+pub fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
+    let child = Command::new(exe)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", exe.display()));
+    wait(child, &format!("{} {args:?}", exe.display()))
+}
+
+/// `mpirun -np <np> exe args` in `cwd`.
+pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
+    let child = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+        .arg(np.to_string())
+        .args(["--timeout", &DEADLINE.as_secs().to_string()])
+        .arg(exe)
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run mpirun (OpenMPI is needed): {e}"));
+    wait(
+        child,
+        &format!("mpirun -np {np} {} {args:?}", exe.display()),
+    )
+}
+
+/// Waits for `child`, reading its output meanwhile; kills it at the deadline.
+pub fn wait(mut child: Child, what: &str) -> Output {
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = out.read_to_end(&mut b);
+        b
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut b = Vec::new();
+        let _ = err.read_to_end(&mut b);
+        b
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > DEADLINE + Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("{what}: still running after {DEADLINE:?}, killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: reader.join().unwrap(),
+        stderr: err_reader.join().unwrap(),
+    }
+}
+
+/// The program's stdout, after checking that it exited with status 0.
+pub fn success(what: &str, out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{what}: {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The lines of `stdout` the C programs print for the tests (`= ...`), without FTI's messages.
+pub fn results(stdout: &str) -> Vec<&str> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("= "))
+        .collect()
+}
+
+/// Writes an FTI config file `config.fti` in `dir` (FTI-FF, one rank per node, local test
+/// mode, quiet) with the `extra` lines appended to `[basic]`, and returns its path.
+pub fn config(dir: &Path, extra: &str) -> PathBuf {
+    let path = dir.join("config.fti");
+    std::fs::write(
+        &path,
+        format!(
+            "[basic]\nhead = 0\nnode_size = 1\nckpt_dir = {d}/Local\nglbl_dir = {d}/Global\nmeta_dir = {d}/Meta\nckpt_io = 3\nverbosity = 3\n{extra}\n[restart]\nfailure = 0\nexec_id = \n[advanced]\nlocal_test = 1\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The `[restart]` keys of a config file.
+pub fn restart_keys(config: &Path) -> (u8, String) {
+    let text = std::fs::read_to_string(config).unwrap();
+    let key = |k: &str| {
+        text.lines()
+            .filter_map(|l| l.split_once('='))
+            .find(|(name, _)| name.trim() == k)
+            .map(|(_, v)| v.trim().to_owned())
+            .unwrap_or_default()
+    };
+    (key("failure").parse().unwrap_or(u8::MAX), key("exec_id"))
+}
+
+/// Every file named `Ckpt*.fti` under `dir`, sorted.
+pub fn checkpoint_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("Ckpt"))
+            {
+                found.push(p);
+            }
+        }
+    }
+    found.sort();
+    found
+}
