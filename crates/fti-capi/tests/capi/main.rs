@@ -5,5 +5,6 @@
 //! heat-diffusion demo.
 
 mod abi;
+mod codes;
 mod seed;
 mod util;

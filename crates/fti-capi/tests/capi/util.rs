@@ -54,19 +54,21 @@ pub fn built_lib_dir() -> PathBuf {
 }
 
 struct Work {
-    dir: tempfile::TempDir,
+    dir: PathBuf,
     built: Mutex<HashMap<(String, Link), PathBuf>>,
 }
 
 fn work() -> &'static Work {
     static WORK: OnceLock<Work> = OnceLock::new();
     WORK.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("fti-capi-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-            .expect("work directory");
-        let lib = dir.path().join("lib");
-        std::fs::create_dir(&lib).unwrap();
+        // One directory per test binary, emptied at its start: the libraries are large, and
+        // statics are never dropped, so a temporary directory would outlive every run.
+        let exe = std::env::current_exe().expect("test executable path");
+        let name = exe.file_stem().expect("executable name").to_string_lossy();
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fti-capi-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let lib = dir.join("lib");
+        std::fs::create_dir_all(&lib).expect("work directory");
         let built = built_lib_dir();
         std::fs::copy(built.join("libfti_capi.so"), lib.join("libfti.so")).unwrap();
         std::fs::copy(built.join("libfti_capi.a"), lib.join("libfti.a")).unwrap();
@@ -79,7 +81,7 @@ fn work() -> &'static Work {
 
 /// The private copy of the libraries (`libfti.so`, `libfti.a`).
 pub fn lib_dir() -> PathBuf {
-    work().dir.path().join("lib")
+    work().dir.join("lib")
 }
 
 /// Compiles `tests/c/<name>.c` (once per run and link mode) with `mpicc` and returns the
@@ -96,7 +98,7 @@ pub fn compile_file(src: &Path, link: Link) -> PathBuf {
     if let Some(exe) = built.get(&(name.clone(), link)) {
         return exe.clone();
     }
-    let exe = w.dir.path().join(format!("{name}-{link:?}"));
+    let exe = w.dir.join(format!("{name}-{link:?}"));
     let lib = lib_dir();
     let cpp = src.extension().is_some_and(|e| e == "cpp");
     let mut cmd = Command::new(if cpp { "mpicxx" } else { "mpicc" });
