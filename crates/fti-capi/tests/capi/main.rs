@@ -6,5 +6,6 @@
 
 mod abi;
 mod codes;
+mod crash;
 mod seed;
 mod util;
