@@ -78,7 +78,10 @@ fn unsupported_or_unreadable_configs_are_refused() {
         stderr.contains("posix.fti:7") && stderr.contains("only ckpt_io = 3 (FTI-FF)"),
         "{stderr}"
     );
-    assert!(stderr.contains("head.fti:2") && stderr.contains("head = 1"), "{stderr}");
+    assert!(
+        stderr.contains("head.fti:2") && stderr.contains("head = 1"),
+        "{stderr}"
+    );
     // Without ckpt_io FTI 1.1 writes POSIX files: said, not silently changed.
     assert!(stdout.contains("no [basic] ckpt_io"), "{stdout}");
 }

@@ -7,5 +7,6 @@
 mod abi;
 mod codes;
 mod crash;
+mod heatdis;
 mod seed;
 mod util;

@@ -19,18 +19,31 @@ fn file_of(files: &[std::path::PathBuf], k: u32) -> &Path {
 /// (the vectors' doc-format view), and every hash verifies.
 fn check_against_vectors(k: u32, ours: &[u8]) {
     let vectors = util::fixtures();
-    let model = std::fs::read(vectors.join(format!("seed-example-model-written/ckpt{k}-rank0.fti")))
-        .unwrap();
+    let model =
+        std::fs::read(vectors.join(format!("seed-example-model-written/ckpt{k}-rank0.fti")))
+            .unwrap();
     assert_eq!(ours.len(), model.len(), "ckpt{k}: size");
     assert!(ours[..33] == model[..33], "ckpt{k}: checksum differs");
     assert!(ours[49..88] == model[49..88], "ckpt{k}: file block differs");
     assert!(ours[96..] == model[96..], "ckpt{k}: blocks differ");
     let ckpt = ftiff::Checkpoint::parse(ours).unwrap();
-    assert_eq!(ftiff::hash::my_hash(&ckpt.fb), ckpt.fb.my_hash, "ckpt{k}: myHash");
-    assert!(ckpt.verify(ours, &|_| {}).is_empty(), "ckpt{k}: does not verify");
-    let doc = std::fs::read_to_string(vectors.join(format!("seed-example/ckpt{k}-rank0.doc-format.txt")))
-        .unwrap();
-    assert_eq!(ftiff::view::doc_format(&ckpt.layout()), doc, "ckpt{k}: structure");
+    assert_eq!(
+        ftiff::hash::my_hash(&ckpt.fb),
+        ckpt.fb.my_hash,
+        "ckpt{k}: myHash"
+    );
+    assert!(
+        ckpt.verify(ours, &|_| {}).is_empty(),
+        "ckpt{k}: does not verify"
+    );
+    let doc =
+        std::fs::read_to_string(vectors.join(format!("seed-example/ckpt{k}-rank0.doc-format.txt")))
+            .unwrap();
+    assert_eq!(
+        ftiff::view::doc_format(&ckpt.layout()),
+        doc,
+        "ckpt{k}: structure"
+    );
 }
 
 #[test]
