@@ -1234,11 +1234,23 @@ impl Fti {
             .or_else(|| self.restart.as_ref().map(|r| r.info.clone()));
         if self.cfg.keep_last_ckpt {
             if let Some(last) = last {
-                if last.level != Level::L4 {
+                // The local files go only once every rank's copy is in L4: a crash in between
+                // leaves the checkpoint complete at one level or the other.
+                let flushed = if last.level != Level::L4 {
                     trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
-                    store::publish_copy(&self.dirs, Level::L4, last.id, 1, &last.path)?;
+                    let done = store::begin(&self.dirs, Level::L4, last.id, None).and_then(|p| {
+                        let mut src =
+                            File::open(&last.path).map_err(|e| Error::io(&last.path, e))?;
+                        std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
+                        store::publish_pending(&self.dirs, p)
+                    });
                     trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
-                }
+                    done.map(|_| ())
+                } else {
+                    Ok(())
+                };
+                agree(&*self.comm, "keeping the last checkpoint in L4", flushed)?;
+                store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
                 self.restart = None;
                 store::remove_rank_files(&self.dirs, true)?;
                 self.record_in_config(2)?;

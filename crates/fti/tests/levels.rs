@@ -549,3 +549,37 @@ fn one_rank_failing_fails_the_checkpoint_everywhere() {
         assert!(errors[r].contains("rank [1] failed"), "{}", errors[r]);
     }
 }
+
+/// `keep_last_ckpt = 1` on 4 ranks: after `finalize` the tree is FTI 1.1's (the last checkpoint
+/// of every rank in L4, nothing local, the topology kept), and a new run restarts from it.
+#[test]
+fn keep_last_checkpoint_at_finalize_is_fti_tree() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = || Config {
+        keep_last_ckpt: true,
+        ..config(root.path(), 4)
+    };
+    let execs = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        checkpoint(&mut fti, 1, Level::L1, rank);
+        checkpoint(&mut fti, 2, Level::L1, rank);
+        let exec = fti.exec_id().to_owned();
+        fti.finalize().unwrap();
+        exec
+    });
+    let ours = tree(&root.path().join("run"), &execs[0]);
+    let vector = fixtures().join("L1-keep-last-finalize/files/after-finalize");
+    let theirs = tree(&vector, "2026-11-22_04-13-50");
+    let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&theirs));
+    for (name, bytes) in theirs.iter().filter(|(n, _)| n.contains("/l4/")) {
+        assert_same_but_unreproducible(name, &ours[name], bytes);
+    }
+    on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        let info = recover_and_check(&mut fti, 2, rank);
+        assert_eq!(info.level, Level::L4);
+    });
+}
