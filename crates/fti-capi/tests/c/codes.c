@@ -260,6 +260,26 @@ static void lost(char* config) {
     CODE("Finalize", FTI_Finalize());
 }
 
+/* keep_last_ckpt = 1: FTI_Finalize keeps the last checkpoint, the next run restarts from it. */
+static void keep(char* config) {
+    CODE("Init", FTI_Init(config, MPI_COMM_WORLD));
+    fill(1);
+    protect_both();
+    CODE("Checkpoint", FTI_Checkpoint(1, 1));
+    CODE("Finalize", FTI_Finalize());
+}
+
+static void keep_restart(char* config) {
+    CODE("Init", FTI_Init(config, MPI_COMM_WORLD));
+    CODE("Status", FTI_Status());
+    protect_both();
+    SHOW("GetStoredSize %ld", FTI_GetStoredSize(2));
+    CODE("Recover", FTI_Recover());
+    SHOW("holds checkpoint 1 %d", holds(1));
+    CODE("Status", FTI_Status());
+    CODE("Finalize", FTI_Finalize());
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: codes SCENARIO [CONFIG...]\n");
@@ -280,6 +300,8 @@ int main(int argc, char** argv) {
     else if (strcmp(s, "restart-vars") == 0) restart_vars(argv[2]);
     else if (strcmp(s, "restart-checkpoint") == 0) restart_checkpoint(argv[2]);
     else if (strcmp(s, "lost") == 0) lost(argv[2]);
+    else if (strcmp(s, "keep") == 0) keep(argv[2]);
+    else if (strcmp(s, "keep-restart") == 0) keep_restart(argv[2]);
     else {
         fprintf(stderr, "unknown scenario %s\n", s);
         MPI_Abort(MPI_COMM_WORLD, 2);

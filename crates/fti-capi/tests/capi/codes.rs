@@ -203,3 +203,29 @@ fn a_restart_with_nothing_to_recover_starts_fresh() {
         )
     );
 }
+
+#[test]
+fn keep_last_ckpt_restarts_from_the_kept_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = util::config(dir.path(), "keep_last_ckpt = 1");
+    assert_eq!(
+        run("keep", &[&cfg], dir.path()),
+        ["Init 0", "Checkpoint 1", "Finalize 0"]
+    );
+    assert_eq!(util::restart_keys(&cfg).0, 2);
+    let kept = util::checkpoint_files(dir.path());
+    assert!(
+        kept.len() == 1 && kept[0].to_string_lossy().contains("/Global/"),
+        "{kept:?}"
+    );
+    assert_eq!(
+        run("keep-restart", &[&cfg], dir.path()),
+        lines(
+            "Init 0\nStatus 2\nGetStoredSize 64\nRecover 0\nholds checkpoint 1 1\nStatus 0\n\
+             Finalize 0"
+        )
+    );
+    // The restart's checkpoint is this run's last one: kept again, as FTI does.
+    assert_eq!(util::restart_keys(&cfg).0, 2);
+    assert_eq!(util::checkpoint_files(dir.path()), kept);
+}

@@ -1,0 +1,34 @@
+/* Checkpoint cost through the C API, for benches/checkpoint.rs:
+ *
+ *   bench_ckpt CONFIG MIB COUNT
+ *
+ * protects four buffers of MIB/4 MiB (byte i of buffer v = (i * 31) ^ v, as the Rust side),
+ * takes COUNT L1 checkpoints and prints "= <seconds>" for each, then FTI_Finalize. */
+#include <fti.h>
+
+#include <stdint.h>
+#include <stdio.h>
+
+int main(int argc, char** argv) {
+    if (argc != 4) {
+        fprintf(stderr, "usage: bench_ckpt CONFIG MIB COUNT\n");
+        return 2;
+    }
+    MPI_Init(&argc, &argv);
+    if (FTI_Init(argv[1], MPI_COMM_WORLD) != FTI_SCES) MPI_Abort(MPI_COMM_WORLD, 1);
+    size_t quarter = (size_t)atol(argv[2]) * 1024 * 1024 / 4;
+    int count = atoi(argv[3]);
+    for (int v = 0; v < 4; v++) {
+        uint8_t* b = malloc(quarter);
+        for (size_t i = 0; i < quarter; i++) b[i] = (uint8_t)((uint8_t)i * 31) ^ (uint8_t)v;
+        FTI_Protect(v, b, (long)quarter, FTI_UCHR);
+    }
+    for (int k = 1; k <= count; k++) {
+        double t = MPI_Wtime();
+        if (FTI_Checkpoint(k, 1) != FTI_DONE) MPI_Abort(MPI_COMM_WORLD, 1);
+        printf("= %.9f\n", MPI_Wtime() - t);
+    }
+    FTI_Finalize();
+    MPI_Finalize();
+    return 0;
+}
