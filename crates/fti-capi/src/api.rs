@@ -389,13 +389,11 @@ pub unsafe extern "C" fn FTI_Snapshot() -> c_int {
 }
 
 /// `int FTI_InitICP(int id, int level, bool activate)`: opens incremental checkpoint `id` at
-/// `level` (FTI 1.2); with `activate` false the ICP calls do nothing.
+/// `level` (FTI 1.2). With `activate` false it does nothing, even before FTI_Init, as in FTI,
+/// and the ICP calls that follow do nothing either unless one is open.
 #[no_mangle]
 pub extern "C" fn FTI_InitICP(id: c_int, level: c_int, activate: bool) -> c_int {
     if !activate {
-        if let Some(Shared(s)) = lock().as_mut() {
-            s.icp = Icp::Inactive;
-        }
         return FTI_SCES;
     }
     report(with_session(|s| s.init_icp(id, level)))
