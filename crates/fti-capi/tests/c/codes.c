@@ -300,6 +300,12 @@ int main(int argc, char** argv) {
     else if (strcmp(s, "restart-vars") == 0) restart_vars(argv[2]);
     else if (strcmp(s, "restart-checkpoint") == 0) restart_checkpoint(argv[2]);
     else if (strcmp(s, "lost") == 0) lost(argv[2]);
+    else if (strcmp(s, "per-rank") == 0) {
+        /* Each rank its own config file: one rank that cannot load its own fails them all. */
+        int rank;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        SHOW("rank %d Init %d", rank, FTI_Init(argv[2 + rank], MPI_COMM_WORLD));
+    }
     else if (strcmp(s, "keep") == 0) keep(argv[2]);
     else if (strcmp(s, "keep-restart") == 0) keep_restart(argv[2]);
     else {

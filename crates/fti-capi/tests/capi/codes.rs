@@ -229,3 +229,21 @@ fn keep_last_ckpt_restarts_from_the_kept_checkpoint() {
     assert_eq!(util::restart_keys(&cfg).0, 2);
     assert_eq!(util::checkpoint_files(dir.path()), kept);
 }
+
+#[test]
+fn one_rank_without_its_config_fails_every_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = util::config(dir.path(), "");
+    let missing = dir.path().join("missing.fti");
+    let exe = util::compile("codes", Link::Shared);
+    let args = ["per-rank", cfg.to_str().unwrap(), missing.to_str().unwrap()];
+    let out = util::mpirun(2, &exe, &args, dir.path());
+    let stdout = util::success("per-rank", &out);
+    let mut got = util::results(&stdout);
+    got.sort_unstable();
+    assert_eq!(got, ["rank 0 Init -1", "rank 1 Init -1"], "{stdout}");
+    assert!(
+        stdout.contains("another rank could not load the configuration"),
+        "{stdout}"
+    );
+}
