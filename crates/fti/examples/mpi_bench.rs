@@ -5,22 +5,33 @@
 //! * a plain write + fsync of a file of the same size, in the rank's local checkpoint directory;
 //! * L1 itself;
 //!
-//! and, for the record, the partner copy's work done outside the runtime (the same transfer
-//! with every message written into a new file, then fsync). It prints the goal
+//! and, for the record, the partner copy's work done outside the runtime: the same transfer with
+//! every message written into a new file, then fsync. It prints the goal
 //! `L2 <= L1 + transfer + write+fsync` as met or missed.
 //!
 //! ```text
 //! mpirun --allow-run-as-root --oversubscribe -np N target/release/examples/mpi_bench \
-//!     [--mib 64] [--reps 5] [--warmup 1] [--dir DIR]
+//!     [--mib 64] [--reps 6] [--warmup 1] [--recycle 0] [--dir DIR]
 //! ```
 //!
 //! Every rank protects `--mib` MiB in 4 `i32` arrays; the ranks form one L2 group (node_size 1,
 //! group_size 4, local_test: one node directory per rank). Each measure is the time of the call
 //! on each rank, between two barriers. Per rank: median over the reps; in total: the slowest
 //! rank of each rep, median over the reps (and the fastest rep). The measures take turns in a
-//! different order every rep, so that a noisy machine's drift spreads over all of them. Files
-//! go to a new directory under `--dir` (default: the system's temporary directory), removed at
-//! the end.
+//! different order every rep, so that a noisy machine's drift spreads over all of them: the rows
+//! of a Williams design, in which over 6 reps every measure comes right after every other one
+//! once, so that what a measure leaves behind (files to retire, freed memory) favours none.
+//! Files go to a new directory under `--dir` (default: the system's temporary directory),
+//! removed at the end.
+//!
+//! `--recycle MIB`: before every measure, each rank writes a file of MIB MiB (no fsync) and
+//! deletes it. On a virtual machine that hands free memory back to its host (free page
+//! reporting), page-cache memory the guest has not used for a few seconds costs a host fault per
+//! page when a write fills it (~0.25 GB/s, where just-freed page-cache memory fills at several
+//! GB/s), and which measure meets such memory depends on what the measures before it freed.
+//! Recycling gives every measure page-cache memory that was just in use, so that the comparison
+//! is between the measures' own work. (Freed anonymous memory does not serve: the page cache
+//! takes large folios.)
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -77,14 +88,16 @@ struct Args {
     mib: usize,
     reps: usize,
     warmup: usize,
+    recycle: usize,
     dir: PathBuf,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         mib: 64,
-        reps: 5,
+        reps: 6,
         warmup: 1,
+        recycle: 0,
         dir: std::env::temp_dir(),
     };
     let mut it = std::env::args().skip(1);
@@ -99,10 +112,11 @@ fn parse_args() -> Result<Args, String> {
             "--mib" => args.mib = number()?,
             "--reps" => args.reps = number()?,
             "--warmup" => args.warmup = number()?,
+            "--recycle" => args.recycle = number()?,
             "--dir" => args.dir = PathBuf::from(&value),
             _ => {
                 return Err(format!(
-                    "unknown argument {flag}; usage: mpi_bench [--mib 64] [--reps 5] [--warmup 1] [--dir DIR]"
+                    "unknown argument {flag}; usage: mpi_bench [--mib 64] [--reps 6] [--warmup 1] [--recycle MIB] [--dir DIR]"
                 ))
             }
         }
@@ -161,7 +175,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()> {
-    let (rank, n) = (bench.rank(), bench.size());
+    let rank = bench.rank();
     let cfg = Config {
         ckpt_dir: root.join("Local"),
         glbl_dir: root.join("Global"),
@@ -185,6 +199,7 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
     std::fs::create_dir_all(&local)?;
     let plain = local.join("bench-write-fsync.bin");
     let copy = local.join("bench-transfer-copy.bin");
+    let recycled = local.join("bench-recycled.bin");
 
     let ints = (args.mib << 20) / 4 / 4;
     let mut data: Vec<Vec<i32>> = (0..4u32)
@@ -213,8 +228,8 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
     // times[measure][rep] on this rank, in seconds.
     let mut times = vec![vec![0f64; args.reps]; MEASURES.len()];
     for rep in 0..args.warmup + args.reps {
-        for k in 0..MEASURES.len() {
-            let measure = MEASURES[(k + rep) % MEASURES.len()];
+        for measure in order(rep) {
+            recycle(&recycled, args.recycle, &payload)?;
             bench.barrier();
             let started = Instant::now();
             match measure {
@@ -222,11 +237,7 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
                 Measure::L2 => drop(checkpoint(&mut fti, Level::L2, &mut data)?),
                 Measure::L4 => drop(checkpoint(&mut fti, Level::L4, &mut data)?),
                 Measure::Transfer => transfer(bench, (right, &payload), left, |_, _| Ok(()))?,
-                Measure::WriteFsync => {
-                    let mut f = new_file(&plain)?;
-                    f.write_all(&payload)?;
-                    f.sync_all()?;
-                }
+                Measure::WriteFsync => write_fsync(&plain, &payload)?,
                 Measure::TransferToFile => {
                     let f = new_file(&copy)?;
                     transfer(bench, (right, &payload), left, |at, got| {
@@ -249,11 +260,14 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
     }
     fti.finalize()?;
 
-    let bytes: Vec<u8> = times
-        .iter()
-        .flatten()
+    // What each rank may run on (mpirun binds ranks to cores when there are enough), then its
+    // times.
+    let usable = std::thread::available_parallelism().map_or(1, |c| c.get()) as f64;
+    let bytes: Vec<u8> = std::iter::once(&usable)
+        .chain(times.iter().flatten())
         .flat_map(|t| t.to_le_bytes())
         .collect();
+    let mut cpus = Vec::new();
     let all: Vec<Vec<Vec<f64>>> = bench
         .all_gather(&bytes)
         .iter()
@@ -262,13 +276,29 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
                 .chunks_exact(8)
                 .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
                 .collect();
-            flat.chunks(args.reps).map(<[f64]>::to_vec).collect()
+            cpus.push(flat[0] as usize);
+            flat[1..].chunks(args.reps).map(<[f64]>::to_vec).collect()
         })
         .collect();
     if rank == 0 {
-        report(args, n, size, root, &all);
+        report(args, (size, root), &cpus, &all);
     }
     Ok(())
+}
+
+/// The order of the measures in rep `rep`: row `rep % 6` of a Williams design (first row
+/// 0, 1, 5, 2, 4, 3, the others shifted by one each), whose consecutive differences are all
+/// distinct, so that over 6 reps each measure directly follows each other one exactly once.
+fn order(rep: usize) -> [Measure; 6] {
+    let n = MEASURES.len();
+    std::array::from_fn(|j| {
+        let first = match j {
+            0 => 0,
+            j if j % 2 == 1 => j.div_ceil(2),
+            j => n - j / 2,
+        };
+        MEASURES[(first + rep) % n]
+    })
 }
 
 /// A new file (it must not exist), for reading and writing.
@@ -278,6 +308,28 @@ fn new_file(path: &Path) -> std::io::Result<File> {
         .write(true)
         .create_new(true)
         .open(path)
+}
+
+/// Writes a file of `mib` MiB made of copies of `bytes` (no fsync), then deletes it.
+fn recycle(path: &Path, mib: usize, bytes: &[u8]) -> std::io::Result<()> {
+    if mib == 0 || bytes.is_empty() {
+        return Ok(());
+    }
+    let mut f = new_file(path)?;
+    let mut left = mib << 20;
+    while left > 0 {
+        let n = left.min(bytes.len());
+        f.write_all(&bytes[..n])?;
+        left -= n;
+    }
+    drop(f);
+    std::fs::remove_file(path)
+}
+
+fn write_fsync(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = new_file(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }
 
 /// Sends `bytes` to rank `to` while receiving as many from rank `from`, in [`CHUNK`] messages,
@@ -300,24 +352,29 @@ fn transfer(
     Ok(())
 }
 
+/// The median (the mean of the two middle values for an even count).
 fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
-    let m = v.len() / 2;
-    if v.len() % 2 == 0 {
-        (v[m - 1] + v[m]) / 2.0
-    } else {
-        v[m]
-    }
+    (v[(v.len() - 1) / 2] + v[v.len() / 2]) / 2.0
 }
 
 fn min(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
 
-/// `all[rank][measure][rep]`.
-fn report(args: &Args, n: u32, size: usize, root: &Path, all: &[Vec<Vec<f64>>]) {
-    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+/// Processors of the machine (not only those this process may use).
+fn machine_cpus() -> usize {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| s.lines().filter(|l| l.starts_with("processor")).count())
+        .unwrap_or(0)
+        .max(1)
+}
+
+/// `all[rank][measure][rep]`; `cpus[rank]`: the processors the rank may run on.
+fn report(args: &Args, (size, root): (usize, &Path), cpus: &[usize], all: &[Vec<Vec<f64>>]) {
+    let n = all.len() as u32;
+    let cores = machine_cpus();
     let reps = args.reps;
     // The slowest rank of each rep.
     let totals: Vec<Vec<f64>> = (0..MEASURES.len())
@@ -329,14 +386,27 @@ fn report(args: &Args, n: u32, size: usize, root: &Path, all: &[Vec<Vec<f64>>]) 
         .collect();
     let per_rank = |rank: usize, m: Measure| -> f64 { median(&all[rank][m.index()]) };
     let total = |m: Measure| median(&totals[m.index()]);
+    let (lo, hi) = (
+        cpus.iter().copied().min().unwrap_or(0),
+        cpus.iter().copied().max().unwrap_or(0),
+    );
     println!(
-        "{n} ranks on {cores} cores{}, {} MiB per rank in 4 i32 arrays (file {size} bytes), one L2 group: rank r sends to r+1",
+        "{n} ranks on {cores} cores{}, each may run on {}; {} MiB per rank in 4 i32 arrays (file {size} bytes), one L2 group: rank r sends to r+1",
         if n as usize > cores { " (the ranks share them)" } else { "" },
+        if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") },
         args.mib,
     );
     println!(
-        "{reps} reps after {} warm-up, measures in a different order every rep; dir {}",
+        "{reps} reps after {} warm-up, measures in a different order every rep; {}; dir {}",
         args.warmup,
+        if args.recycle > 0 {
+            format!(
+                "a file of {} MiB written and deleted before every measure",
+                args.recycle
+            )
+        } else {
+            "nothing recycled between measures".to_owned()
+        },
         root.display()
     );
     println!();
@@ -396,9 +466,9 @@ fn report(args: &Args, n: u32, size: usize, root: &Path, all: &[Vec<Vec<f64>>]) 
         .count();
     println!("  reps whose own totals meet it: {met} of {reps}");
     println!(
-        "  L2 - L1 = {:.3} s in total; the partner copy's work outside the runtime (transfer into a file + fsync) {:.3} s",
+        "L2 - L1 = {:.3} s in total; transfer into a file + fsync: {:.3} s",
         l2 - l1,
-        total(Measure::TransferToFile)
+        total(Measure::TransferToFile),
     );
 }
 
