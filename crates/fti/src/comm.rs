@@ -25,6 +25,12 @@ pub trait Comm {
     /// Sends `bytes` to rank `to` while receiving the message rank `from` sends to this rank
     /// (MPI_Sendrecv). `to` or `from` may be this rank.
     fn exchange(&self, to: u32, bytes: &[u8], from: u32) -> Vec<u8>;
+    /// A second communicator over the same ranks for work in a background thread, used while
+    /// this one goes on being used by the application's thread (collective; `None` when the
+    /// run cannot do that, e.g. MPI without `MPI_THREAD_MULTIPLE`).
+    fn background(&self) -> Option<Box<dyn Comm + Send>> {
+        None
+    }
     /// The host this rank runs on (groups ranks into nodes when `local_test = 0`).
     fn host_name(&self) -> String {
         std::fs::read_to_string("/proc/sys/kernel/hostname")
@@ -61,6 +67,9 @@ impl Comm for SelfComm {
     fn exchange(&self, _to: u32, bytes: &[u8], _from: u32) -> Vec<u8> {
         bytes.to_vec()
     }
+    fn background(&self) -> Option<Box<dyn Comm + Send>> {
+        Some(Box::new(SelfComm))
+    }
 }
 
 /// One rank of a run whose ranks are threads of this process. Messages between a pair of ranks
@@ -73,11 +82,25 @@ pub struct Threads {
     from: Vec<Receiver<Vec<u8>>>,
     barrier: Arc<Barrier>,
     host: String,
+    /// The same rank on a second set of channels, for [`Comm::background`].
+    sibling: std::sync::Mutex<Option<Box<Threads>>>,
 }
 
 impl Threads {
     /// The `n` ranks of a new run, all on one host named `host`.
     pub fn new(n: u32, host: &str) -> Vec<Threads> {
+        let siblings = Threads::channels(n, host);
+        Threads::channels(n, host)
+            .into_iter()
+            .zip(siblings)
+            .map(|(t, sibling)| Threads {
+                sibling: std::sync::Mutex::new(Some(Box::new(sibling))),
+                ..t
+            })
+            .collect()
+    }
+
+    fn channels(n: u32, host: &str) -> Vec<Threads> {
         let n = n.max(1) as usize;
         // channels[from][to]
         let mut senders: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..n).map(|_| Vec::new()).collect();
@@ -101,6 +124,7 @@ impl Threads {
                 from: from.into_iter().flatten().collect(),
                 barrier: Arc::clone(&barrier),
                 host: host.to_owned(),
+                sibling: std::sync::Mutex::new(None),
             })
             .collect()
     }
@@ -139,6 +163,10 @@ impl Comm for Threads {
     }
     fn host_name(&self) -> String {
         self.host.clone()
+    }
+    fn background(&self) -> Option<Box<dyn Comm + Send>> {
+        let sibling = self.sibling.lock().ok()?.take()?;
+        Some(sibling)
     }
 }
 

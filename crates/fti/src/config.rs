@@ -65,8 +65,12 @@ pub struct Config {
     /// `[basic] ckpt_l1..ckpt_l4` (minutes) or our `ckpt_lK_secs`: interval of each level for
     /// [`crate::Fti::snapshot`]; `None` = off.
     pub intervals: [Option<Duration>; 4],
+    /// `[basic] inline_l2`: send L2 partner copies inside `checkpoint` (1, default) or in a
+    /// background thread while the application goes on (0).
+    pub inline_l2: bool,
     /// `[basic] inline_l4`: write L4 checkpoints directly to the global directory (1, default)
-    /// or write them locally first and copy them (0).
+    /// or write them locally first and copy them, in a background thread when the run allows
+    /// it (0).
     pub inline_l4: bool,
     /// `[basic] keep_last_ckpt`: at finalize, keep the last checkpoint (flushed to L4) instead
     /// of deleting everything.
@@ -125,6 +129,7 @@ impl Default for Config {
             glbl_dir: PathBuf::from("fti/Global"),
             meta_dir: PathBuf::from("fti/Meta"),
             intervals: [None; 4],
+            inline_l2: true,
             inline_l4: true,
             keep_last_ckpt: false,
             keep_ckpts: 1,
@@ -334,6 +339,7 @@ impl Keys<'_> {
                 .or(minutes.map(|m| m.saturating_mul(60)))
                 .map(|s| Duration::from_secs(s as u64));
         }
+        cfg.inline_l2 = self.flag("basic", "inline_l2", true)?;
         cfg.inline_l4 = self.flag("basic", "inline_l4", true)?;
         cfg.keep_last_ckpt = self.flag("basic", "keep_last_ckpt", false)?;
         cfg.trace = self.flag("basic", "trace", false)?;

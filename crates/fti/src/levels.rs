@@ -86,6 +86,47 @@ pub(crate) fn transfer(
     first_error.map_or(Ok(()), Err)
 }
 
+/// How a rank exchanges L2 partner copies: it sends its file (`own_fs` bytes) to its right
+/// partner while receiving its left partner's (`left_fs` bytes), in `rounds` messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartnerPlan {
+    pub left: u32,
+    pub right: u32,
+    pub own_fs: u64,
+    pub left_fs: u64,
+    pub rounds: u64,
+}
+
+/// Sends this rank's file to its right partner while receiving its left partner's into a new
+/// `Ckpt<id>-Pcof<r>.fti` under `tmp/` (returned, not yet published). Collective; a rank
+/// without its file (`own = None`) or that cannot create the copy still takes part.
+pub(crate) fn exchange_copies(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    id: i32,
+    plan: &PartnerPlan,
+    own: Option<&File>,
+) -> Result<store::Pending> {
+    let copy = store::begin_named(dirs, Level::L2, id, dirs.copy_name(id), None);
+    let sent = transfer(
+        comm,
+        (plan.right, own, plan.own_fs),
+        (
+            plan.left,
+            copy.as_ref().ok().map(|c| (&c.file, c.path.as_path())),
+            plan.left_fs,
+        ),
+        plan.rounds,
+    );
+    let copy = sent.and(copy)?;
+    if own.is_none() {
+        return Err(Error::Ranks(
+            "this rank's own file could not be read".into(),
+        ));
+    }
+    Ok(copy)
+}
+
 /// Rounds of [`transfer`] for files of these sizes.
 pub(crate) fn rounds_for(sizes: impl IntoIterator<Item = u64>) -> u64 {
     sizes

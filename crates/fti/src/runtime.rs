@@ -103,7 +103,14 @@ pub struct Fti {
     node_names: Vec<String>,
     /// How the restart's checkpoint was obtained, for the user.
     recovery_note: Option<String>,
+    /// The communicator of background post-processing, when idle.
+    bg_comm: Option<Box<dyn Comm + Send>>,
+    /// Background post-processing under way, with its communicator to give back.
+    bg_job: Option<BackgroundJob>,
 }
+
+/// A post-processing thread: it returns its communicator and its outcome.
+type BackgroundJob = std::thread::JoinHandle<(Box<dyn Comm + Send>, Result<()>)>;
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
 struct Icp {
@@ -146,6 +153,19 @@ impl Fti {
             cfg.nranks = comm.size();
         }
         let (topology, node_names) = build_topology(&cfg, &*comm)?;
+        let bg_comm = if cfg.inline_l2 && cfg.inline_l4 {
+            None
+        } else {
+            let bg = comm.background();
+            if bg.is_none() && cfg.rank == 0 {
+                message(
+                    &cfg,
+                    Verbosity::Warning,
+                    "inline_l2/inline_l4 = 0 asks for post-processing in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
+                );
+            }
+            bg
+        };
         let group = topology.place(cfg.rank).map_or(1, |p| p.group.len());
         for (level, interval) in [(Level::L2, cfg.intervals[1]), (Level::L3, cfg.intervals[2])] {
             if interval.is_some() && group < 2 {
@@ -201,6 +221,8 @@ impl Fti {
             topology,
             node_names,
             recovery_note: None,
+            bg_comm,
+            bg_job: None,
             cfg,
         };
         if restart_exec.is_some() {
@@ -577,19 +599,22 @@ impl Fti {
     ) -> Result<CheckpointInfo> {
         // A rank that cannot checkpoint still takes part in the collective steps (it reports
         // its error there), so that the other ranks never wait for it.
-        let ready = self.check_level(level).and_then(|()| {
-            if self.icp.is_some() {
-                return Err(Error::State(
-                    "an incremental checkpoint is open: finalize it first",
-                ));
-            }
-            if matches!(self.status, Status::Restart(_)) {
-                return Err(Error::State(
-                    "recover the restart's checkpoint before writing a new one",
-                ));
-            }
-            check_unique_ids(vars)
-        });
+        let waited = self.wait();
+        let ready = waited
+            .and_then(|()| self.check_level(level))
+            .and_then(|()| {
+                if self.icp.is_some() {
+                    return Err(Error::State(
+                        "an incremental checkpoint is open: finalize it first",
+                    ));
+                }
+                if matches!(self.status, Status::Restart(_)) {
+                    return Err(Error::State(
+                        "recover the restart's checkpoint before writing a new one",
+                    ));
+                }
+                check_unique_ids(vars)
+            });
         let started = Instant::now();
         trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
         let result = self.write_and_publish(id, level, vars, ready);
@@ -825,48 +850,119 @@ impl Fti {
     ) -> Result<(PathBuf, FileBlock)> {
         let keep = self.keep();
         trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
-        let (copy, fb) = match write_level {
-            Level::L2 | Level::L3 => {
+        // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
+        // run has a communicator for it.
+        let background = self.bg_comm.is_some();
+        let (copy, fb, partner) = match write_level {
+            Level::L2 => {
                 trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
-                let done = if write_level == Level::L2 {
-                    self.partner_copy(id, &pending, fb)
-                } else {
-                    self.encode_l3(id, &pending, fb)
-                };
+                let planned = self.partner_plan(&pending, fb);
+                let done = planned.and_then(|(plan, fb)| {
+                    if background && !self.cfg.inline_l2 {
+                        return Ok((None, fb, Some(plan)));
+                    }
+                    let copy = levels::exchange_copies(
+                        &*self.comm,
+                        &self.dirs,
+                        id,
+                        &plan,
+                        Some(&pending.file),
+                    );
+                    agree(&*self.comm, "L2 partner copy", copy).map(|c| (Some(c), fb, None))
+                });
                 trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
                 done?
             }
-            _ => (None, fb),
+            Level::L3 => {
+                trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
+                let done = self.encode_l3(id, &pending, fb);
+                trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
+                let (copy, fb) = done?;
+                (copy, fb, None)
+            }
+            _ => (None, fb, None),
         };
         let local = store::publish_pending(&self.dirs, pending).and_then(|path| match copy {
             Some(c) => store::publish_pending(&self.dirs, c).map(|_| path),
             None => Ok(path),
         });
         let mut path = agree(&*self.comm, "publishing the checkpoint", local)?;
-        store::retire(&self.dirs, write_level, id, keep, true)?;
         trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
-        if write_level != level {
-            trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
-            let local = store::begin(&self.dirs, level, id, None).and_then(|p| {
-                let mut src = File::open(&path).map_err(|e| Error::io(&path, e))?;
-                std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
-                store::publish_pending(&self.dirs, p)
+        if let Some(plan) = partner {
+            // Every rank's own file is published: the partner copies follow in the background,
+            // and only then are older checkpoints retired.
+            let (dirs, own) = (self.dirs.clone(), path.clone());
+            self.spawn_post(move |comm| {
+                let file = File::open(&own).map_err(|e| Error::io(&own, e));
+                let copy = levels::exchange_copies(comm, &dirs, id, &plan, file.as_ref().ok());
+                let published = file
+                    .and(copy)
+                    .and_then(|c| store::publish_pending(&dirs, c));
+                agree(comm, "L2 partner copy", published)?;
+                store::retire(&dirs, Level::L2, id, keep, true)
             });
-            path = agree(&*self.comm, "flushing the checkpoint to L4", local)?;
-            store::retire(&self.dirs, level, id, keep, false)?;
-            trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
+            return Ok((path, fb));
+        }
+        store::retire(&self.dirs, write_level, id, keep, true)?;
+        if write_level != level {
+            let flush = move |comm: &dyn Comm, dirs: &Dirs, local: &Path| -> Result<PathBuf> {
+                let done = store::begin(dirs, level, id, None).and_then(|p| {
+                    let mut src = File::open(local).map_err(|e| Error::io(local, e))?;
+                    std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
+                    store::publish_pending(dirs, p)
+                });
+                let path = agree(comm, "flushing the checkpoint to L4", done)?;
+                store::retire(dirs, level, id, keep, false)?;
+                Ok(path)
+            };
+            if background {
+                let (dirs, local) = (self.dirs.clone(), path.clone());
+                path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
+                self.spawn_post(move |comm| flush(comm, &dirs, &local).map(|_| ()));
+            } else {
+                trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
+                path = flush(&*self.comm, &self.dirs, &path)?;
+                trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
+            }
         }
         Ok((path, fb))
     }
 
-    /// L2: records the left partner's file size in `ptFs`, then sends this rank's file to its
-    /// right partner while receiving the left partner's into `Ckpt<id>-Pcof<r>.fti`.
-    fn partner_copy(
+    /// Runs post-processing in the background thread with the background communicator; the
+    /// next call that needs the files or the ranks waits for it ([`Fti::wait`]).
+    fn spawn_post(&mut self, job: impl FnOnce(&dyn Comm) -> Result<()> + Send + 'static) {
+        if let Some(comm) = self.bg_comm.take() {
+            self.bg_job = Some(std::thread::spawn(move || {
+                let result = job(&*comm);
+                (comm, result)
+            }));
+        }
+    }
+
+    /// Waits for the post-processing of the last checkpoint (L2 partner copies with
+    /// `inline_l2 = 0`, the L4 flush with `inline_l4 = 0`) and returns its outcome. Until it
+    /// is done the checkpoint is recoverable from the ranks' own files; the previous checkpoint
+    /// is retired only after it. Every call that writes or recovers checkpoints waits first.
+    pub fn wait(&mut self) -> Result<()> {
+        let Some(job) = self.bg_job.take() else {
+            return Ok(());
+        };
+        match job.join() {
+            Ok((comm, result)) => {
+                self.bg_comm = Some(comm);
+                result
+            }
+            Err(_) => Err(Error::State("the post-processing thread panicked")),
+        }
+    }
+
+    /// L2, first step: records the left partner's file size in `ptFs` and plans the exchange
+    /// of files within the group (collective).
+    fn partner_plan(
         &mut self,
-        id: i32,
         pending: &store::Pending,
         fb: FileBlock,
-    ) -> Result<(Option<store::Pending>, FileBlock)> {
+    ) -> Result<(levels::PartnerPlan, FileBlock)> {
         let place = self
             .topology
             .place(self.cfg.rank)
@@ -874,35 +970,17 @@ impl Fti {
             .clone();
         store::crash_point("partner");
         let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
-        let (left, right) = (place.left(), place.right());
-        let left_fs = sizes[left as usize];
-        let fb = levels::set_fb(&pending.file, &pending.path, |b| b.pt_fs = left_fs as i64);
-        let copy = store::begin_named(&self.dirs, Level::L2, id, self.dirs.copy_name(id), None);
-        let rounds = levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize]));
-        let sent = match &copy {
-            Ok(c) => levels::transfer(
-                &*self.comm,
-                (
-                    right,
-                    Some(&pending.file),
-                    fb.as_ref().map_or(0, |b| b.fs as u64),
-                ),
-                (left, Some((&c.file, c.path.as_path())), left_fs),
-                rounds,
-            ),
-            Err(_) => levels::transfer(
-                &*self.comm,
-                (
-                    right,
-                    Some(&pending.file),
-                    fb.as_ref().map_or(0, |b| b.fs as u64),
-                ),
-                (left, None, left_fs),
-                rounds,
-            ),
+        let plan = levels::PartnerPlan {
+            left: place.left(),
+            right: place.right(),
+            own_fs: fb.fs as u64,
+            left_fs: sizes[place.left() as usize],
+            rounds: levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
         };
-        let local = fb.and_then(|fb| sent.and(copy.map(|c| (Some(c), fb))));
-        agree(&*self.comm, "L2 partner copy", local)
+        let fb = levels::set_fb(&pending.file, &pending.path, |b| {
+            b.pt_fs = plan.left_fs as i64
+        });
+        agree(&*self.comm, "L2 partner copy", fb.map(|fb| (plan, fb)))
     }
 
     /// L3: sets `maxFs` (the largest file of the group) in this rank's file, then encodes the
@@ -954,6 +1032,7 @@ impl Fti {
     /// checkpoint exists only after [`Fti::finalize_icp`] (a crash before keeps the previous
     /// one).
     pub fn init_icp(&mut self, id: i32, level: Level, vars: &[VarSize]) -> Result<()> {
+        self.wait()?;
         self.check_level(level)?;
         if self.icp.is_some() {
             return Err(Error::State("an incremental checkpoint is already open"));
@@ -1129,6 +1208,7 @@ impl Fti {
         ckpt_id: Option<i32>,
         var: &mut Var<'_>,
     ) -> Result<CheckpointInfo> {
+        self.wait()?;
         let mut tried = Vec::new();
         for found in store::find_checkpoints(&self.dirs) {
             if ckpt_id.is_some_and(|id| id != found.id) {
@@ -1227,6 +1307,7 @@ impl Fti {
     }
 
     fn finalize_files(&mut self) -> Result<()> {
+        self.wait()?;
         // A restart that was never recovered still has its checkpoint to keep.
         let last = self
             .last
@@ -1295,6 +1376,8 @@ impl Drop for Fti {
     /// A runtime dropped without `finalize` (an early return, a panic unwinding) still ends
     /// its trace properly; its checkpoints stay for the restart.
     fn drop(&mut self) {
+        // Post-processing finishes first: its files are part of the checkpoint.
+        let _ = self.wait();
         if let Some(t) = self.tracer.take() {
             let _ = t.finish();
         }

@@ -68,10 +68,17 @@ fn recover_and_check(fti: &mut Fti, ckpt: i32, rank: u32) -> fti::CheckpointInfo
     info
 }
 
-/// Our files after each step equal FTI 1.1's (same names and places), for L2 and L4.
+/// Our files after each step equal FTI 1.1's (same names and places), for L2 and L4, with the
+/// post-processing inline or in the background thread (`inline_l2 = 0`, `inline_l4 = 0`: L4
+/// files are then written in `l1/` first, as FTI does, and copied).
 #[test]
 fn l2_and_l4_files_are_fti_files() {
-    for (vector, level) in [("L2", Level::L2), ("L4", Level::L4)] {
+    for (vector, level, inline) in [
+        ("L2", Level::L2, true),
+        ("L2", Level::L2, false),
+        ("L4", Level::L4, true),
+        ("L4", Level::L4, false),
+    ] {
         let root = tempfile::tempdir().unwrap();
         let theirs_exec = if level == Level::L4 {
             "2026-11-22_04-12-35"
@@ -80,22 +87,32 @@ fn l2_and_l4_files_are_fti_files() {
         };
         let execs = on_ranks(4, |comm| {
             let rank = comm.rank();
-            let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
-            let exec = fti.exec_id().to_owned();
-            let mut trees = Vec::new();
+            let cfg = Config {
+                inline_l2: inline,
+                inline_l4: inline,
+                ..config(root.path(), 4)
+            };
+            let mut fti = Fti::init_with(cfg, comm).unwrap();
             for ckpt in [1, 2] {
                 checkpoint(&mut fti, ckpt, level, rank);
-                // Every rank has published before any returns.
-                trees.push(ckpt);
             }
-            exec
+            fti.wait().unwrap();
+            fti.exec_id().to_owned()
         });
         assert!(execs.iter().all(|e| e == &execs[0]), "one execution id");
         // Only checkpoint 2 survives, as in FTI's tree after step 2.
-        let ours = tree(&root.path().join("run"), &execs[0]);
+        let mut ours = tree(&root.path().join("run"), &execs[0]);
+        if !inline && level == Level::L4 {
+            // The local copies written first stay as the L1 checkpoint.
+            ours.retain(|name, _| !name.contains("/l1/"));
+        }
         let theirs = tree(&fixtures().join(vector).join("files/step2"), theirs_exec);
         let names = |t: &BTreeMap<String, Vec<u8>>| t.keys().cloned().collect::<Vec<_>>();
-        assert_eq!(names(&ours), names(&theirs), "{vector}: files and places");
+        assert_eq!(
+            names(&ours),
+            names(&theirs),
+            "{vector} inline {inline}: files and places"
+        );
         for (name, bytes) in &theirs {
             if name.ends_with(".fti") && !name.ends_with("Topology.fti") {
                 assert_same_but_unreproducible(name, &ours[name], bytes);
@@ -107,6 +124,34 @@ fn l2_and_l4_files_are_fti_files() {
                 && topology.contains("3                              = node3")
         );
     }
+}
+
+/// With the partner copies sent in the background, a node lost before they arrive still leaves
+/// the previous checkpoint; once they have, the new one.
+#[test]
+fn background_partner_copies_and_node_loss() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = || Config {
+        inline_l2: false,
+        ..config(root.path(), 4)
+    };
+    let execs = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        checkpoint(&mut fti, 1, Level::L2, rank);
+        checkpoint(&mut fti, 2, Level::L2, rank);
+        // Dropping the runtime waits for the copies.
+        fti.exec_id().to_owned()
+    });
+    std::fs::remove_dir_all(root.path().join("run/Local/node2")).unwrap();
+    let _ = execs;
+    let notes = on_ranks(4, |comm| {
+        let rank = comm.rank();
+        let mut fti = Fti::init_with(cfg(), comm).unwrap();
+        recover_and_check(&mut fti, 2, rank);
+        fti.recovery_note().unwrap().to_owned()
+    });
+    assert!(notes[0].contains("rank(s) [2] rebuilt"), "{}", notes[0]);
 }
 
 /// Checkpoint 1 of the L2 tree too: names, places, ptFs and the partner copies.

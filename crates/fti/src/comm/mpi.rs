@@ -29,6 +29,12 @@ impl MpiComm {
     }
 }
 
+// SAFETY: an MPI communicator handle may be used from any thread once MPI provides
+// MPI_THREAD_MULTIPLE; `background` hands a communicator to another thread only then, and the
+// runtime never uses one communicator from two threads at the same time.
+#[allow(unsafe_code)]
+unsafe impl Send for MpiComm {}
+
 impl Comm for MpiComm {
     fn rank(&self) -> u32 {
         self.comm.rank() as u32
@@ -83,6 +89,15 @@ impl Comm for MpiComm {
             let (got, _) = self.comm.process_at_rank(from as i32).receive_vec::<u8>();
             sent.wait();
             got
+        })
+    }
+
+    fn background(&self) -> Option<Box<dyn Comm + Send>> {
+        // Every rank asks: the level MPI provides is the same on all of them.
+        (mpi::environment::threading_support() == mpi::Threading::Multiple).then(|| {
+            Box::new(MpiComm {
+                comm: self.comm.duplicate(),
+            }) as Box<dyn Comm + Send>
         })
     }
 
