@@ -7,7 +7,9 @@
 //!   each rank prints `RECOVERED <rank> <id> <level> <how>`.
 //!
 //! With `STOP_RANK=r` and `STOP_AT=<step>[:n]` in the environment, rank r stops at that step
-//! of the runtime (it prints `PID <pid>` first), for tests that kill it there.
+//! of the runtime (it prints `PID <pid>` first), for tests that kill it there. With
+//! `BACKGROUND=1`, post-processing runs in the background thread (`inline_l2 = 0`,
+//! `inline_l4 = 0`; MPI is initialised with `MPI_THREAD_MULTIPLE`).
 
 #[path = "../tests/support/dataset.rs"]
 mod dataset;
@@ -19,7 +21,10 @@ use fti::comm::mpi::MpiComm;
 use fti::{Config, Fti, Level, Status, Var};
 
 fn config(root: &Path, group_size: u32) -> Config {
+    let background = std::env::var("BACKGROUND").is_ok_and(|v| v == "1");
     Config {
+        inline_l2: !background,
+        inline_l4: !background,
         ckpt_dir: root.join("run/Local"),
         glbl_dir: root.join("run/Global"),
         meta_dir: root.join("run/Meta"),
@@ -32,7 +37,8 @@ fn config(root: &Path, group_size: u32) -> Config {
 }
 
 fn main() -> ExitCode {
-    let Some(universe) = fti::comm::mpi::rsmpi::initialize() else {
+    use fti::comm::mpi::rsmpi;
+    let Some((universe, _)) = rsmpi::initialize_with_threading(rsmpi::Threading::Multiple) else {
         eprintln!("MPI could not be initialised");
         return ExitCode::FAILURE;
     };
@@ -75,7 +81,14 @@ fn write(args: &[String], comm: MpiComm, rank: u32) -> Res {
     }
     if rank == 0 {
         println!("EXEC {}", fti.exec_id());
+        let how = if fti.background_post_processing() {
+            "background"
+        } else {
+            "inline"
+        };
+        println!("POST {how}");
     }
+    fti.wait()?;
     Ok(())
 }
 

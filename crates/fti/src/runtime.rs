@@ -939,6 +939,12 @@ impl Fti {
         }
     }
 
+    /// Whether post-processing runs in the background thread (asked by `inline_l2 = 0` or
+    /// `inline_l4 = 0`, and possible in this run).
+    pub fn background_post_processing(&self) -> bool {
+        self.bg_comm.is_some() || self.bg_job.is_some()
+    }
+
     /// Waits for the post-processing of the last checkpoint (L2 partner copies with
     /// `inline_l2 = 0`, the L4 flush with `inline_l4 = 0`) and returns its outcome. Until it
     /// is done the checkpoint is recoverable from the ranks' own files; the previous checkpoint
