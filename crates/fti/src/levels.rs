@@ -58,19 +58,19 @@ pub(crate) fn transfer(
     (from, recv, recv_len): (u32, Option<(&File, &std::path::Path)>, u64),
     rounds: u64,
 ) -> Result<()> {
-    let mut buf = Vec::new();
+    // One buffer for every round, filled by the read: no zeroing per message.
+    let mut buf = vec![0u8; send.map_or(0, |_| send_len.min(CHUNK) as usize)];
     let mut first_error = None;
     for round in 0..rounds {
         let at = round * CHUNK;
-        buf.clear();
+        let mut n = 0;
         if let Some(file) = send {
-            let n = send_len.saturating_sub(at).min(CHUNK) as usize;
-            buf.resize(n, 0);
-            if let Err(e) = file.read_exact_at(&mut buf, at) {
+            n = send_len.saturating_sub(at).min(CHUNK) as usize;
+            if let Err(e) = file.read_exact_at(&mut buf[..n], at) {
                 first_error.get_or_insert(Error::io(std::path::Path::new("<own checkpoint>"), e));
             }
         }
-        let got = comm.exchange(to, &buf, from);
+        let got = comm.exchange(to, &buf[..n], from);
         if let Some((file, path)) = recv {
             let want = recv_len.saturating_sub(at).min(CHUNK) as usize;
             if got.len() != want {
