@@ -49,7 +49,9 @@ fn crashed_and_restarted_run_ends_bitwise_identical() {
     assert!(restarted.status.success());
     let text = stdout(&restarted);
     assert!(
-        text.contains("recovered checkpoint 5 at iteration 125\n"),
+        text.contains(
+            "recovered checkpoint 5 at iteration 125 (L1, every rank from its own file)\n"
+        ),
         "{text}"
     );
     assert!(text.contains("iterations computed: 175,"), "{text}");

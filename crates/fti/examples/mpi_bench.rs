@@ -1,4 +1,5 @@
-//! Checkpoint time at L1, L2 and L4 over MPI, against baselines measured in the same run:
+//! Checkpoint time at L1, L2, L3 and L4 over MPI, and of L2 with its post-processing in the
+//! background, against baselines measured in the same run:
 //!
 //! * one MPI transfer of the file's bytes: sent to the right partner while the left partner's
 //!   arrive, in 16 MiB messages, with the same `Comm::exchange` as L2's partner copy;
@@ -9,17 +10,29 @@
 //! every message written into a new file, then fsync. It prints the goal
 //! `L2 <= L1 + transfer + write+fsync` as met or missed.
 //!
+//! L3 encodes the group's files with FTI 1.1's Reed-Solomon code (group = all ranks, up to 4):
+//! its encoding rate inside the runtime is `k x file size / (L3 - L1) / cores used`, printed
+//! against the goal of 2 GB/s per core, with two more baselines measured after the reps, on the
+//! same bytes: one MD5 pass over the file's bytes (the `RSed` file's checksum) and the code
+//! kernel alone (`ftiff::l3::apply`, this rank's row of k blocks of 4 MiB in memory).
+//!
+//! L2 with background post-processing (`inline_l2 = 0`, MPI initialised with
+//! `MPI_THREAD_MULTIPLE`) runs on a second runtime with its own directories: the time until
+//! `checkpoint` returns (the application's critical path) and until `wait` returns (the partner
+//! copy, its publication and the retirement of the older files done), as two rows of one
+//! measure.
+//!
 //! ```text
 //! mpirun --allow-run-as-root --oversubscribe -np N target/release/examples/mpi_bench \
-//!     [--mib 64] [--reps 6] [--warmup 1] [--recycle 0] [--dir DIR]
+//!     [--mib 64] [--reps 8] [--warmup 1] [--recycle 0] [--dir DIR]
 //! ```
 //!
-//! Every rank protects `--mib` MiB in 4 `i32` arrays; the ranks form one L2 group (node_size 1,
+//! Every rank protects `--mib` MiB in 4 `i32` arrays; the ranks form one group (node_size 1,
 //! group_size 4, local_test: one node directory per rank). Each measure is the time of the call
 //! on each rank, between two barriers. Per rank: median over the reps; in total: the slowest
 //! rank of each rep, median over the reps (and the fastest rep). The measures take turns in a
 //! different order every rep, so that a noisy machine's drift spreads over all of them: the rows
-//! of a Williams design, in which over 6 reps every measure comes right after every other one
+//! of a Williams design, in which over 8 reps every measure comes right after every other one
 //! once, so that what a measure leaves behind (files to retire, freed memory) favours none.
 //! Files go to a new directory under `--dir` (default: the system's temporary directory),
 //! removed at the end.
@@ -41,27 +54,63 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use fti::comm::mpi::rsmpi::topology::SimpleCommunicator;
 use fti::comm::mpi::rsmpi::traits::Communicator;
+use fti::comm::mpi::rsmpi::{self, Threading};
 use fti::comm::mpi::MpiComm;
 use fti::{Comm, Config, Fti, Level, Var};
+use ftiff::hash::Md5Stream;
 
 /// Size of the messages of a transfer, as L2 sends its partner copy.
 const CHUNK: usize = 16 << 20;
 
+/// Bytes of each file per block of the L3 encoding (as the runtime's).
+const L3_BLOCK: usize = 4 << 20;
+
+/// The L3 encoding rate the issue asks for, in GB/s of the group's files per core.
+const L3_GOAL: f64 = 2.0;
+
+/// FTI 1.1's L3 step in GB/s per core (`../shared/BASELINES.md`: 4 ranks on 2 cores).
+const FTI_L3: f64 = 0.3;
+
+/// Every row of the results. The background L2 measure gives two rows (`L2BgReturn`,
+/// `L2BgDone`); `Md5` and `Encode` are measured after the reps.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Measure {
     L1,
     L2,
+    L3,
     L4,
+    L2BgReturn,
+    L2BgDone,
     Transfer,
     WriteFsync,
     TransferToFile,
+    Md5,
+    Encode,
 }
 
-const MEASURES: [Measure; 6] = [
+const MEASURES: [Measure; 11] = [
     Measure::L1,
     Measure::L2,
+    Measure::L3,
     Measure::L4,
+    Measure::L2BgReturn,
+    Measure::L2BgDone,
+    Measure::Transfer,
+    Measure::WriteFsync,
+    Measure::TransferToFile,
+    Measure::Md5,
+    Measure::Encode,
+];
+
+/// The measures that take turns in every rep (`L2BgReturn` also records `L2BgDone`).
+const ROTATION: [Measure; 8] = [
+    Measure::L1,
+    Measure::L2,
+    Measure::L3,
+    Measure::L4,
+    Measure::L2BgReturn,
     Measure::Transfer,
     Measure::WriteFsync,
     Measure::TransferToFile,
@@ -71,11 +120,16 @@ impl Measure {
     fn label(self) -> &'static str {
         match self {
             Measure::L1 => "**L1 checkpoint**",
-            Measure::L2 => "**L2 checkpoint**",
+            Measure::L2 => "**L2 checkpoint** (inline)",
+            Measure::L3 => "**L3 checkpoint**",
             Measure::L4 => "**L4 checkpoint** (inline)",
+            Measure::L2BgReturn => "**L2, background post-processing: `checkpoint` returns**",
+            Measure::L2BgDone => "L2, background post-processing: `wait` returns",
             Measure::Transfer => "baseline: MPI transfer, 16 MiB messages",
             Measure::WriteFsync => "baseline: plain write + fsync",
             Measure::TransferToFile => "transfer written into a file + fsync",
+            Measure::Md5 => "baseline: MD5 of the file's bytes (after the reps)",
+            Measure::Encode => "baseline: RS kernel, own row of k blocks (after the reps)",
         }
     }
 
@@ -95,7 +149,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         mib: 64,
-        reps: 6,
+        reps: ROTATION.len(),
         warmup: 1,
         recycle: 0,
         dir: std::env::temp_dir(),
@@ -116,7 +170,7 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => args.dir = PathBuf::from(&value),
             _ => {
                 return Err(format!(
-                    "unknown argument {flag}; usage: mpi_bench [--mib 64] [--reps 6] [--warmup 1] [--recycle MIB] [--dir DIR]"
+                    "unknown argument {flag}; usage: mpi_bench [--mib 64] [--reps 8] [--warmup 1] [--recycle MIB] [--dir DIR]"
                 ))
             }
         }
@@ -130,12 +184,13 @@ fn parse_args() -> Result<Args, String> {
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn main() -> ExitCode {
-    let Some(universe) = fti::comm::mpi::rsmpi::initialize() else {
+    // L2's background post-processing communicates from a second thread.
+    let Some((universe, provided)) = rsmpi::initialize_with_threading(Threading::Multiple) else {
         eprintln!("MPI could not be initialised");
         return ExitCode::FAILURE;
     };
     let world = universe.world();
-    // Barriers, baselines and results go over their own communicator, the runtime has its own.
+    // Barriers, baselines and results go over their own communicator, the runtimes have theirs.
     let bench = MpiComm::new(&world);
     let rank = bench.rank();
     let args = match parse_args() {
@@ -147,6 +202,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if rank == 0 {
+        println!(
+            "MPI threading: asked MPI_THREAD_MULTIPLE, provided {provided:?} (threading_support() = {:?})",
+            rsmpi::environment::threading_support()
+        );
+    }
     // Rank 0 names and creates the run's directory.
     let mine = args
         .dir
@@ -161,7 +222,7 @@ fn main() -> ExitCode {
         }
     }
     bench.barrier();
-    let result = run(&args, &bench, &root, Box::new(MpiComm::new(&world)));
+    let result = run(&args, &bench, &root, &world);
     if let Err(e) = result {
         eprintln!("rank {rank}: {e}");
         // The other ranks may be waiting in a collective call.
@@ -174,27 +235,39 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()> {
-    let rank = bench.rank();
-    let cfg = Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
+/// The runtime's configuration for a run under `dir`.
+fn config(dir: &Path, inline_l2: bool) -> Config {
+    Config {
+        ckpt_dir: dir.join("Local"),
+        glbl_dir: dir.join("Global"),
+        meta_dir: dir.join("Meta"),
         group_size: 4,
         node_size: 1,
         local_test: true,
+        inline_l2,
         inline_l4: true,
         keep_ckpts: 1,
         verbosity: 3,
         ..Config::default()
-    };
-    let mut fti = Fti::init_with(cfg, comm)?;
+    }
+}
+
+fn run(args: &Args, bench: &MpiComm, root: &Path, world: &SimpleCommunicator) -> Res<()> {
+    let rank = bench.rank();
+    let mut fti = Fti::init_with(config(root, true), Box::new(MpiComm::new(world)))?;
+    // L2 with its post-processing in the background: a second runtime, its own directories.
+    let mut bg = Fti::init_with(
+        config(&root.join("background"), false),
+        Box::new(MpiComm::new(world)),
+    )?;
+    let background = bg.background_post_processing();
     let place = fti
         .topology()
         .place(rank)
         .ok_or("this rank is not in the topology")?
         .clone();
     let (left, right) = (place.left(), place.right());
+    let k = place.group.len();
     let local = fti.dirs().local.clone();
     std::fs::create_dir_all(&local)?;
     let plain = local.join("bench-write-fsync.bin");
@@ -232,10 +305,17 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
             recycle(&recycled, args.recycle, &payload)?;
             bench.barrier();
             let started = Instant::now();
+            let mut returned = None;
             match measure {
                 Measure::L1 => drop(checkpoint(&mut fti, Level::L1, &mut data)?),
                 Measure::L2 => drop(checkpoint(&mut fti, Level::L2, &mut data)?),
+                Measure::L3 => drop(checkpoint(&mut fti, Level::L3, &mut data)?),
                 Measure::L4 => drop(checkpoint(&mut fti, Level::L4, &mut data)?),
+                Measure::L2BgReturn => {
+                    checkpoint(&mut bg, Level::L2, &mut data)?;
+                    returned = Some(started.elapsed().as_secs_f64());
+                    bg.wait()?;
+                }
                 Measure::Transfer => transfer(bench, (right, &payload), left, |_, _| Ok(()))?,
                 Measure::WriteFsync => write_fsync(&plain, &payload)?,
                 Measure::TransferToFile => {
@@ -245,6 +325,7 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
                     })?;
                     f.sync_all()?;
                 }
+                Measure::L2BgDone | Measure::Md5 | Measure::Encode => {}
             }
             let took = started.elapsed().as_secs_f64();
             bench.barrier();
@@ -254,11 +335,51 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
                 }
             }
             if let Some(r) = rep.checked_sub(args.warmup) {
+                match returned {
+                    Some(t) => {
+                        times[Measure::L2BgReturn.index()][r] = t;
+                        times[Measure::L2BgDone.index()][r] = took;
+                    }
+                    None => times[measure.index()][r] = took,
+                }
+            }
+        }
+    }
+    bg.finalize()?;
+    fti.finalize()?;
+
+    // What L3 does besides writing the file, on the same bytes, in memory: the RSed file's MD5
+    // and this rank's row of the code (the other ranks' blocks stand in for by other blocks of
+    // this rank's bytes).
+    let code = ftiff::l3::Code::new(k)?;
+    let encoder = code.encoder(&[place.group_rank as usize]);
+    let blocks: Vec<&[u8]> = payload.chunks(L3_BLOCK).collect();
+    for rep in 0..args.warmup + args.reps {
+        for measure in [Measure::Md5, Measure::Encode] {
+            bench.barrier();
+            let started = Instant::now();
+            if measure == Measure::Md5 {
+                let mut md5 = Md5Stream::default();
+                md5.update(&payload);
+                std::hint::black_box(md5.finish());
+            } else {
+                for (b, block) in blocks.iter().enumerate() {
+                    let inputs: Vec<&[u8]> =
+                        (0..k).map(|j| blocks[(b + j) % blocks.len()]).collect();
+                    ftiff::l3::apply(&encoder, &inputs, block.len(), |_, out| {
+                        std::hint::black_box(out);
+                        Ok::<(), ()>(())
+                    })
+                    .map_err(|()| "encoding failed")?;
+                }
+            }
+            let took = started.elapsed().as_secs_f64();
+            bench.barrier();
+            if let Some(r) = rep.checked_sub(args.warmup) {
                 times[measure.index()][r] = took;
             }
         }
     }
-    fti.finalize()?;
 
     // What each rank may run on (mpirun binds ranks to cores when there are enough), then its
     // times.
@@ -281,23 +402,23 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, comm: Box<dyn Comm>) -> Res<()
         })
         .collect();
     if rank == 0 {
-        report(args, (size, root), &cpus, &all);
+        report(args, (size, k, background, root), &cpus, &all);
     }
     Ok(())
 }
 
-/// The order of the measures in rep `rep`: row `rep % 6` of a Williams design (first row
-/// 0, 1, 5, 2, 4, 3, the others shifted by one each), whose consecutive differences are all
-/// distinct, so that over 6 reps each measure directly follows each other one exactly once.
-fn order(rep: usize) -> [Measure; 6] {
-    let n = MEASURES.len();
+/// The order of the measures in rep `rep`: row `rep % 8` of a Williams design (first row
+/// 0, 1, 7, 2, 6, 3, 5, 4, the others shifted by one each), whose consecutive differences are
+/// all distinct, so that over 8 reps each measure directly follows each other one exactly once.
+fn order(rep: usize) -> [Measure; ROTATION.len()] {
+    let n = ROTATION.len();
     std::array::from_fn(|j| {
         let first = match j {
             0 => 0,
             j if j % 2 == 1 => j.div_ceil(2),
             j => n - j / 2,
         };
-        MEASURES[(first + rep) % n]
+        ROTATION[(first + rep) % n]
     })
 }
 
@@ -371,8 +492,15 @@ fn machine_cpus() -> usize {
         .max(1)
 }
 
-/// `all[rank][measure][rep]`; `cpus[rank]`: the processors the rank may run on.
-fn report(args: &Args, (size, root): (usize, &Path), cpus: &[usize], all: &[Vec<Vec<f64>>]) {
+/// `all[rank][measure][rep]`; `cpus[rank]`: the processors the rank may run on; `k`: the
+/// group's size; `background`: whether the second runtime's L2 post-processing ran in the
+/// background.
+fn report(
+    args: &Args,
+    (size, k, background, root): (usize, usize, bool, &Path),
+    cpus: &[usize],
+    all: &[Vec<Vec<f64>>],
+) {
     let n = all.len() as u32;
     let cores = machine_cpus();
     let reps = args.reps;
@@ -391,14 +519,19 @@ fn report(args: &Args, (size, root): (usize, &Path), cpus: &[usize], all: &[Vec<
         cpus.iter().copied().max().unwrap_or(0),
     );
     println!(
-        "{n} ranks on {cores} cores{}, each may run on {}; {} MiB per rank in 4 i32 arrays (file {size} bytes), one L2 group: rank r sends to r+1",
+        "{n} ranks on {cores} cores{}, each may run on {}; {} MiB per rank in 4 i32 arrays (file {size} bytes), one group of k = {k}: L2 rank r sends to r+1",
         if n as usize > cores { " (the ranks share them)" } else { "" },
         if lo == hi { format!("{lo}") } else { format!("{lo} to {hi}") },
         args.mib,
     );
     println!(
-        "{reps} reps after {} warm-up, measures in a different order every rep; {}; dir {}",
+        "{reps} reps after {} warm-up, measures in a different order every rep{}; {}; L2 post-processing in the background: {}; dir {}",
         args.warmup,
+        if reps % ROTATION.len() == 0 {
+            ""
+        } else {
+            " (not a whole Williams square: the order is not balanced)"
+        },
         if args.recycle > 0 {
             format!(
                 "a file of {} MiB written and deleted before every measure",
@@ -406,6 +539,11 @@ fn report(args: &Args, (size, root): (usize, &Path), cpus: &[usize], all: &[Vec<
             )
         } else {
             "nothing recycled between measures".to_owned()
+        },
+        if background {
+            "yes"
+        } else {
+            "NO (no MPI_THREAD_MULTIPLE: it ran inline)"
         },
         root.display()
     );
@@ -470,6 +608,80 @@ fn report(args: &Args, (size, root): (usize, &Path), cpus: &[usize], all: &[Vec<
         l2 - l1,
         total(Measure::TransferToFile),
     );
+    println!();
+
+    // L3: the group's k files encoded, on the cores the ranks share.
+    let l3 = total(Measure::L3);
+    let used = (n as usize).min(cores) as f64;
+    let group_bytes = (k * size) as f64;
+    let rate = |t: f64| group_bytes / t / used / 1e9;
+    let encode = total(Measure::Encode);
+    let md5 = total(Measure::Md5);
+    println!(
+        "L3 {l3:.3} s in total = {:.2}x L1, {:.2}x L2; L3 - L1 = {:.3} s",
+        l3 / l1,
+        l3 / l2,
+        l3 - l1
+    );
+    println!(
+        "goal: L3 encoding >= {L3_GOAL} GB/s per core: k x file / (L3 - L1) / {used} cores = {:.3} GB/s per core: {} ({:.2}x FTI 1.1's ~{FTI_L3}; the kernel alone in this run: {:.2} GB/s per core, {:.3} s)",
+        rate(l3 - l1),
+        verdict(rate(l3 - l1) >= L3_GOAL),
+        rate(l3 - l1) / FTI_L3,
+        rate(encode),
+        encode,
+    );
+    for r in 0..n as usize {
+        let t = per_rank(r, Measure::L3) - per_rank(r, Measure::L1);
+        println!(
+            "  rank {r}: L3 - L1 = {t:.3} s: {:.3} GB/s per core",
+            rate(t)
+        );
+    }
+    let parts = [
+        ("L1", l1),
+        (
+            "transfer x (k-1)",
+            total(Measure::Transfer) * (k - 1) as f64,
+        ),
+        ("RS kernel", encode),
+        ("MD5", md5),
+        ("write+fsync", total(Measure::WriteFsync)),
+    ];
+    println!(
+        "L3's work from its parts (same run): {} = {:.3} s; L3 = {:.2}x that",
+        parts
+            .iter()
+            .map(|(what, t)| format!("{what} {t:.3}"))
+            .collect::<Vec<_>>()
+            .join(" + "),
+        parts.iter().map(|p| p.1).sum::<f64>(),
+        l3 / parts.iter().map(|p| p.1).sum::<f64>(),
+    );
+    println!();
+
+    // L2 with its post-processing in the background.
+    let (ret, done) = (total(Measure::L2BgReturn), total(Measure::L2BgDone));
+    println!(
+        "L2 with background post-processing: checkpoint returns after {ret:.3} s ({:.2}x L1, {:.2}x inline L2), wait returns after {done:.3} s ({:.2}x inline L2)",
+        ret / l1,
+        ret / l2,
+        done / l2
+    );
+    println!(
+        "  off the critical path: {:.3} s of inline L2's {:.3} s beyond L1 ({:.0}%)",
+        l2 - ret,
+        l2 - l1,
+        100.0 * (l2 - ret) / (l2 - l1)
+    );
+    for r in 0..n as usize {
+        let (ret, done, l2) = (
+            per_rank(r, Measure::L2BgReturn),
+            per_rank(r, Measure::L2BgDone),
+            per_rank(r, Measure::L2),
+        );
+        println!("  rank {r}: returns {ret:.3} s, wait returns {done:.3} s, inline L2 {l2:.3} s");
+    }
 }
 
 fn verdict(met: bool) -> &'static str {

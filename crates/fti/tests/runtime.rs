@@ -353,7 +353,9 @@ fn l4_flush_from_local_and_errors() {
         .checkpoint(1, Level::L4, &[Var::new(0, &mut x)])
         .unwrap();
     // Written locally (it stays as the L1 checkpoint), then copied byte for byte to the
-    // global directory.
+    // global directory, in the background thread (inline_l4 = 0).
+    assert!(fti.background_post_processing());
+    fti.wait().unwrap();
     let bytes = std::fs::read(&info.path).unwrap();
     let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
     assert!(ckpt.verify(&bytes, &|_| {}).is_empty());
