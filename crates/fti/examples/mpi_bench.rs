@@ -12,9 +12,9 @@
 //!
 //! L3 encodes the group's files with FTI 1.1's Reed-Solomon code (group = all ranks, up to 4):
 //! its encoding rate inside the runtime is `k x file size / (L3 - L1) / cores used`, printed
-//! against the goal of 2 GB/s per core, with two more baselines measured after the reps, on the
-//! same bytes: one MD5 pass over the file's bytes (the `RSed` file's checksum) and the code
-//! kernel alone (`ftiff::l3::apply`, this rank's row of k blocks of 4 MiB in memory).
+//! against the goal of 2 GB/s per core, with two more baselines on the same bytes in memory, at
+//! the end of every rep: one MD5 pass over the file's bytes (the `RSed` file's checksum) and
+//! the code kernel alone (`ftiff::l3::apply`, this rank's row of k blocks of 4 MiB).
 //!
 //! L2 with background post-processing (`inline_l2 = 0`, MPI initialised with
 //! `MPI_THREAD_MULTIPLE`) runs on a second runtime with its own directories: the time until
@@ -37,14 +37,16 @@
 //! Files go to a new directory under `--dir` (default: the system's temporary directory),
 //! removed at the end.
 //!
-//! `--recycle MIB`: before every measure, each rank writes a file of MIB MiB (no fsync) and
-//! deletes it. On a virtual machine that hands free memory back to its host (free page
-//! reporting), page-cache memory the guest has not used for a few seconds costs a host fault per
-//! page when a write fills it (~0.25 GB/s, where just-freed page-cache memory fills at several
-//! GB/s), and which measure meets such memory depends on what the measures before it freed.
-//! Recycling gives every measure page-cache memory that was just in use, so that the comparison
-//! is between the measures' own work. (Freed anonymous memory does not serve: the page cache
-//! takes large folios.)
+//! `--recycle MIB`: before every measure but the in-memory ones, each rank writes a file of MIB
+//! MiB (no fsync) and deletes it. On a virtual machine that hands free memory back to its host
+//! (free page reporting), page-cache memory the guest has not used for a few seconds costs a
+//! host fault per page when a write fills it (~0.25 GB/s, where just-freed page-cache memory
+//! fills at several GB/s), and which measure meets such memory depends on what the measures
+//! before it freed. Recycling gives every measure page-cache memory that was just in use, so
+//! that the comparison is between the measures' own work. (Freed anonymous memory does not
+//! serve: the page cache takes large folios.) L2 and L3 each need page cache for two new files
+//! before the older ones are deleted: with 4 ranks, 160 MiB still left L2's partner copy in
+//! such memory in most reps, 320 MiB did not.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -74,7 +76,7 @@ const L3_GOAL: f64 = 2.0;
 const FTI_L3: f64 = 0.3;
 
 /// Every row of the results. The background L2 measure gives two rows (`L2BgReturn`,
-/// `L2BgDone`); `Md5` and `Encode` are measured after the reps.
+/// `L2BgDone`); `Md5` and `Encode` close every rep.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Measure {
     L1,
@@ -128,8 +130,8 @@ impl Measure {
             Measure::Transfer => "baseline: MPI transfer, 16 MiB messages",
             Measure::WriteFsync => "baseline: plain write + fsync",
             Measure::TransferToFile => "transfer written into a file + fsync",
-            Measure::Md5 => "baseline: MD5 of the file's bytes (after the reps)",
-            Measure::Encode => "baseline: RS kernel, own row of k blocks (after the reps)",
+            Measure::Md5 => "baseline: MD5 of the file's bytes, in memory",
+            Measure::Encode => "baseline: RS kernel, own row of k blocks in memory",
         }
     }
 
@@ -298,11 +300,43 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, world: &SimpleCommunicator) ->
         .map(|i| (i as u8).wrapping_mul(31) ^ rank as u8)
         .collect();
 
+    // What L3 does besides writing the file, on the same bytes, in memory: the RSed file's MD5
+    // and this rank's row of the code (the other ranks' blocks stood in for by other blocks of
+    // this rank's bytes).
+    let code = ftiff::l3::Code::new(k)?;
+    let encoder = code.encoder(&[place.group_rank as usize]);
+    let blocks: Vec<&[u8]> = payload.chunks(L3_BLOCK).collect();
+    let in_memory = |measure: Measure| -> Res<()> {
+        if measure == Measure::Md5 {
+            let mut md5 = Md5Stream::default();
+            md5.update(&payload);
+            std::hint::black_box(md5.finish());
+            return Ok(());
+        }
+        for (b, block) in blocks.iter().enumerate() {
+            let inputs: Vec<&[u8]> = (0..k).map(|j| blocks[(b + j) % blocks.len()]).collect();
+            ftiff::l3::apply(&encoder, &inputs, block.len(), |_, out| {
+                std::hint::black_box(out);
+                Ok::<(), ()>(())
+            })
+            .map_err(|()| "encoding failed")?;
+        }
+        Ok(())
+    };
+
     // times[measure][rep] on this rank, in seconds.
     let mut times = vec![vec![0f64; args.reps]; MEASURES.len()];
     for rep in 0..args.warmup + args.reps {
-        for measure in order(rep) {
-            recycle(&recycled, args.recycle, &payload)?;
+        // The in-memory baselines leave nothing behind: they close every rep, in turns.
+        let last = if rep % 2 == 0 {
+            [Measure::Md5, Measure::Encode]
+        } else {
+            [Measure::Encode, Measure::Md5]
+        };
+        for measure in order(rep).into_iter().chain(last) {
+            if !matches!(measure, Measure::Md5 | Measure::Encode) {
+                recycle(&recycled, args.recycle, &payload)?;
+            }
             bench.barrier();
             let started = Instant::now();
             let mut returned = None;
@@ -325,7 +359,8 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, world: &SimpleCommunicator) ->
                     })?;
                     f.sync_all()?;
                 }
-                Measure::L2BgDone | Measure::Md5 | Measure::Encode => {}
+                Measure::Md5 | Measure::Encode => in_memory(measure)?,
+                Measure::L2BgDone => {}
             }
             let took = started.elapsed().as_secs_f64();
             bench.barrier();
@@ -347,39 +382,6 @@ fn run(args: &Args, bench: &MpiComm, root: &Path, world: &SimpleCommunicator) ->
     }
     bg.finalize()?;
     fti.finalize()?;
-
-    // What L3 does besides writing the file, on the same bytes, in memory: the RSed file's MD5
-    // and this rank's row of the code (the other ranks' blocks stand in for by other blocks of
-    // this rank's bytes).
-    let code = ftiff::l3::Code::new(k)?;
-    let encoder = code.encoder(&[place.group_rank as usize]);
-    let blocks: Vec<&[u8]> = payload.chunks(L3_BLOCK).collect();
-    for rep in 0..args.warmup + args.reps {
-        for measure in [Measure::Md5, Measure::Encode] {
-            bench.barrier();
-            let started = Instant::now();
-            if measure == Measure::Md5 {
-                let mut md5 = Md5Stream::default();
-                md5.update(&payload);
-                std::hint::black_box(md5.finish());
-            } else {
-                for (b, block) in blocks.iter().enumerate() {
-                    let inputs: Vec<&[u8]> =
-                        (0..k).map(|j| blocks[(b + j) % blocks.len()]).collect();
-                    ftiff::l3::apply(&encoder, &inputs, block.len(), |_, out| {
-                        std::hint::black_box(out);
-                        Ok::<(), ()>(())
-                    })
-                    .map_err(|()| "encoding failed")?;
-                }
-            }
-            let took = started.elapsed().as_secs_f64();
-            bench.barrier();
-            if let Some(r) = rep.checked_sub(args.warmup) {
-                times[measure.index()][r] = took;
-            }
-        }
-    }
 
     // What each rank may run on (mpirun binds ranks to cores when there are enough), then its
     // times.
@@ -527,7 +529,7 @@ fn report(
     println!(
         "{reps} reps after {} warm-up, measures in a different order every rep{}; {}; L2 post-processing in the background: {}; dir {}",
         args.warmup,
-        if reps % ROTATION.len() == 0 {
+        if reps.is_multiple_of(ROTATION.len()) {
             ""
         } else {
             " (not a whole Williams square: the order is not balanced)"
@@ -624,12 +626,18 @@ fn report(
         l3 - l1
     );
     println!(
-        "goal: L3 encoding >= {L3_GOAL} GB/s per core: k x file / (L3 - L1) / {used} cores = {:.3} GB/s per core: {} ({:.2}x FTI 1.1's ~{FTI_L3}; the kernel alone in this run: {:.2} GB/s per core, {:.3} s)",
+        "goal: L3 encoding >= {L3_GOAL} GB/s per core: k x file / (L3 - L1) / {used} cores = {:.3} GB/s per core: {} ({:.2}x FTI 1.1's ~{FTI_L3}); in this run the kernel alone: {:.2} GB/s per core ({encode:.3} s), the RSed file's MD5 alone: {:.2} GB/s per core ({md5:.3} s)",
         rate(l3 - l1),
         verdict(rate(l3 - l1) >= L3_GOAL),
         rate(l3 - l1) / FTI_L3,
         rate(encode),
-        encode,
+        rate(md5),
+    );
+    let unsynced = l3 - l1 - total(Measure::WriteFsync);
+    println!(
+        "  without the RSed file's write + fsync (FTI 1.1 does not fsync; indicative): k x file / {unsynced:.3} s / {used} cores = {:.3} GB/s per core ({:.2}x FTI 1.1's)",
+        rate(unsynced),
+        rate(unsynced) / FTI_L3
     );
     for r in 0..n as usize {
         let t = per_rank(r, Measure::L3) - per_rank(r, Measure::L1);
@@ -669,10 +677,11 @@ fn report(
         done / l2
     );
     println!(
-        "  off the critical path: {:.3} s of inline L2's {:.3} s beyond L1 ({:.0}%)",
+        "  off the critical path: {:.3} s of inline L2's {:.3} s beyond L1 ({:.0}%); left on it: returns - L1 = {:+.3} s",
         l2 - ret,
         l2 - l1,
-        100.0 * (l2 - ret) / (l2 - l1)
+        100.0 * (l2 - ret) / (l2 - l1),
+        ret - l1
     );
     for r in 0..n as usize {
         let (ret, done, l2) = (

@@ -6,6 +6,8 @@
 //! what it needs from the k blocks (`ftiff::l3::Code`). Memory is k blocks per rank, whatever the
 //! file sizes. Blocks start at even offsets, so the 16-bit words of the code never straddle two.
 
+use std::borrow::Cow;
+use std::convert::Infallible;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -31,20 +33,27 @@ fn read_block(file: &File, fs: u64, at: u64, len: u64, out: &mut Vec<u8>) -> std
     file.read_exact_at(&mut out[..have], at)
 }
 
-/// The blocks of every group rank, by group rank: this rank's `mine`, the others' received in
-/// k-1 ring rounds. Every received block is cut or zero-extended to `len`.
-fn gather_group(comm: &dyn Comm, place: &Place, mine: &[u8], len: usize) -> Vec<Vec<u8>> {
+/// The blocks of every group rank, by group rank: this rank's `mine` (moved in when owned,
+/// copied when borrowed), the others' received in k-1 ring rounds. Every received block is cut
+/// or zero-extended to `len`.
+fn gather_group<'a>(
+    comm: &dyn Comm,
+    place: &Place,
+    mine: impl Into<Cow<'a, [u8]>>,
+    len: usize,
+) -> Vec<Vec<u8>> {
+    let mine = mine.into();
     let k = place.group.len();
     let g = place.group_rank as usize;
     let mut all = vec![Vec::new(); k];
-    all[g] = mine.to_vec();
     for s in 1..k {
         let to = place.group[(g + s) % k];
         let from_g = (g + k - s) % k;
-        let mut got = comm.exchange(to, mine, place.group[from_g]);
+        let mut got = comm.exchange(to, &mine, place.group[from_g]);
         got.resize(len, 0);
         all[from_g] = got;
     }
+    all[g] = mine.into_owned();
     all
 }
 
@@ -62,8 +71,11 @@ pub(crate) fn encode(
     let own_fs = own.map_or(0, |(_, _, fs)| fs);
     let code = Code::new(place.group.len()).map_err(Error::Format)?;
     let g = place.group_rank as usize;
+    let row = code.encoder(&[g]);
     let mut md5 = Md5Stream::default();
     let mut first_error: Option<Error> = None;
+    // This rank's block: lent to the group's blocks for each round and taken back, so that one
+    // buffer serves the whole file.
     let mut mine = Vec::new();
     let mut at = 0;
     while at < max_fs {
@@ -75,15 +87,20 @@ pub(crate) fn encode(
                 first_error.get_or_insert(Error::io(path, e));
             }
         }
-        let blocks = gather_group(comm, place, &mine, len as usize);
+        let mut blocks = gather_group(comm, place, std::mem::take(&mut mine), len as usize);
         let refs: Vec<&[u8]> = blocks.iter().map(Vec::as_slice).collect();
-        let row = code.encode(&refs, &[g]).swap_remove(0);
-        md5.update(&row);
-        if let Some(rsed) = rsed {
-            if let Err(e) = rsed.file.write_all_at(&row, at) {
-                first_error.get_or_insert(Error::io(&rsed.path, e));
+        // This rank's row of the code, hashed and written piece by piece as it is computed.
+        let encoded = ftiff::l3::apply(&row, &refs, len as usize, |offset, piece| {
+            md5.update(piece[0]);
+            if let Some(rsed) = rsed {
+                if let Err(e) = rsed.file.write_all_at(piece[0], at + offset as u64) {
+                    first_error.get_or_insert(Error::io(&rsed.path, e));
+                }
             }
-        }
+            Ok::<(), Infallible>(())
+        });
+        let Ok(()) = encoded;
+        mine = std::mem::take(&mut blocks[g]);
         at += len;
     }
     if let Some(rsed) = rsed {
