@@ -7,6 +7,7 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
 use ftiff::raw::{fb, Cursor, FileBlock};
 
@@ -240,104 +241,87 @@ pub(crate) fn rebuild_l2(
     (files, copies): (&[u32], &[u32]),
     own: Option<&Found>,
     copy: Option<&Found>,
-) -> Result<Vec<std::path::PathBuf>> {
+) -> Result<Vec<PathBuf>> {
     let me = comm.rank();
     let place = topology
         .place(me)
         .ok_or(Error::State("this rank is not in the topology"))?;
     let (left, right) = (place.left(), place.right());
     let mut rebuilt = Vec::new();
-
     // Round 1: the right partner's copy comes back as this rank's file.
-    let need_file = files.contains(&me);
-    let left_needs = files.contains(&left);
-    let copy_file = match (left_needs, copy) {
-        (true, Some(c)) => Some(File::open(&c.path).map_err(|e| Error::io(&c.path, e))),
-        _ => None,
-    }
-    .transpose();
-    let copy_len = copy_file
-        .as_ref()
-        .ok()
-        .and_then(|f| f.as_ref())
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len());
-    let sizes = gather_u64(comm, if left_needs { copy_len } else { 0 });
-    // sizes[r] = what rank r sends to its left partner.
-    let rounds = rounds_for(sizes.iter().copied());
-    let incoming = sizes[right as usize];
-    let pending = if need_file {
-        Some(store::begin(dirs, Level::L2, id, None))
-    } else {
-        None
-    }
-    .transpose();
-    let local = match (&copy_file, &pending) {
-        (Err(e), _) => Err(Error::Ranks(format!("partner copy: {e}"))),
-        (_, Err(e)) => Err(Error::Ranks(format!("rebuilt file: {e}"))),
-        (Ok(send), Ok(recv)) => transfer(
-            comm,
-            (left, send.as_ref(), copy_len),
-            (
-                right,
-                recv.as_ref().map(|p| (&p.file, p.path.as_path())),
-                incoming,
-            ),
-            rounds,
-        ),
-    };
-    let local = local.and_then(|()| match pending {
-        Ok(Some(p)) => store::publish_pending(dirs, p).map(Some),
-        _ => Ok(None),
-    });
-    if let Some(path) = agree(comm, "rebuilding lost L2 files", local)? {
-        rebuilt.push(path);
-    }
-
-    // Round 2: the left partner's file comes back as the copy this rank keeps.
-    let need_copy = copies.contains(&me);
-    let right_needs = copies.contains(&right);
-    let own_path = if need_file {
+    let copy_path = copy.map(|c| c.path.as_path());
+    let round = (
+        (left, files.contains(&left).then_some(copy_path).flatten()),
+        (right, files.contains(&me).then(|| dirs.file_name(id))),
+    );
+    rebuilt.extend(move_file(
+        comm,
+        dirs,
+        id,
+        round,
+        "rebuilding lost L2 files",
+    )?);
+    // Round 2: the left partner's file (possibly just rebuilt) comes back as the copy this rank
+    // keeps.
+    let own_path = if files.contains(&me) {
         Some(dirs.level_dir(Level::L2).join(dirs.file_name(id)))
     } else {
         own.map(|f| f.path.clone())
     };
-    let own_file = match (right_needs, &own_path) {
-        (true, Some(p)) => Some(File::open(p).map_err(|e| Error::io(p, e))),
-        _ => None,
-    }
-    .transpose();
-    let own_len = own_file
+    let round = (
+        (
+            right,
+            copies
+                .contains(&right)
+                .then_some(own_path.as_deref())
+                .flatten(),
+        ),
+        (left, copies.contains(&me).then(|| dirs.copy_name(id))),
+    );
+    rebuilt.extend(move_file(
+        comm,
+        dirs,
+        id,
+        round,
+        "rebuilding lost L2 partner copies",
+    )?);
+    Ok(rebuilt)
+}
+
+/// One collective round of [`rebuild_l2`]: sends the file at `send` (if any) to rank `to` while
+/// receiving, from rank `from`, the file this rank publishes as `L2/<recv>` (if any). Returns the
+/// published path.
+fn move_file(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    id: i32,
+    ((to, send), (from, recv)): ((u32, Option<&Path>), (u32, Option<String>)),
+    what: &str,
+) -> Result<Option<PathBuf>> {
+    let file = send
+        .map(|p| File::open(p).map_err(|e| Error::io(p, e)))
+        .transpose();
+    let len = file
         .as_ref()
         .ok()
-        .and_then(|f| f.as_ref())
+        .and_then(Option::as_ref)
         .and_then(|f| f.metadata().ok())
         .map_or(0, |m| m.len());
-    let sizes = gather_u64(comm, if right_needs { own_len } else { 0 });
+    // sizes[r] = what rank r sends.
+    let sizes = gather_u64(comm, len);
     let rounds = rounds_for(sizes.iter().copied());
-    let incoming = sizes[left as usize];
-    let pending = if need_copy {
-        Some(store::begin_named(
-            dirs,
-            Level::L2,
-            id,
-            dirs.copy_name(id),
-            None,
-        ))
-    } else {
-        None
-    }
-    .transpose();
-    let local = match (&own_file, &pending) {
-        (Err(e), _) => Err(Error::Ranks(format!("own file: {e}"))),
-        (_, Err(e)) => Err(Error::Ranks(format!("partner copy: {e}"))),
+    let pending = recv
+        .map(|name| store::begin_named(dirs, Level::L2, id, name, None))
+        .transpose();
+    let local = match (&file, &pending) {
+        (Err(e), _) | (_, Err(e)) => Err(Error::Ranks(format!("{what}: {e}"))),
         (Ok(send), Ok(recv)) => transfer(
             comm,
-            (right, send.as_ref(), own_len),
+            (to, send.as_ref(), len),
             (
-                left,
+                from,
                 recv.as_ref().map(|p| (&p.file, p.path.as_path())),
-                incoming,
+                sizes[from as usize],
             ),
             rounds,
         ),
@@ -346,10 +330,7 @@ pub(crate) fn rebuild_l2(
         Ok(Some(p)) => store::publish_pending(dirs, p).map(Some),
         _ => Ok(None),
     });
-    if let Some(path) = agree(comm, "rebuilding lost L2 partner copies", local)? {
-        rebuilt.push(path);
-    }
-    Ok(rebuilt)
+    agree(comm, what, local)
 }
 
 /// Candidate checkpoints of the whole run, newest first (by id, then FTI's level order): every

@@ -347,19 +347,7 @@ impl Fti {
                             format!(", RSed files of rank(s) {lost_copies:?} re-encoded")
                         }
                     ));
-                    rebuilt.and_then(|()| match verified {
-                        Some(r) => Ok(r),
-                        None => {
-                            let found = Found {
-                                path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
-                                id,
-                                level,
-                                archived: false,
-                            };
-                            open_verified(&found, &|_| {})
-                                .map_err(|e| Error::Format(e.with_path(&found.path)))
-                        }
-                    })
+                    rebuilt.and_then(|()| self.own_after_rebuild(verified, id, level))
                 }
                 Plan::Rebuild {
                     files,
@@ -384,19 +372,7 @@ impl Fti {
                             format!(", partner copies of rank(s) {lost_copies:?} restored")
                         }
                     );
-                    let local = rebuilt.and_then(|_| match verified {
-                        Some(r) => Ok(r),
-                        None => {
-                            let found = Found {
-                                path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
-                                id,
-                                level,
-                                archived: false,
-                            };
-                            open_verified(&found, &|_| {})
-                                .map_err(|e| Error::Format(e.with_path(&found.path)))
-                        }
-                    });
+                    let local = rebuilt.and_then(|_| self.own_after_rebuild(verified, id, level));
                     self.recovery_note = Some(note);
                     local
                 }
@@ -436,6 +412,26 @@ impl Fti {
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
             ),
         );
+    }
+
+    /// This rank's file of a rebuilt checkpoint: the one it verified before, or the one just
+    /// rebuilt, verified now.
+    fn own_after_rebuild(
+        &self,
+        verified: Option<Restart>,
+        id: i32,
+        level: Level,
+    ) -> Result<Restart> {
+        if let Some(r) = verified {
+            return Ok(r);
+        }
+        let found = Found {
+            path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
+            id,
+            level,
+            archived: false,
+        };
+        open_verified(&found, &|_| {}).map_err(|e| Error::Format(e.with_path(&found.path)))
     }
 
     /// L3 recovery: every group with a lost file rebuilds it (Reed-Solomon decoding of the

@@ -79,10 +79,13 @@ impl Dirs {
 /// Parses `Ckpt<id>-Pcof<r>.fti` (L2 partner copy) or `Ckpt<id>-RSed<r>.fti` (L3 code) into
 /// `(id, r)`.
 pub fn parse_copy_name(name: &str) -> Option<(i32, u32)> {
+    parse_name(name, "-Pcof").or_else(|| parse_name(name, "-RSed"))
+}
+
+/// Parses `Ckpt<id><kind><r>.fti` into `(id, r)`.
+fn parse_name(name: &str, kind: &str) -> Option<(i32, u32)> {
     let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
-    let (id, rank) = rest
-        .split_once("-Pcof")
-        .or_else(|| rest.split_once("-RSed"))?;
+    let (id, rank) = rest.split_once(kind)?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(id) || !digits(rank) {
         return None;
@@ -90,32 +93,27 @@ pub fn parse_copy_name(name: &str) -> Option<(i32, u32)> {
     Some((id.parse().ok()?, rank.parse().ok()?))
 }
 
-/// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
-/// `RSed` files (`l3/` and its archive), newest first.
-pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
+/// This rank's files named `Ckpt<id><kind><r>.fti` in the directories and archives of
+/// `levels`, newest first: by id, then in FTI's level order, then `lK/` before its archive.
+fn scan(dirs: &Dirs, levels: &[Level], kind: &str) -> Vec<Found> {
     let mut found = Vec::new();
-    for (dir, archived, level) in [
-        (dirs.level_dir(Level::L2), false, Level::L2),
-        (dirs.archive_dir(Level::L2), true, Level::L2),
-        (dirs.level_dir(Level::L3), false, Level::L3),
-        (dirs.archive_dir(Level::L3), true, Level::L3),
-    ] {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if let Some((id, rank)) = parse_copy_name(&name.to_string_lossy()) {
-                if rank == dirs.rank {
-                    let expected = if level == Level::L2 { "-Pcof" } else { "-RSed" };
-                    if name.to_string_lossy().contains(expected) {
-                        found.push(Found {
-                            path: entry.path(),
-                            id,
-                            level,
-                            archived,
-                        });
-                    }
+    for &level in levels {
+        for (dir, archived) in [
+            (dirs.level_dir(level), false),
+            (dirs.archive_dir(level), true),
+        ] {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let parsed = parse_name(&entry.file_name().to_string_lossy(), kind);
+                if let Some((id, _)) = parsed.filter(|&(_, rank)| rank == dirs.rank) {
+                    found.push(Found {
+                        path: entry.path(),
+                        id,
+                        level,
+                        archived,
+                    });
                 }
             }
         }
@@ -128,6 +126,15 @@ pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
     found
 }
 
+/// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
+/// `RSed` files (`l3/` and its archive), newest first.
+pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
+    let mut found = scan(dirs, &[Level::L2], "-Pcof");
+    found.extend(scan(dirs, &[Level::L3], "-RSed"));
+    found.sort_by(|a, b| b.id.cmp(&a.id).then(a.level.cmp(&b.level)));
+    found
+}
+
 /// This rank's checkpoint files and partner copies.
 fn find_all(dirs: &Dirs) -> Vec<Found> {
     let mut all = find_checkpoints(dirs);
@@ -137,13 +144,7 @@ fn find_all(dirs: &Dirs) -> Vec<Found> {
 
 /// Parses `Ckpt<id>-Rank<r>.fti` into `(id, r)`.
 pub fn parse_file_name(name: &str) -> Option<(i32, u32)> {
-    let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
-    let (id, rank) = rest.split_once("-Rank")?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(id) || !digits(rank) {
-        return None;
-    }
-    Some((id.parse().ok()?, rank.parse().ok()?))
+    parse_name(name, "-Rank")
 }
 
 /// A checkpoint file of this rank found on disk.
@@ -162,36 +163,7 @@ pub struct Found {
 /// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
 /// by id, then in FTI's level order, then `lK/` before its archive.
 pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
-    let mut found = Vec::new();
-    for level in Level::ALL {
-        for (dir, archived) in [
-            (dirs.level_dir(level), false),
-            (dirs.archive_dir(level), true),
-        ] {
-            let Ok(entries) = fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                if let Some((id, rank)) = parse_file_name(&name.to_string_lossy()) {
-                    if rank == dirs.rank {
-                        found.push(Found {
-                            path: entry.path(),
-                            id,
-                            level,
-                            archived,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    found.sort_by(|a, b| {
-        b.id.cmp(&a.id)
-            .then(a.level.cmp(&b.level))
-            .then(a.archived.cmp(&b.archived))
-    });
-    found
+    scan(dirs, &Level::ALL, "-Rank")
 }
 
 /// The named steps of [`publish`], where a crash test can stop the process.
