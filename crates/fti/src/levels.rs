@@ -288,6 +288,11 @@ pub(crate) fn rebuild_l2(
     Ok(rebuilt)
 }
 
+/// The rank a round sends to, and the file it sends (if any).
+type Outgoing<'a> = (u32, Option<&'a Path>);
+/// The rank a round receives from, and the name the received file is published under (if any).
+type Incoming = (u32, Option<String>);
+
 /// One collective round of [`rebuild_l2`]: sends the file at `send` (if any) to rank `to` while
 /// receiving, from rank `from`, the file this rank publishes as `L2/<recv>` (if any). Returns the
 /// published path.
@@ -295,7 +300,7 @@ fn move_file(
     comm: &dyn Comm,
     dirs: &Dirs,
     id: i32,
-    ((to, send), (from, recv)): ((u32, Option<&Path>), (u32, Option<String>)),
+    ((to, send), (from, recv)): (Outgoing<'_>, Incoming),
     what: &str,
 ) -> Result<Option<PathBuf>> {
     let file = send
