@@ -445,11 +445,7 @@ impl Fti {
         known_max_fs: u64,
     ) -> Result<()> {
         let me = self.cfg.rank;
-        let place = self
-            .topology
-            .place(me)
-            .ok_or(Error::State("this rank is not in the topology"))?
-            .clone();
+        let place = self.my_place()?;
         // maxFs: in every surviving Rank file of the group and RSed trailer.
         let rsed_max = rsed
             .as_deref()
@@ -819,6 +815,14 @@ impl Fti {
         Ok((path, layout, written.fb, written.bytes_written))
     }
 
+    /// This rank's place in the topology (its group and partners).
+    fn my_place(&self) -> Result<crate::topology::Place> {
+        self.topology
+            .place(self.cfg.rank)
+            .cloned()
+            .ok_or(Error::State("this rank is not in the topology"))
+    }
+
     /// Refuses levels this run cannot do: L2 and L3 need a group of at least two ranks.
     fn check_level(&self, level: Level) -> Result<()> {
         let group = self
@@ -965,11 +969,7 @@ impl Fti {
         pending: &store::Pending,
         fb: FileBlock,
     ) -> Result<(levels::PartnerPlan, FileBlock)> {
-        let place = self
-            .topology
-            .place(self.cfg.rank)
-            .ok_or(Error::State("this rank is not in the topology"))?
-            .clone();
+        let place = self.my_place()?;
         store::crash_point("partner");
         let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
         let plan = levels::PartnerPlan {
@@ -993,11 +993,7 @@ impl Fti {
         pending: &store::Pending,
         fb: FileBlock,
     ) -> Result<(Option<store::Pending>, FileBlock)> {
-        let place = self
-            .topology
-            .place(self.cfg.rank)
-            .ok_or(Error::State("this rank is not in the topology"))?
-            .clone();
+        let place = self.my_place()?;
         store::crash_point("partner");
         let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
         let max_fs = place
