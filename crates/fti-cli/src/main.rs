@@ -423,7 +423,14 @@ fn diff(a: &Path, b: &Path) -> Result<ExitCode> {
 }
 
 fn list(dir: &Path, verify: bool) -> Result<ExitCode> {
-    let listed = fti::store::list_tree(dir)?;
+    let tree = fti::store::list_tree(dir)?;
+    for path in &tree.not_regular {
+        eprintln!(
+            "fti: warning: {}: not a regular file, skipped",
+            path.display()
+        );
+    }
+    let listed = tree.files;
     let mut stdout = std::io::stdout().lock();
     if listed.is_empty() {
         eprintln!(
@@ -532,12 +539,36 @@ fn checksum_line(stdout: &str) -> Option<&str> {
     stdout.lines().find_map(|l| l.strip_prefix("checksum "))
 }
 
+/// The file `fti demo` writes into each directory it creates: only directories holding it
+/// are ever removed by a later `fti demo`.
+const DEMO_MARKER: &str = ".fti-demo";
+
+/// Makes `dir` an empty directory of the demo: a directory an earlier `fti demo` created (it
+/// holds [`DEMO_MARKER`]) is removed first; any other existing entry is left alone and the
+/// demo refuses to run.
+fn fresh_demo_dir(dir: &Path) -> Result<()> {
+    if dir.symlink_metadata().is_ok() {
+        let ours = dir.is_dir() && !dir.is_symlink() && dir.join(DEMO_MARKER).is_file();
+        if !ours {
+            bail!(
+                "{} exists and was not created by `fti demo` (no {DEMO_MARKER} file in it): it is left alone; choose another --dir, or remove it yourself",
+                dir.display()
+            );
+        }
+        std::fs::remove_dir_all(dir).with_context(|| format!("cleaning {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::write(
+        dir.join(DEMO_MARKER),
+        "created by `fti demo`, which removes this directory when it runs again\n",
+    )
+    .with_context(|| format!("writing {}", dir.join(DEMO_MARKER).display()))
+}
+
 fn demo_story(demo: &DemoArgs, crash_at: i32) -> Result<ExitCode> {
     let (plain, crashed) = (demo.dir.join("uninterrupted"), demo.dir.join("crashed"));
     for d in [&plain, &crashed] {
-        if d.exists() {
-            std::fs::remove_dir_all(d).with_context(|| format!("cleaning {}", d.display()))?;
-        }
+        fresh_demo_dir(d)?;
     }
     println!(
         "1. uninterrupted run ({0}x{0} grid, {1} iterations, checkpoint every {2}):",

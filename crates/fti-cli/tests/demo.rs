@@ -101,6 +101,31 @@ fn demo_story_succeeds() {
         "{text}"
     );
     assert!(text.contains("bitwise identical"), "{text}");
+    // A second demo in the same place replaces the directories the first one created.
+    let again = fti(&args);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
+
+#[test]
+fn demo_never_removes_a_directory_it_did_not_create() {
+    let root = tempfile::tempdir().unwrap();
+    let mine = root.path().join("crashed");
+    std::fs::create_dir_all(mine.join("data")).unwrap();
+    std::fs::write(mine.join("data/results.h5"), b"a week of work").unwrap();
+    let mut args = vec!["demo", "--dir", root.path().to_str().unwrap()];
+    args.extend(SMALL);
+    let out = fti(&args);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("was not created by `fti demo`"), "{err}");
+    assert_eq!(
+        std::fs::read(mine.join("data/results.h5")).unwrap(),
+        b"a week of work"
+    );
 }
 
 #[test]

@@ -421,6 +421,13 @@ impl Keys<'_> {
         cfg.restart_id = self
             .int("restart", "ckpt_id")?
             .and_then(|v| i32::try_from(v).ok());
+        // With `failure = 0` the id is not used (FTI's stock config carries the placeholder
+        // `XXXX-XX-XX_XX-XX-XX`): a fresh run names its own execution.
+        if cfg.failure.is_some_and(|f| f > 0) {
+            if let Some((v, line)) = self.get("restart", "exec_id") {
+                check_exec_id(v).map_err(|what| Error::config(self.path, *line, what))?;
+            }
+        }
         cfg.exec_id = self
             .get("restart", "exec_id")
             .map(|(v, _)| v.clone())
@@ -510,6 +517,27 @@ impl Config {
     pub fn node(&self) -> u32 {
         self.rank / self.node_size.max(1)
     }
+}
+
+/// Checks that a restart's `exec_id` names one directory inside the checkpoint directories:
+/// one non-empty path component, no `/`, no NUL, not `.` or `..`. The runtime writes into that
+/// directory and removes its checkpoint files at the end, so a path there would let a config
+/// file point it at any directory.
+pub fn check_exec_id(exec_id: &str) -> std::result::Result<(), String> {
+    let why = if exec_id.is_empty() {
+        "is empty"
+    } else if exec_id.contains('/') {
+        "contains `/`"
+    } else if exec_id.contains('\0') {
+        "contains a NUL byte"
+    } else if exec_id == "." || exec_id == ".." {
+        "is `.` or `..`"
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "[restart] exec_id = {exec_id:?} {why}: a restart's exec_id must be the name of the run's directory (as `YYYY-MM-DD_HH-MM-SS`), one path component"
+    ))
 }
 
 /// Records `failure` and `exec_id` in the config file at `path`, as FTI does, so that a

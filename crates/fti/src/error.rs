@@ -53,6 +53,30 @@ pub enum Error {
     /// Another rank failed during a collective step; the step was abandoned on every rank.
     #[error("{0}")]
     Ranks(String),
+    /// The restart record (`failure = 1` and `exec_id`) could not be written to the config
+    /// file. The checkpoint's files are published, but a restart with this config would not
+    /// look for them: the checkpoint fails until the record is written (each checkpoint
+    /// tries again).
+    #[error("{}: cannot record the restart (failure = 1, exec_id = {exec_id}) in this config file: {err}; without it a restart would not find the checkpoints: make the file and its directory writable (the next checkpoint tries again)", path.display())]
+    RestartRecord {
+        /// The config file.
+        path: PathBuf,
+        /// The execution whose checkpoints it should name.
+        exec_id: String,
+        /// Why it could not be written.
+        err: Box<Error>,
+    },
+    /// The restart's checkpoint was written by a different number of ranks than this run has.
+    /// Nothing was written: restart with the checkpoint's rank count.
+    #[error("execution {exec_id} was checkpointed by {checkpoint} ranks, this run has {run}: restart it with {checkpoint} ranks (a restart on a different number of ranks is not supported); nothing was written")]
+    RankCount {
+        /// The execution whose checkpoints were found.
+        exec_id: String,
+        /// Ranks of the run that wrote them (from `Topology.fti` and the files' names).
+        checkpoint: u32,
+        /// Ranks of this run.
+        run: u32,
+    },
     /// L2 and L3 need several ranks over MPI.
     #[error("{0} needs a partner rank: run several ranks (over MPI, or fti::Threads) with group_size >= 2")]
     NeedsMpi(crate::Level),

@@ -103,6 +103,9 @@ pub struct Fti {
     node_names: Vec<String>,
     /// How the restart's checkpoint was obtained, for the user.
     recovery_note: Option<String>,
+    /// The config file does not yet say `failure = 1` for this execution (a fresh run
+    /// before its first checkpoint was recorded).
+    restart_record_pending: bool,
     /// The communicator of background post-processing, when idle.
     bg_comm: Option<Box<dyn Comm + Send>>,
     /// Background post-processing under way, with its communicator to give back.
@@ -177,7 +180,14 @@ impl Fti {
         }
         let restart_exec = match (cfg.failure, &cfg.exec_id) {
             (Some(0), _) => None,
-            (Some(_), Some(id)) => Some(id.clone()),
+            (Some(_), Some(id)) => {
+                config::check_exec_id(id).map_err(|what| Error::Config {
+                    path: cfg.path.clone().unwrap_or_default(),
+                    line: 0,
+                    what,
+                })?;
+                Some(id.clone())
+            }
             (Some(_), None) => {
                 return Err(Error::Config {
                     path: cfg.path.clone().unwrap_or_default(),
@@ -190,9 +200,14 @@ impl Fti {
                 levels::agree_newest(&*comm, newest_exec_with_checkpoints(&cfg).as_deref())
             }
         };
-        // Rank 0's clock names the execution, so every rank uses the same directories.
-        let exec_id = restart_exec.clone().unwrap_or_else(new_exec_id);
-        let exec_id = String::from_utf8(comm.broadcast(exec_id.as_bytes())).unwrap_or(exec_id);
+        let exec_id = match &restart_exec {
+            Some(id) => id.clone(),
+            None => fresh_exec_id(&cfg, &*comm),
+        };
+        if restart_exec.is_some() {
+            // Before anything is written, so that a refused restart leaves no trace.
+            check_rank_count(&cfg, &exec_id, &*comm)?;
+        }
         let dirs = Dirs::new(&cfg, &exec_id);
         let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
             Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace))
@@ -221,6 +236,7 @@ impl Fti {
             topology,
             node_names,
             recovery_note: None,
+            restart_record_pending: true,
             bg_comm,
             bg_job: None,
             cfg,
@@ -245,6 +261,9 @@ impl Fti {
     /// copy (and lost copies are rebuilt too).
     fn find_restart(&mut self) {
         let wanted = self.cfg.restart_id;
+        for path in store::irregular(&self.dirs) {
+            self.skip(format!("{} skipped: not a regular file", path.display()));
+        }
         let own = store::find_checkpoints(&self.dirs);
         let copies = store::find_copies(&self.dirs);
         let mine: Vec<(i32, Level)> = own
@@ -403,15 +422,20 @@ impl Fti {
                 }
             }
         }
+        // The fresh run gets its own execution: the files of the one that could not be
+        // recovered stay as they are, for the user to inspect or repair.
+        let fresh = fresh_exec_id(&self.cfg, &*self.comm);
         message(
             &self.cfg,
             Verbosity::Warning,
             &format!(
-                "restart requested for execution {} but no checkpoint{} could be recovered by every rank: starting fresh",
+                "restart requested for execution {} but no checkpoint{} could be recovered by every rank: starting fresh as execution {fresh}",
                 self.exec_id,
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
             ),
         );
+        self.dirs = Dirs::new(&self.cfg, &fresh);
+        self.exec_id = fresh;
     }
 
     /// This rank's file of a rebuilt checkpoint: the one it verified before, or the one just
@@ -640,12 +664,20 @@ impl Fti {
         layout: Layout,
         started: Instant,
     ) -> Result<()> {
-        let first = self.last.is_none();
         self.layout = Some(layout);
         self.last = Some(info.clone());
         self.next_id = self.next_id.max(info.id.saturating_add(1));
-        if first {
-            self.record_in_config(1)?;
+        if self.restart_record_pending {
+            // Until the config file says `failure = 1` for this execution, a restart would
+            // start fresh beside valid checkpoints: every rank fails the checkpoint until
+            // rank 0 has made the record durable (its files stay published).
+            let recorded = self.record_in_config(1);
+            let what = match &self.cfg.path {
+                Some(p) => format!("recording the restart in {}", p.display()),
+                None => "recording the restart in the config file".to_owned(),
+            };
+            agree(&*self.comm, &what, recorded)?;
+            self.restart_record_pending = false;
         }
         self.timer.excluded += started.elapsed();
         message(
@@ -717,7 +749,7 @@ impl Fti {
             return None;
         }
         let mut head = [0u8; ftiff::raw::fb::SIZE];
-        let file = File::open(&found.path).ok()?;
+        let file = ftiff::open_regular(&found.path).ok()?;
         std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).ok()?;
         let fb = ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()?;
         (fb == base.fb).then_some((found.path, base))
@@ -1248,6 +1280,8 @@ impl Fti {
             self.cfg.restart_id = None;
         }
         self.last = Some(info.clone());
+        // The config already names this execution for a restart.
+        self.restart_record_pending = false;
         self.status = Status::Recovered(info.clone());
         message(
             &self.cfg,
@@ -1338,10 +1372,11 @@ impl Fti {
         }
         self.restart = None;
         store::remove_rank_files(&self.dirs, false)?;
-        // Every rank is done with the run's directories before the meta directory goes.
+        // Every rank is done with the run's directories before the meta directory goes: only
+        // the file the runtime wrote there, then the directory if nothing else is in it.
         self.comm.barrier();
         if self.cfg.rank == 0 {
-            remove_dir_all(&self.dirs.meta)?;
+            store::remove_meta_files(&self.dirs)?;
         }
         self.record_in_config(0)
     }
@@ -1352,7 +1387,13 @@ impl Fti {
             return Ok(());
         }
         if let Some(path) = &self.cfg.path {
-            config::record_restart(path, failure, &self.exec_id)?;
+            config::record_restart(path, failure, &self.exec_id).map_err(|err| {
+                Error::RestartRecord {
+                    path: path.clone(),
+                    exec_id: self.exec_id.clone(),
+                    err: Box::new(err),
+                }
+            })?;
         }
         self.cfg.failure = Some(failure);
         Ok(())
@@ -1472,11 +1513,54 @@ fn found_info(found: &Found, ckpt: &Checkpoint) -> CheckpointInfo {
     }
 }
 
-fn remove_dir_all(dir: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
-        _ => Ok(()),
+/// Refuses to restart execution `exec_id` with a different number of ranks than wrote it
+/// (collective: every rank reaches the same verdict). The checkpoint's rank count comes from
+/// the nodes `Topology.fti` lists and the highest rank any file of the execution names: one
+/// process may hold a lost node's files nowhere, so a count below the listed nodes' is
+/// completed to full nodes. A process acting alone as one rank of a larger run (a one-rank
+/// comm with `rank >= nranks`) is not checked.
+fn check_rank_count(cfg: &Config, exec_id: &str, comm: &dyn Comm) -> Result<()> {
+    if cfg.rank >= cfg.nranks {
+        return Ok(());
     }
+    let dirs = Dirs::new(cfg, exec_id);
+    let mut roots = vec![dirs.local.clone(), dirs.global.clone()];
+    if cfg.local_test {
+        // Every node directory of the shared ckpt_dir, not only this rank's.
+        if let Ok(entries) = std::fs::read_dir(&cfg.ckpt_dir) {
+            roots.extend(
+                entries
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                    .map(|e| e.path().join(exec_id)),
+            );
+        }
+    }
+    let highest = store::highest_rank(&roots).map_or(0, |r| u64::from(r) + 1);
+    let nodes = store::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
+    let max = |all: Vec<u64>| all.into_iter().max().unwrap_or(0);
+    let (highest, nodes) = (
+        max(levels::gather_u64(comm, highest)),
+        max(levels::gather_u64(comm, nodes)),
+    );
+    let node_size = u64::from(cfg.node_size.max(1));
+    let checkpoint = match (highest, nodes) {
+        (0, 0) => return Ok(()),
+        (h, 0) => h,
+        // The files name a rank of the last listed node: that is the count.
+        (h, n) if h > (n - 1) * node_size => h,
+        // The last node's files are not visible here (lost): full nodes.
+        (_, n) => n * node_size,
+    };
+    let run = u64::from(cfg.nranks);
+    if checkpoint == run {
+        return Ok(());
+    }
+    Err(Error::RankCount {
+        exec_id: exec_id.to_owned(),
+        checkpoint: u32::try_from(checkpoint).unwrap_or(u32::MAX),
+        run: cfg.nranks,
+    })
 }
 
 /// The newest execution directory (ids sort by time) with a checkpoint of this rank.
@@ -1551,6 +1635,33 @@ pub fn format_utc(ns: i64) -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+/// A new execution id, agreed by every rank (collective): rank 0's clock
+/// (`YYYY-MM-DD_HH-MM-SS`), with `-1`, `-2`, ... appended while any rank already has a
+/// directory of that name, so that a fresh run never writes into an earlier execution's files
+/// (two runs started in the same second, or a restart that could not recover).
+fn fresh_exec_id(cfg: &Config, comm: &dyn Comm) -> String {
+    let base = String::from_utf8(comm.broadcast(new_exec_id().as_bytes())).unwrap_or_default();
+    let mut n = 0u64;
+    loop {
+        let id = if n == 0 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let dirs = Dirs::new(cfg, &id);
+        let taken = [&dirs.local, &dirs.global, &dirs.meta]
+            .iter()
+            .any(|d| d.symlink_metadata().is_ok());
+        if levels::gather_u64(comm, u64::from(taken))
+            .iter()
+            .all(|&t| t == 0)
+        {
+            return id;
+        }
+        n += 1;
+    }
 }
 
 /// `YYYY-MM-DD_HH-MM-SS` of now, in UTC.

@@ -95,8 +95,26 @@ fn parse_name(name: &str, kind: &str) -> Option<(i32, u32)> {
 
 /// This rank's files named `Ckpt<id><kind><r>.fti` in the directories and archives of
 /// `levels`, newest first: by id, then in FTI's level order, then `lK/` before its archive.
+/// Entries that are not regular files (a FIFO, a directory) are left out: see [`irregular`].
 fn scan(dirs: &Dirs, levels: &[Level], kind: &str) -> Vec<Found> {
     let mut found = Vec::new();
+    scan_into(dirs, levels, kind, &mut |f, regular| {
+        if regular {
+            found.push(f);
+        }
+    });
+    found.sort_by(|a, b| {
+        b.id.cmp(&a.id)
+            .then(a.level.cmp(&b.level))
+            .then(a.archived.cmp(&b.archived))
+    });
+    found
+}
+
+/// Calls `each` with every entry of this rank named `Ckpt<id><kind><r>.fti` in the level
+/// and archive directories of `levels`, and whether it is a regular file (symbolic links
+/// followed; `stat` never blocks, even on a FIFO).
+fn scan_into(dirs: &Dirs, levels: &[Level], kind: &str, each: &mut dyn FnMut(Found, bool)) {
     for &level in levels {
         for (dir, archived) in [
             (dirs.level_dir(level), false),
@@ -108,22 +126,38 @@ fn scan(dirs: &Dirs, levels: &[Level], kind: &str) -> Vec<Found> {
             for entry in entries.flatten() {
                 let parsed = parse_name(&entry.file_name().to_string_lossy(), kind);
                 if let Some((id, _)) = parsed.filter(|&(_, rank)| rank == dirs.rank) {
-                    found.push(Found {
-                        path: entry.path(),
+                    let path = entry.path();
+                    let regular = fs::metadata(&path).is_ok_and(|m| m.is_file());
+                    let found = Found {
+                        path,
                         id,
                         level,
                         archived,
-                    });
+                    };
+                    each(found, regular);
                 }
             }
         }
     }
-    found.sort_by(|a, b| {
-        b.id.cmp(&a.id)
-            .then(a.level.cmp(&b.level))
-            .then(a.archived.cmp(&b.archived))
-    });
-    found
+}
+
+/// This rank's entries named like checkpoint files, partner copies or `RSed` files that are
+/// not regular files: the scans leave them out, the restart warns about them.
+pub fn irregular(dirs: &Dirs) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (levels, kind) in [
+        (&Level::ALL[..], "-Rank"),
+        (&[Level::L2][..], "-Pcof"),
+        (&[Level::L3][..], "-RSed"),
+    ] {
+        scan_into(dirs, levels, kind, &mut |f, regular| {
+            if !regular {
+                out.push(f.path);
+            }
+        });
+    }
+    out.sort();
+    out
 }
 
 /// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
@@ -496,6 +530,69 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
     Ok(())
 }
 
+/// The highest rank named by a checkpoint file, partner copy or `RSed` file (any rank's) in
+/// the level and archive directories of the execution directories `roots`.
+pub fn highest_rank(roots: &[PathBuf]) -> Option<u32> {
+    let mut highest = None;
+    for root in roots {
+        for level in Level::ALL {
+            let n = level.number();
+            for dir in [
+                root.join(format!("l{n}")),
+                root.join(format!("l{n}_archive")),
+            ] {
+                let Ok(entries) = fs::read_dir(&dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if let Some((_, rank)) =
+                        parse_file_name(&name).or_else(|| parse_copy_name(&name))
+                    {
+                        highest = highest.max(Some(rank));
+                    }
+                }
+            }
+        }
+    }
+    highest
+}
+
+/// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
+/// name>`), if the file can be read.
+pub fn topology_nodes(path: &Path) -> Option<u32> {
+    let text = fs::read_to_string(path).ok()?;
+    let mut in_topology = false;
+    let mut nodes = None;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_topology = line.eq_ignore_ascii_case("[topology]");
+        } else if in_topology {
+            let index = line
+                .split_once('=')
+                .and_then(|(k, _)| k.trim().parse::<u32>().ok());
+            if let Some(i) = index {
+                nodes = nodes.max(Some(i.saturating_add(1)));
+            }
+        }
+    }
+    nodes
+}
+
+/// The runtime's files in the run's meta directory: `Topology.fti`, and the temporary file it
+/// is written through.
+const META_FILES: [&str; 2] = ["Topology.fti", ".Topology.fti.tmp"];
+
+/// Removes the runtime's files from the run's meta directory, then the directory if it is
+/// empty. Nothing else in it is touched: it is never removed recursively.
+pub fn remove_meta_files(dirs: &Dirs) -> Result<()> {
+    for name in META_FILES {
+        remove(&dirs.meta.join(name))?;
+    }
+    let _ = fs::remove_dir(&dirs.meta);
+    Ok(())
+}
+
 /// Replaces a small file atomically: temporary file beside it, fsync, rename, fsync of the
 /// directory.
 pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -643,9 +740,20 @@ fn level_of_dir(dir: &Path) -> (Option<Level>, bool) {
     (level, archived && level.is_some())
 }
 
+/// What [`list_tree`] found below a directory.
+#[derive(Debug, Default)]
+pub struct Tree {
+    /// Every checkpoint file, sorted by rank, id, level.
+    pub files: Vec<Listed>,
+    /// Entries named like checkpoint files that are not regular files (a FIFO, a
+    /// directory): never opened, listed so that the user can be told.
+    pub not_regular: Vec<PathBuf>,
+}
+
 /// Every `Ckpt<id>-Rank<r>.fti` below `root`, sorted by rank, id, level.
-pub fn list_tree(root: &Path) -> Result<Vec<Listed>> {
+pub fn list_tree(root: &Path) -> Result<Tree> {
     let mut out = Vec::new();
+    let mut not_regular = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
         let entries = fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
@@ -660,8 +768,16 @@ pub fn list_tree(root: &Path) -> Result<Vec<Listed>> {
             let Some((id, rank)) = parse_file_name(&entry.file_name().to_string_lossy()) else {
                 continue;
             };
+            // `stat` follows symbolic links and never blocks, even on a FIFO.
+            let meta = match fs::metadata(&path) {
+                Ok(m) if m.is_file() => m,
+                _ => {
+                    not_regular.push(path);
+                    continue;
+                }
+            };
             let (level, archived) = level_of_dir(&dir);
-            let size = entry.metadata().map_err(|e| Error::io(&path, e))?.len();
+            let size = meta.len();
             let timestamp = read_fb(&path).map(|fb| fb.timestamp);
             out.push(Listed {
                 path,
@@ -677,12 +793,16 @@ pub fn list_tree(root: &Path) -> Result<Vec<Listed>> {
     out.sort_by(|a, b| {
         (a.rank, a.id, a.level, a.archived).cmp(&(b.rank, b.id, b.level, b.archived))
     });
-    Ok(out)
+    not_regular.sort();
+    Ok(Tree {
+        files: out,
+        not_regular,
+    })
 }
 
 fn read_fb(path: &Path) -> Option<ftiff::raw::FileBlock> {
     let mut head = [0u8; ftiff::raw::fb::SIZE];
-    let mut file = File::open(path).ok()?;
+    let mut file = ftiff::open_regular(path).ok()?;
     std::io::Read::read_exact(&mut file, &mut head).ok()?;
     ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()
 }
@@ -690,7 +810,7 @@ fn read_fb(path: &Path) -> Option<ftiff::raw::FileBlock> {
 /// Deletes archived checkpoints so that at most `keep` checkpoints per rank and level remain
 /// (the one in `lK/`, which FTI reads, is never deleted). Returns the deleted files.
 pub fn prune_tree(root: &Path, keep: usize) -> Result<Vec<PathBuf>> {
-    let listed = list_tree(root)?;
+    let listed = list_tree(root)?.files;
     let mut deleted = Vec::new();
     let mut groups: std::collections::BTreeMap<(u32, Option<Level>, PathBuf), Vec<&Listed>> =
         Default::default();

@@ -117,20 +117,30 @@ fn failed_or_abandoned_incremental_checkpoint_leaves_no_file() {
 fn finalize_leaves_other_ranks_files_alone() {
     let root = tempfile::tempdir().unwrap();
     let base = Config {
-        exec_id: Some("E".into()),
-        failure: Some(1),
+        failure: Some(0),
         node_size: 2,
         ..config(root.path())
     };
-    let mut ranks: Vec<Fti> = (0..2)
-        .map(|rank| {
-            Fti::init(Config {
-                rank,
-                ..base.clone()
+    // Two one-rank runtimes stand for the two ranks of a run: they share an execution id when
+    // started within the same second, rank 1 first (rank 0 writes Topology.fti at init, which
+    // makes the id taken for a later fresh run).
+    let mut ranks: Vec<Fti> = loop {
+        let mut ranks: Vec<Fti> = (0..2)
+            .rev()
+            .map(|rank| {
+                Fti::init(Config {
+                    rank,
+                    ..base.clone()
+                })
+                .unwrap()
             })
-            .unwrap()
-        })
-        .collect();
+            .collect();
+        ranks.reverse();
+        if ranks[0].exec_id() == ranks[1].exec_id() {
+            break ranks;
+        }
+    };
+    let e = ranks[0].exec_id().to_owned();
     for (rank, fti) in ranks.iter_mut().enumerate() {
         let mut x = rank as u8;
         fti.checkpoint(1, Level::L4, &[Var::new(0, &mut x)])
@@ -140,18 +150,13 @@ fn finalize_leaves_other_ranks_files_alone() {
     }
     let rank1 = ranks.pop().unwrap();
     ranks.pop().unwrap().finalize().unwrap();
-    assert!(root.path().join("Global/E/l4/Ckpt1-Rank1.fti").is_file());
-    assert!(root
-        .path()
-        .join("Local/node0/E/l1/Ckpt2-Rank1.fti")
-        .is_file());
-    assert!(!root
-        .path()
-        .join("Local/node0/E/l1/Ckpt2-Rank0.fti")
-        .exists());
+    let at = |p: String| root.path().join(p);
+    assert!(at(format!("Global/{e}/l4/Ckpt1-Rank1.fti")).is_file());
+    assert!(at(format!("Local/node0/{e}/l1/Ckpt2-Rank1.fti")).is_file());
+    assert!(!at(format!("Local/node0/{e}/l1/Ckpt2-Rank0.fti")).exists());
     rank1.finalize().unwrap();
-    assert!(!root.path().join("Global/E").exists());
-    assert!(!root.path().join("Local/node0/E").exists());
+    assert!(!at(format!("Global/{e}")).exists());
+    assert!(!at(format!("Local/node0/{e}")).exists());
 }
 
 /// With `inline_l4 = 0` the L1 file stays an L1 checkpoint after its L4 copy, so differential

@@ -36,7 +36,9 @@ fn fti_tree(vector: &str, step: &str, rank: u32) -> (tempfile::TempDir, Config) 
     let path = dir.path().join("config.fti");
     std::fs::write(&path, text).unwrap();
     let mut cfg = Config::from_file(&path).unwrap();
+    // One process acts as one rank of FTI's 4-rank run.
     cfg.rank = rank;
+    cfg.nranks = 4;
     cfg.verbosity = 3;
     (dir, cfg)
 }

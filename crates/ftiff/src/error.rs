@@ -87,6 +87,13 @@ pub enum ErrorKind {
         /// Number of extra bytes.
         extra: u64,
     },
+    /// The path names a FIFO, socket, device or directory, not a checkpoint file. It is
+    /// refused before any read, so that a FIFO cannot block the reader.
+    #[error("not a regular file (a {what})")]
+    NotRegularFile {
+        /// What it is: `FIFO`, `socket`, `directory`, `character device`, `block device`.
+        what: &'static str,
+    },
     /// The planner was given variables that do not continue the previous layout.
     #[error("variable at protect position {idx}: {what}")]
     Plan {

@@ -34,7 +34,7 @@ pub mod write;
 pub use blocks::{BlockHash, Blocking, Integrity};
 pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
-pub use read::{Checkpoint, ChunkRecord, MappedFile, VarInfo};
+pub use read::{open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::{is_rsed_name, RsedFile};
 pub use write::{
     update_file, write_file, write_file_with_progress, write_path, BlockTable, Incremental,

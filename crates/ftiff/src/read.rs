@@ -764,6 +764,40 @@ fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Resu
     })
 }
 
+/// Opens `path` for reading if it is a regular file (symbolic links followed), and refuses
+/// anything else with [`ErrorKind::NotRegularFile`]. The open does not block: a FIFO named like
+/// a checkpoint would otherwise hang the reader until a writer appears. `O_NONBLOCK` has no
+/// effect on reads of a regular file.
+pub fn open_regular(path: &Path) -> Result<File> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::from(e).with_path(path))?;
+    let kind = file
+        .metadata()
+        .map_err(|e| Error::from(e).with_path(path))?
+        .file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_socket() {
+        "socket"
+    } else if kind.is_dir() {
+        "directory"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else {
+        "special file"
+    };
+    Err(Error::new(ErrorKind::NotRegularFile { what }).with_path(path))
+}
+
 /// A read-only memory map of a checkpoint file.
 #[derive(Debug)]
 pub struct MappedFile {
@@ -773,16 +807,12 @@ pub struct MappedFile {
 }
 
 impl MappedFile {
-    /// Maps `path` read-only.
+    /// Maps `path` read-only. Anything but a regular file is refused (see [`open_regular`]).
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::from(e).with_path(path))?;
+        let file = open_regular(path)?;
         let meta = file
             .metadata()
             .map_err(|e| Error::from(e).with_path(path))?;
-        if !meta.is_file() {
-            let e = std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file");
-            return Err(Error::from(e).with_path(path));
-        }
         let map = if meta.len() == 0 {
             None
         } else {
