@@ -70,10 +70,16 @@ enum Command {
     },
     /// Write the current bytes of a variable (all its chunks, reassembled in order).
     ///
-    /// Each chunk's MD5 is checked while copying; a mismatch is an error.
+    /// The whole file is verified first, as `verify` does (a variable's id and length are
+    /// covered only by the file checksum): a file with any problem is refused, exit 1.
+    /// `-o -` writes the bytes to stdout.
     Extract {
         /// The checkpoint file.
         file: PathBuf,
+        /// Skip the verification (faster on large files). The bytes written may then be
+        /// another variable's, cut, or corrupt, without an error: a warning says so.
+        #[arg(long)]
+        no_verify: bool,
         /// Id of the variable (the id given to FTI_Protect).
         #[arg(
             long,
@@ -82,7 +88,7 @@ enum Command {
             allow_negative_numbers = true
         )]
         id: Option<i32>,
-        /// Output file for `--id`.
+        /// Output file for `--id` (`-` for stdout).
         #[arg(short, long)]
         output: Option<PathBuf>,
         /// Write every variable as `DIR/var-<id>.bin` instead.
@@ -91,11 +97,19 @@ enum Command {
     },
     /// Compare two checkpoints variable by variable: unchanged, changed (which chunks),
     /// resized, added or removed.
+    ///
+    /// Both files are verified first. Exits 0 when every variable is unchanged, 1 when any is
+    /// changed, resized, added or removed, 2 on any error (a file that does not verify
+    /// included), as `diff` and `cmp` do.
     Diff {
         /// The older checkpoint.
         a: PathBuf,
         /// The newer checkpoint.
         b: PathBuf,
+        /// Skip the verification of both files (faster on large files; a warning says the
+        /// comparison may then be wrong).
+        #[arg(long)]
+        no_verify: bool,
     },
     /// List every checkpoint file (`Ckpt<id>-Rank<r>.fti`) below a directory: rank, id, level
     /// (from the `lK` or `lK_archive` directory), time written (UTC), size, and whether it
@@ -242,11 +256,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Verify { files, kind, quiet } => verify(&files, kind, quiet),
         Command::Extract {
             file,
+            no_verify,
             id,
             output,
             all,
-        } => extract(&file, id, output.as_deref(), all.as_deref()),
-        Command::Diff { a, b } => diff(&a, &b),
+        } => extract(&file, !no_verify, id, output.as_deref(), all.as_deref()),
+        Command::Diff { a, b, no_verify } => Ok(match diff(&a, &b, !no_verify) {
+            Ok(code) => code,
+            Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("fti: {err:#}");
+                ExitCode::from(2)
+            }
+        }),
         Command::List { dir, no_verify } => list(&dir, !no_verify),
         Command::Prune { dir, keep } => prune(&dir, keep),
         Command::Heatdis { demo, crash_at } => heatdis(&demo, crash_at),
@@ -271,8 +293,23 @@ fn is_rsed(path: &Path, kind: Kind) -> bool {
     }
 }
 
-fn open(path: &Path) -> Result<(Checkpoint, MappedFile)> {
-    Ok(Checkpoint::open(path)?)
+/// Opens a checkpoint whose variable bytes are about to be used: verified in full (with a
+/// progress bar for large files) unless `verify` is off, which is said loudly.
+fn open(path: &Path, verify: bool) -> Result<(Checkpoint, MappedFile)> {
+    if !verify {
+        eprintln!(
+            "fti: warning: {}: not verified (--no-verify): the bytes used may be another variable's, cut or corrupt",
+            path.display()
+        );
+        return Ok(Checkpoint::open(path)?);
+    }
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let bar = progress_bar(path, len);
+    let opened = Checkpoint::open_verified(path, &|done| bar.set_position(done));
+    bar.finish_and_clear();
+    Ok(opened.context(
+        "the file does not verify; nothing was read from it (fti verify lists every problem)",
+    )?)
 }
 
 fn inspect(path: &Path, format: Format, kind: Kind) -> Result<ExitCode> {
@@ -366,11 +403,12 @@ fn progress_bar(path: &Path, len: u64) -> indicatif::ProgressBar {
 
 fn extract(
     path: &Path,
+    verify: bool,
     id: Option<i32>,
     output: Option<&Path>,
     all: Option<&Path>,
 ) -> Result<ExitCode> {
-    let (ckpt, map) = open(path)?;
+    let (ckpt, map) = open(path, verify)?;
     if ckpt.trailing > 0 {
         eprintln!(
             "fti: warning: {}: {} byte(s) after the end given by FB.fs are ignored (FTI 1.1 ignores them too)",
@@ -382,6 +420,9 @@ fn extract(
         let data = ckpt
             .read_var(map.bytes(), id)
             .map_err(|e| e.with_path(path))?;
+        if out == Path::new("-") {
+            return Ok(std::io::stdout().lock().write_all(&data)?);
+        }
         std::fs::write(out, data).with_context(|| format!("writing {}", out.display()))
     };
     match (id, output, all) {
@@ -397,13 +438,15 @@ fn extract(
     Ok(ExitCode::SUCCESS)
 }
 
-fn diff(a: &Path, b: &Path) -> Result<ExitCode> {
-    let (ca, ma) = open(a)?;
-    let (cb, mb) = open(b)?;
+fn diff(a: &Path, b: &Path, verify: bool) -> Result<ExitCode> {
+    let (ca, ma) = open(a, verify)?;
+    let (cb, mb) = open(b, verify)?;
+    let mut same = true;
     let changes = ftiff::diff::diff(&ca, ma.bytes(), &cb, mb.bytes())
         .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
     let mut stdout = std::io::stdout().lock();
     for d in changes {
+        same &= matches!(d.change, Change::Unchanged { .. });
         let line = match d.change {
             Change::Unchanged { size } => format!("unchanged ({size} bytes)"),
             Change::Changed { size, chunks } => {
@@ -419,7 +462,11 @@ fn diff(a: &Path, b: &Path) -> Result<ExitCode> {
         };
         writeln!(stdout, "id {}: {line}", d.id)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if same {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn list(dir: &Path, verify: bool) -> Result<ExitCode> {

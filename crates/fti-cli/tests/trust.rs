@@ -76,3 +76,81 @@ fn a_fifo_named_like_a_checkpoint_is_reported_not_read() {
     assert!(stdout.contains("Ckpt1-Rank1.fti"), "{stdout}");
     assert!(!stdout.contains("Ckpt2-Rank0.fti"), "{stdout}");
 }
+
+/// A checkpoint of two variables of the same size (ids 1 and 2, bytes 1 and 2), written by
+/// the library, and the same file with a lie in its metadata: the two `VMD.id`s swapped, or
+/// variable 1's `VMD.chunksize` set to 0. Only the file checksum covers those fields.
+fn two_vars(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let layout = ftiff::Layout::plan(
+        None,
+        &[
+            ftiff::VarSize { id: 1, size: 4096 },
+            ftiff::VarSize { id: 2, size: 4096 },
+        ],
+    )
+    .unwrap();
+    let (a, b) = (vec![1u8; 4096], vec![2u8; 4096]);
+    let good = dir.join("Ckpt1-Rank0.fti");
+    let file = std::fs::File::create(&good).unwrap();
+    ftiff::write_file(&file, &layout, &[&a, &b], &ftiff::WriteOptions::default()).unwrap();
+    let bytes = std::fs::read(&good).unwrap();
+    let (v0, v1) = (96 + 12, 96 + 12 + 64);
+    let mut swapped = bytes.clone();
+    swapped.copy_within(v1..v1 + 4, v0);
+    swapped[v1..v1 + 4].copy_from_slice(&bytes[v0..v0 + 4]);
+    let mut cut = bytes.clone();
+    cut[v0 + 36..v0 + 44].fill(0);
+    let (s, c) = (dir.join("swapped.fti"), dir.join("cut.fti"));
+    std::fs::write(&s, swapped).unwrap();
+    std::fs::write(&c, cut).unwrap();
+    (good, s, c)
+}
+
+#[test]
+fn extract_refuses_a_file_that_does_not_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, swapped, cut) = two_vars(dir.path());
+    for bad in [&swapped, &cut] {
+        let out_file = dir.path().join("v1.bin");
+        let out = fti(args!["extract", bad, "--id", "1", "-o", out_file]);
+        assert_eq!(out.status.code(), Some(1), "{}", bad.display());
+        assert!(
+            text(&out.stderr).contains("does not verify"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(!out_file.exists(), "{}: bytes were written", bad.display());
+        let out = fti(args!["extract", bad, "--all", dir.path().join("all")]);
+        assert_eq!(out.status.code(), Some(1));
+        // Skipping the check is possible, and said.
+        let out = fti(args!["extract", bad, "--no-verify", "--id", "2", "-o", "-"]);
+        assert!(
+            text(&out.stderr).contains("not verified"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    // `-o -` writes the variable to stdout.
+    let out = fti(args!["extract", good, "--id", "2", "-o", "-"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(out.stdout, vec![2u8; 4096]);
+}
+
+#[test]
+fn diff_exit_codes_and_verification() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, swapped, cut) = two_vars(dir.path());
+    let out = fti(args!["diff", good, good]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("id 1: unchanged"));
+    let out = fti(args!["diff", seed(1), seed(2)]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    for bad in [&swapped, &cut] {
+        let out = fti(args!["diff", good, bad]);
+        assert_eq!(out.status.code(), Some(2), "{}", bad.display());
+        assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("does not verify"));
+    }
+    let out = fti(args!["diff", good, dir.path().join("missing.fti")]);
+    assert_eq!(out.status.code(), Some(2));
+}

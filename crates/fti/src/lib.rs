@@ -44,7 +44,7 @@ mod trace;
 mod var;
 
 pub use comm::{Comm, SelfComm, Threads};
-pub use config::{record_restart, Config, Level};
+pub use config::{check_exec_id, record_restart, Config, Level};
 pub use error::{Error, Result};
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Snapshot, Status};
 pub use var::Var;

@@ -103,6 +103,8 @@ pub struct Fti {
     node_names: Vec<String>,
     /// How the restart's checkpoint was obtained, for the user.
     recovery_note: Option<String>,
+    /// The last checkpoint file verified in full for single-variable recovery.
+    verified: Option<VerifiedFile>,
     /// The config file does not yet say `failure = 1` for this execution (a fresh run
     /// before its first checkpoint was recorded).
     restart_record_pending: bool,
@@ -237,6 +239,7 @@ impl Fti {
             node_names,
             recovery_note: None,
             restart_record_pending: true,
+            verified: None,
             bg_comm,
             bg_job: None,
             cfg,
@@ -1228,11 +1231,11 @@ impl Fti {
     }
 
     /// Recovers one variable from the newest checkpoint of this run (or the one with id
-    /// `ckpt_id`) that holds it intact, in any level or archive, without reading the other
-    /// variables. The file checksum covers every byte, so it cannot be checked without reading
-    /// everything: instead the file block's self-hash (`myHash`), the structure and the
-    /// variable's own chunk hashes are checked. Works in any run state and leaves the status
-    /// alone.
+    /// `ckpt_id`) that holds it intact, in any level or archive. The whole file is verified
+    /// first (every hash, as at restart): `VMD.id` and `VMD.chunksize` are covered only by the
+    /// file checksum, so checking the variable's own chunks could return another variable's
+    /// bytes or a cut one. The last file verified is kept, so recovering several variables of
+    /// one checkpoint reads it once. Works in any run state and leaves the status alone.
     pub fn recover_var_from(
         &mut self,
         ckpt_id: Option<i32>,
@@ -1244,7 +1247,7 @@ impl Fti {
             if ckpt_id.is_some_and(|id| id != found.id) {
                 continue;
             }
-            match read_one_var(&found, var) {
+            match self.read_one_var(&found, var) {
                 Ok(info) => return Ok(info),
                 Err(e) => tried.push(format!("checkpoint {} at {}: {e}", found.id, found.level)),
             }
@@ -1253,6 +1256,34 @@ impl Fti {
             rank: self.cfg.rank,
             tried,
         })
+    }
+
+    /// Reads one variable from a candidate file verified in full by this process (now, or
+    /// earlier if the file has not changed since).
+    fn read_one_var(&mut self, found: &Found, var: &mut Var<'_>) -> Result<CheckpointInfo> {
+        let key = FileKey::of(&found.path);
+        let cached = self
+            .verified
+            .as_ref()
+            .is_some_and(|v| Some(&v.key) == key.as_ref());
+        if !cached {
+            self.verified = None;
+            let file = open_verified(found, &|_| {})
+                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            self.verified = key.map(|key| VerifiedFile { key, file });
+        }
+        let Some(v) = &self.verified else {
+            return Err(Error::Io {
+                path: found.path.clone(),
+                err: std::io::Error::other("the file changed while it was read"),
+            });
+        };
+        matching_var(&v.file.ckpt, var)?;
+        v.file
+            .ckpt
+            .copy_var_into(v.file.map.bytes(), var.id, var.bytes)
+            .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+        Ok(found_info(found, &v.file.ckpt))
     }
 
     fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
@@ -1459,33 +1490,43 @@ fn open_verified(
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<Restart, ftiff::Error> {
-    let (ckpt, map) = Checkpoint::open(&found.path)?;
-    let problems = ckpt.verify(map.bytes(), progress);
-    if let Some(first) = problems
-        .into_iter()
-        .find(|p| !matches!(p.kind(), ftiff::ErrorKind::TrailingBytes { .. }))
-    {
-        return Err(first.with_path(&found.path));
-    }
+    let (ckpt, map) = Checkpoint::open_verified(&found.path, progress)?;
     let info = found_info(found, &ckpt);
     Ok(Restart { info, ckpt, map })
 }
 
-/// Reads one variable from a candidate file: structure, `myHash`, then its chunks with their
-/// hashes.
-fn read_one_var(found: &Found, var: &mut Var<'_>) -> Result<CheckpointInfo> {
-    let (ckpt, map) = Checkpoint::open(&found.path)?;
-    let my_hash = ftiff::hash::my_hash(&ckpt.fb);
-    if my_hash != ckpt.fb.my_hash {
-        return Err(Error::Variable {
-            id: var.id,
-            what: "the file block's myHash does not match".into(),
-        });
+/// What identifies the content of a file on disk between two looks: a file replaced, moved
+/// back or rewritten since has another inode, size or modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileKey {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileKey {
+    fn of(path: &Path) -> Option<FileKey> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path).ok()?;
+        Some(FileKey {
+            path: path.to_path_buf(),
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
     }
-    matching_var(&ckpt, var)?;
-    ckpt.read_var_into(map.bytes(), var.id, var.bytes)
-        .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-    Ok(found_info(found, &ckpt))
+}
+
+/// A checkpoint file verified in full by this process, kept for single-variable recovery:
+/// recovering the variables of one checkpoint one by one reads the file once.
+struct VerifiedFile {
+    key: FileKey,
+    file: Restart,
 }
 
 /// The protected (not removed) variable of `ckpt` with `var`'s id and size.

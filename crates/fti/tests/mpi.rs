@@ -300,3 +300,49 @@ fn rank_killed_during_background_post_processing_leaves_a_recoverable_checkpoint
         );
     }
 }
+
+/// Every file below `dir` with its bytes.
+fn files_below(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A 4-rank checkpoint restarted on 2 or 8 ranks: init fails on every rank naming both
+/// counts, and nothing is written.
+#[test]
+fn restart_on_another_number_of_ranks_fails_on_every_rank() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    let exec = exec_of(&run(4, &["write", r, "2", "2"]));
+    let before = files_below(root.path());
+    for np in [2, 8] {
+        let out = mpirun(np, &["recover", r, "2", &exec]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{np} ranks restarted:\n{err}");
+        for rank in 0..np {
+            assert!(
+                err.contains(&format!(
+                    "rank {rank}: execution {exec} was checkpointed by 4 ranks, this run has {np}"
+                )),
+                "{np} ranks, rank {rank}:\n{err}"
+            );
+        }
+        assert!(
+            files_below(root.path()) == before,
+            "{np} ranks wrote something"
+        );
+    }
+    let lines = recovered(&run(4, &["recover", r, "2", &exec]), 4);
+    assert!(lines.iter().all(|l| l.contains(" 2 L2 ")), "{lines:?}");
+}

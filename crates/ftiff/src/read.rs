@@ -182,6 +182,27 @@ impl Checkpoint {
         Ok((ckpt, map))
     }
 
+    /// Parses and verifies the file at `path` ([`Checkpoint::verify`]: every hash, the zero
+    /// fill): the way to read variable bytes that can be trusted. `VMD.id` and
+    /// `VMD.chunksize` are covered by the file checksum only, so a variable's own chunk hashes
+    /// cannot tell that its record was swapped or cut. Bytes after `FB.fs` are not an error
+    /// here (FTI ignores them; [`Checkpoint::trailing`] counts them). Returns the first
+    /// problem otherwise.
+    pub fn open_verified(
+        path: &Path,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<(Self, MappedFile)> {
+        let (ckpt, map) = Checkpoint::open(path)?;
+        let first = ckpt
+            .verify(map.bytes(), progress)
+            .into_iter()
+            .find(|p| !matches!(p.kind(), ErrorKind::TrailingBytes { .. }));
+        match first {
+            Some(problem) => Err(problem.with_path(path)),
+            None => Ok((ckpt, map)),
+        }
+    }
+
     /// The file's structure.
     pub fn layout(&self) -> Layout {
         let mut offset = fb::SIZE as u64;

@@ -134,3 +134,64 @@ fn four_ranks_killed_lose_a_node_and_recover_at_l2_l3_l4() {
         assert_eq!(util::restart_keys(&cfg).0, 0);
     }
 }
+
+/// Every file below `dir` with its bytes.
+fn files_below(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                out.push((e.path(), std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A 4-rank run killed after its checkpoints, restarted with the same config on 2 or 8 ranks:
+/// `FTI_Init` returns `FTI_NSCS` on every rank, names both counts, and nothing is written (the
+/// config file included); on 4 ranks it then restarts.
+#[test]
+fn a_restart_on_another_number_of_ranks_fails_fti_init_everywhere() {
+    let exe = util::compile("crash", Link::Shared);
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = util::config(dir.path(), "group_size = 2");
+    let cfg_arg = cfg.to_str().unwrap();
+    let out = util::mpirun(4, &exe, &["write", cfg_arg, "2", "die"], dir.path());
+    assert!(!out.status.success(), "every rank kills itself");
+    let before = files_below(dir.path());
+    for np in [2, 8] {
+        let out = util::mpirun(np, &exe, &["restart", cfg_arg, "2"], dir.path());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let results = util::results(&stdout);
+        for rank in 0..np {
+            assert!(
+                results
+                    .iter()
+                    .any(|l| l.starts_with(&format!("rank {rank} init -1 "))),
+                "{np} ranks, rank {rank}: {stdout}\n{stderr}"
+            );
+        }
+        assert!(
+            stderr.contains("was checkpointed by 4 ranks, this run has"),
+            "{stderr}"
+        );
+        assert!(
+            files_below(dir.path()) == before,
+            "{np} ranks wrote something"
+        );
+    }
+    let out = util::mpirun(4, &exe, &["restart", cfg_arg, "2"], dir.path());
+    let stdout = util::success("crash restart", &out);
+    assert!(
+        util::results(&stdout)
+            .iter()
+            .any(|l| l.starts_with("rank 0 init 0 status 1 recover 0 holds checkpoint 3 1")),
+        "{stdout}"
+    );
+}

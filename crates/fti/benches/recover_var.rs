@@ -1,0 +1,77 @@
+//! Single-variable recovery (`Fti::recover_var_from`, FTI's `FTI_RecoverVar` outside a
+//! restart), which verifies the whole file before handing back any byte: one variable of a
+//! checkpoint of four, then all four one by one (the verified file is kept, so the file is
+//! read once), against one MD5 pass over the same bytes and a copy of the one variable
+//! (memcpy), measured in the same run, warm page cache.
+//!
+//! `cargo bench -p fti --bench recover_var [-- SIZE_MIB [DIR [REPEATS]]]`
+
+mod common;
+
+use common::time;
+use fti::{Config, Fti, Level, Var};
+
+fn main() {
+    let common::Args { mib, dir, repeats } = common::args();
+    let quarter = (mib << 20) / 4;
+    let mut bufs = common::buffers(quarter, 29);
+    let root = dir.join("bench-recover-var");
+    std::fs::remove_dir_all(&root).ok();
+    let cfg = Config {
+        ckpt_dir: root.join("L"),
+        glbl_dir: root.join("G"),
+        meta_dir: root.join("M"),
+        verbosity: 3,
+        ..Config::default()
+    };
+    let mut fti = Fti::init(cfg.clone()).unwrap();
+    let vars: Vec<Var> = bufs
+        .iter_mut()
+        .enumerate()
+        .map(|(i, b)| Var::slice(i as i32, b))
+        .collect();
+    let file = fti.checkpoint(1, Level::L1, &vars).unwrap().path;
+    drop(vars);
+    let bytes = std::fs::read(&file).unwrap();
+
+    let md5 = time(repeats, || {
+        std::hint::black_box(ftiff::hash::md5(&bytes));
+    });
+    let mut out = vec![0u8; quarter];
+    let memcpy = time(repeats, || {
+        out.copy_from_slice(std::hint::black_box(&bufs[2]));
+    });
+    // A new runtime each time, so nothing verified earlier is reused.
+    let one = time(repeats, || {
+        let mut fti = Fti::init(cfg.clone()).unwrap();
+        fti.recover_var_from(Some(1), &mut Var::slice(2, &mut out))
+            .unwrap();
+    });
+    assert!(out == bufs[2]);
+    let mut back = vec![vec![0u8; quarter]; 4];
+    let all = time(repeats, || {
+        let mut fti = Fti::init(cfg.clone()).unwrap();
+        for (i, b) in back.iter_mut().enumerate() {
+            fti.recover_var_from(Some(1), &mut Var::slice(i as i32, b))
+                .unwrap();
+        }
+    });
+    assert!(back == bufs);
+    std::fs::remove_dir_all(&root).ok();
+
+    let gb = bytes.len() as f64 / 1e9;
+    println!("file {:.3} GB, 4 variables; medians of {repeats}", gb);
+    println!(
+        "one MD5 pass over the file   {md5:.3} s  ({:.2} GB/s)",
+        gb / md5
+    );
+    println!("memcpy of one variable       {memcpy:.3} s");
+    println!(
+        "recover_var_from, 1 variable {one:.3} s  = {:.2}x one MD5 pass",
+        one / md5
+    );
+    println!(
+        "recover_var_from, 4 variables {all:.3} s = {:.2}x one MD5 pass",
+        all / md5
+    );
+}
