@@ -187,7 +187,6 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
         );
         return Ok((session, FTI_NREC));
     }
-    message::info("FTI has been initialized.");
     Ok((session, FTI_SCES))
 }
 
@@ -429,10 +428,7 @@ pub extern "C" fn FTI_Finalize() -> c_int {
     let finished = fti.finalize().map_err(runtime("FTI_Finalize"));
     comms.barrier();
     match finished {
-        Ok(()) => {
-            message::info("FTI has been finalized.");
-            FTI_SCES
-        }
+        Ok(()) => FTI_SCES,
         Err(f) => report(Err(f.into())),
     }
 }
@@ -459,6 +455,10 @@ impl Session {
             d.count = count;
             d.type_id = ty.id;
             d.elem_size = ty.size;
+            message::debug(&format!(
+                "Variable ID {id} reseted. Current ckpt. size per rank is {:.2}MB.",
+                self.protected_mib()
+            ));
             return Ok(FTI_SCES);
         }
         if self.datasets.len() >= FTI_BUFS {
@@ -477,7 +477,17 @@ impl Session {
             name: format!("Dataset_{id}"),
             group: 0,
         });
+        message::info(&format!(
+            "Variable ID {id} to protect. Current ckpt. size per rank is {:.2}MB.",
+            self.protected_mib()
+        ));
         Ok(FTI_SCES)
+    }
+
+    /// The bytes protected, in MiB (FTI's "ckpt. size per rank").
+    fn protected_mib(&self) -> f64 {
+        let bytes: u64 = self.datasets.iter().map(|d| d.size() as u64).sum();
+        bytes as f64 / (1024.0 * 1024.0)
     }
 
     /// # Safety

@@ -1,9 +1,11 @@
-//! FTI's console messages: warnings and information on stdout, errors on stderr, filtered by
-//! the config's `verbosity` (1 debug, 2 information, 3 warnings only); errors always print,
-//! information only on rank 0.
+//! FTI's console messages, printed as FTI 1.1's `FTI_Print` does (the runtime's
+//! [`fti::report::FtiPrint`]): warnings and information on stdout, errors on stderr, filtered
+//! by the config's `verbosity` (1 debug, 2 information, 3 warnings only; `FTI_VERBOSITY` in the
+//! environment overrides it); errors always print, information only on rank 0.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicI32, AtomicU8, Ordering};
+
+use fti::report::{FtiPrint, Priority, Reporter};
 
 /// Everything prints until a config file says otherwise, as in FTI.
 static VERBOSITY: AtomicU8 = AtomicU8::new(1);
@@ -11,31 +13,33 @@ static RANK: AtomicI32 = AtomicI32::new(0);
 
 /// Sets the verbosity and the rank that prefixes messages.
 pub(crate) fn configure(verbosity: u8, rank: i32) {
-    VERBOSITY.store(verbosity, Ordering::Relaxed);
+    VERBOSITY.store(fti::report::verbosity(verbosity), Ordering::Relaxed);
     RANK.store(rank, Ordering::Relaxed);
 }
 
-fn shown(priority: u8) -> bool {
-    priority >= VERBOSITY.load(Ordering::Relaxed)
+fn say(priority: Priority, text: &str) {
+    if priority as u8 >= VERBOSITY.load(Ordering::Relaxed) {
+        let rank = u32::try_from(RANK.load(Ordering::Relaxed)).unwrap_or(0);
+        FtiPrint.report(priority, rank, text);
+    }
 }
 
 /// A warning (priority 3).
 pub(crate) fn warn(text: &str) {
-    if shown(3) {
-        let rank = RANK.load(Ordering::Relaxed);
-        let _ = writeln!(std::io::stdout(), "[ FTI Warning {rank:06} ] : {text}");
-    }
+    say(Priority::Warning, text);
 }
 
 /// Information (priority 2), from rank 0 only.
 pub(crate) fn info(text: &str) {
-    if shown(2) && RANK.load(Ordering::Relaxed) == 0 {
-        let _ = writeln!(std::io::stdout(), "[ FTI  Information ] : {text}");
-    }
+    say(Priority::Info, text);
+}
+
+/// Details (priority 1).
+pub(crate) fn debug(text: &str) {
+    say(Priority::Debug, text);
 }
 
 /// An error (priority 4): always printed.
 pub(crate) fn error(text: &str) {
-    let rank = RANK.load(Ordering::Relaxed);
-    let _ = writeln!(std::io::stderr(), "[ FTI Error - {rank:06} ] : {text}");
+    say(Priority::Error, text);
 }

@@ -118,8 +118,12 @@ pub struct Config {
     pub rank: u32,
     /// The file the config was read from; `failure` and `exec_id` are written back to it.
     pub path: Option<PathBuf>,
-    /// Unknown keys and ignored settings, as messages for the user.
+    /// Unknown keys, duplicated keys and settings asking for something this runtime does
+    /// not do, as messages for the user (said once, by rank 0).
     pub warnings: Vec<String>,
+    /// Remarks for the user: FTI keys the file sets that have no effect here (said once, by
+    /// rank 0, as information).
+    pub notes: Vec<String>,
 }
 
 impl Default for Config {
@@ -151,6 +155,7 @@ impl Default for Config {
             rank: 0,
             path: None,
             warnings: Vec::new(),
+            notes: Vec::new(),
         }
     }
 }
@@ -158,7 +163,12 @@ impl Default for Config {
 /// Parsed INI: section -> key -> (value, line number). Keys and sections lower-cased.
 type Ini = BTreeMap<String, BTreeMap<String, (String, usize)>>;
 
-fn parse_ini(path: &Path, text: &str) -> Result<Ini> {
+/// Parses INI text as FTI's iniparser reads it: sections and keys case-insensitive, `;` and
+/// `#` start comments (also after a value), a value in double or single quotes is taken
+/// verbatim (comment characters included), a UTF-8 byte-order mark is skipped. A key set twice
+/// in a section keeps its last value, with a warning naming both lines.
+fn parse_ini(path: &Path, text: &str, warnings: &mut Vec<String>) -> Result<Ini> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut ini = Ini::new();
     let mut section = String::new();
     for (n, raw) in text.lines().enumerate() {
@@ -166,7 +176,10 @@ fn parse_ini(path: &Path, text: &str) -> Result<Ini> {
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
         }
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| {
+            let end = l.find(']')?;
+            Some(&l[..end])
+        }) {
             section = name.trim().to_ascii_lowercase();
             ini.entry(section.clone()).or_default();
             continue;
@@ -178,15 +191,41 @@ fn parse_ini(path: &Path, text: &str) -> Result<Ini> {
                 format!("expected `key = value` or `[section]`, found `{line}`"),
             ));
         };
-        let value = value.split([';', '#']).next().unwrap_or_default().trim();
-        ini.entry(section.clone())
-            .or_default()
-            .insert(key.trim().to_ascii_lowercase(), (value.to_owned(), n + 1));
+        let key = key.trim().to_ascii_lowercase();
+        let value = ini_value(value);
+        let keys = ini.entry(section.clone()).or_default();
+        if let Some((_, first)) = keys.get(&key) {
+            warnings.push(format!(
+                "{}:{}: [{section}] {key} is set again (first at line {first}): the value of line {} is used",
+                path.display(),
+                n + 1,
+                n + 1
+            ));
+        }
+        keys.insert(key, (value, n + 1));
     }
     Ok(ini)
 }
 
-/// Keys FTI 1.1 knows, per section, that we accept.
+/// The value after `=`: quoted (`"..."` or `'...'`, taken verbatim) or up to a `;` or `#`
+/// comment, trimmed.
+fn ini_value(raw: &str) -> String {
+    let v = raw.trim();
+    for quote in ['"', '\''] {
+        if let Some(rest) = v.strip_prefix(quote) {
+            if let Some(end) = rest.find(quote) {
+                return rest[..end].to_owned();
+            }
+        }
+    }
+    v.split([';', '#'])
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+/// Keys this runtime reads, per section: FTI's keys that have an effect here, and its own.
 const KNOWN: &[(&str, &[&str])] = &[
     (
         "basic",
@@ -201,7 +240,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "ckpt_l3",
             "ckpt_l4",
             "inline_l2",
-            "inline_l3",
             "inline_l4",
             "keep_last_ckpt",
             "group_size",
@@ -223,15 +261,58 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     ("restart", &["failure", "exec_id", "ckpt_id"]),
-    (
-        "advanced",
-        &["block_size", "transfer_size", "mpi_tag", "local_test"],
-    ),
+    ("advanced", &["local_test"]),
     (
         "injection",
         &["rank", "number", "position", "frequency", "index"],
     ),
 ];
+
+/// Keys FTI 1.1 to 1.6 read that have no effect in this runtime: known (never reported as
+/// unknown), and listed once as such.
+const WITHOUT_EFFECT: &[(&str, &[&str])] = &[
+    (
+        "basic",
+        &[
+            "inline_l3",
+            "dcp_l4",
+            "keep_l4_ckpt",
+            "enable_staging",
+            "keep_heads_alive",
+            "dcp_stack_size",
+            "cacheddcp",
+            "h5_single_file_dir",
+            "h5_single_file_prefix",
+            "h5_single_file_keep",
+            "h5_single_file_enable",
+        ],
+    ),
+    (
+        "advanced",
+        &[
+            "block_size",
+            "transfer_size",
+            "mpi_tag",
+            "general_tag",
+            "ckpt_tag",
+            "stage_tag",
+            "final_tag",
+            "gpu_host_bufsize",
+            "lustre_striping_unit",
+            "lustre_striping_factor",
+            "lustre_striping_offset",
+            "lustre_stiping_unit",
+            "lustre_stiping_factor",
+            "lustre_stiping_offset",
+        ],
+    ),
+];
+
+fn listed(table: &[(&str, &[&str])], section: &str, key: &str) -> bool {
+    table
+        .iter()
+        .any(|(s, keys)| *s == section && keys.contains(&key))
+}
 
 /// Typed access to the keys of a parsed INI file, with errors naming the file and line.
 struct Keys<'a> {
@@ -277,22 +358,34 @@ impl Keys<'_> {
             .map_or(default, |(v, _)| PathBuf::from(v))
     }
 
-    /// Unknown sections and keys become warnings.
-    fn warn_unknown(&self, warnings: &mut Vec<String>) {
+    /// Unknown sections and keys become warnings; FTI keys without effect here are listed in
+    /// one note.
+    fn warn_unknown(&self, warnings: &mut Vec<String>, notes: &mut Vec<String>) {
+        let mut without_effect = Vec::new();
         for (section, keys) in &self.ini {
-            let known = KNOWN.iter().find(|(s, _)| s == section).map(|(_, k)| *k);
+            let known_section = KNOWN.iter().any(|(s, _)| s == section)
+                || WITHOUT_EFFECT.iter().any(|(s, _)| s == section);
             for (key, (_, line)) in keys {
                 let path = self.path.display();
-                match known {
-                    None => warnings.push(format!(
+                if !known_section {
+                    warnings.push(format!(
                         "{path}:{line}: unknown section [{section}] ignored"
-                    )),
-                    Some(k) if !k.contains(&key.as_str()) => warnings.push(format!(
+                    ));
+                } else if listed(WITHOUT_EFFECT, section, key) {
+                    without_effect.push(format!("[{section}] {key}"));
+                } else if !listed(KNOWN, section, key) {
+                    warnings.push(format!(
                         "{path}:{line}: unknown key `{key}` in [{section}] ignored"
-                    )),
-                    _ => {}
+                    ));
                 }
             }
+        }
+        if !without_effect.is_empty() {
+            notes.push(format!(
+                "{}: FTI keys without effect here (heads, staging, HDF5, MPI tags and transfer sizes, Lustre striping, the dCP stack and L4 dCP interval, inline_l3): {}",
+                self.path.display(),
+                without_effect.join(", ")
+            ));
         }
     }
 
@@ -347,41 +440,62 @@ impl Keys<'_> {
         Ok(())
     }
 
-    fn read_dcp(&self, cfg: &mut Config) -> Result<()> {
+    /// dCP and block-size keys. `dcp_mode` and the block size are checked only where they are
+    /// used, as FTI does: an invalid mode or block size with dCP on disables dCP with FTI's
+    /// warning; an invalid block size with `integrity = fast` is an error (below); with
+    /// neither, FTI's stock values (`dcp_mode = 0`) are ignored.
+    fn read_dcp(&self, cfg: &mut Config, warnings: &mut Vec<String>) -> Result<()> {
         cfg.dcp = self.flag("basic", "enable_dcp", false)?;
-        cfg.dcp_hash = match self.int("basic", "dcp_mode")? {
-            None => ftiff::BlockHash::Xxh3,
-            Some(1) => ftiff::BlockHash::Md5,
-            Some(2) => ftiff::BlockHash::Crc32,
-            Some(v) => {
-                return Err(self.error(
-                    "basic",
-                    "dcp_mode",
-                    format!("{v}: FTI's modes are 1 (MD5) and 2 (CRC32)"),
-                ))
+        let fast = self
+            .get("basic", "integrity")
+            .is_some_and(|(v, _)| v.eq_ignore_ascii_case("fast"));
+        let at = |key: &str| {
+            let line = self.get("basic", key).map_or(0, |(_, l)| *l);
+            format!("{}:{line}", self.path.display())
+        };
+        if cfg.dcp {
+            match self.int("basic", "dcp_mode")? {
+                None => {}
+                Some(1) => cfg.dcp_hash = ftiff::BlockHash::Md5,
+                Some(2) => cfg.dcp_hash = ftiff::BlockHash::Crc32,
+                Some(_) => {
+                    warnings.push(format!(
+                        "{}: dCP mode ('Basic:dcp_mode') must be either 1 (MD5) or 2 (CRC32), dCP disabled.",
+                        at("dcp_mode")
+                    ));
+                    cfg.dcp = false;
+                }
             }
+        }
+        let mut block = |key: &str, value: i64, bytes: Option<u64>, range: &str| -> Result<()> {
+            match bytes {
+                Some(b) => cfg.dcp_block_size = b,
+                None if fast => {
+                    return Err(self.error("basic", key, format!("{value}: must be {range}")))
+                }
+                None if cfg.dcp => {
+                    warnings.push(format!(
+                        "{}: dCP block size ('Basic:{key}') must be {range}, dCP disabled",
+                        at(key)
+                    ));
+                    cfg.dcp = false;
+                }
+                None => {}
+            }
+            Ok(())
         };
         if let Some(v) = self.int("basic", "dcp_block_size")? {
-            if !(512..=65535).contains(&v) {
-                return Err(self.error(
-                    "basic",
-                    "dcp_block_size",
-                    format!(
-                        "{v}: must be 512 .. 65535 bytes (use dcp_block_kib for larger blocks)"
-                    ),
-                ));
-            }
-            cfg.dcp_block_size = v as u64;
+            let bytes = (512..=65535).contains(&v).then_some(v as u64);
+            block(
+                "dcp_block_size",
+                v,
+                bytes,
+                "between 512 and 65535 bytes (dcp_block_kib for larger blocks)",
+            )?;
         }
         if let Some(v) = self.int("basic", "dcp_block_kib")? {
-            if !(1..=65536).contains(&v) {
-                return Err(self.error(
-                    "basic",
-                    "dcp_block_kib",
-                    format!("{v}: must be 1 .. 65536"),
-                ));
-            }
-            cfg.dcp_block_size = v as u64 * 1024;
+            let bytes = (1..=65536).contains(&v).then_some(v as u64 * 1024);
+            block("dcp_block_kib", v, bytes, "between 1 and 65536 KiB")?;
         }
         cfg.fast_integrity = match self
             .get("basic", "integrity")
@@ -499,15 +613,18 @@ impl Config {
     /// Parses configuration text; `path` only names the source in messages. Relative
     /// directories are kept relative (to the working directory, as FTI does).
     pub fn from_ini_text(path: &Path, text: &str) -> Result<Config> {
+        let mut cfg = Config::default();
         let keys = Keys {
-            ini: parse_ini(path, text)?,
+            ini: parse_ini(path, text, &mut cfg.warnings)?,
             path,
         };
-        let mut cfg = Config::default();
-        keys.warn_unknown(&mut cfg.warnings);
+        let (mut warnings, mut notes) = (std::mem::take(&mut cfg.warnings), Vec::new());
+        keys.warn_unknown(&mut warnings, &mut notes);
         keys.refuse_unsupported()?;
         keys.read_basic(&mut cfg)?;
-        keys.read_dcp(&mut cfg)?;
+        keys.read_dcp(&mut cfg, &mut warnings)?;
+        cfg.warnings = warnings;
+        cfg.notes = notes;
         keys.read_restart(&mut cfg)?;
         keys.warn_without_effect(&mut cfg.warnings)?;
         Ok(cfg)
@@ -689,8 +806,20 @@ mod tests {
             (cfg.dcp_block_size, cfg.dcp_hash),
             (1 << 20, ftiff::BlockHash::Xxh3)
         );
-        assert!(parse("[basic]\ndcp_block_size = 100000\n").is_err());
-        assert!(parse("[basic]\ndcp_mode = 0\n").is_err());
+        // FTI's stock values with dCP off are ignored; with dCP on they disable it, as FTI.
+        let cfg =
+            parse("[basic]\nenable_dcp = 0\ndcp_mode = 0\ndcp_block_size = 100000\n").unwrap();
+        assert!(!cfg.dcp && cfg.warnings.is_empty(), "{:?}", cfg.warnings);
+        let cfg = parse("[basic]\nenable_dcp = 1\ndcp_mode = 0\n").unwrap();
+        assert!(!cfg.dcp);
+        assert!(cfg.warnings[0].contains("test.cfg:3: dCP mode ('Basic:dcp_mode') must be either 1 (MD5) or 2 (CRC32), dCP disabled."), "{:?}", cfg.warnings);
+        let cfg = parse("[basic]\nenable_dcp = 1\ndcp_block_size = 100000\n").unwrap();
+        assert!(
+            !cfg.dcp && cfg.warnings[0].contains("dCP disabled"),
+            "{:?}",
+            cfg.warnings
+        );
+        assert!(parse("[basic]\ndcp_block_size = 100\nintegrity = fast\n").is_err());
         assert!(parse("[basic]\nintegrity = sloppy\n").is_err());
         assert!(parse("[basic]\ndcp_block_size = 1000\nintegrity = fast\n")
             .unwrap_err()

@@ -37,6 +37,7 @@ mod error;
 pub mod heatdis;
 mod l3;
 mod levels;
+pub mod report;
 mod runtime;
 pub mod store;
 pub mod topology;

@@ -13,6 +13,7 @@ use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
 use crate::error::{Error, Result};
 use crate::levels::{self, agree, Holds, Plan};
+use crate::report::{FtiPrint, Messages, Reporter};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
 use crate::trace::{self, Phase, Tracer};
@@ -79,6 +80,8 @@ struct Restart {
 /// The FTI runtime of one process. See the crate documentation for a complete example.
 pub struct Fti {
     cfg: Config,
+    /// Where this rank's messages go.
+    messages: Messages,
     exec_id: String,
     dirs: Dirs,
     status: Status,
@@ -150,12 +153,40 @@ impl Fti {
     /// As [`Fti::init`], for one rank of a multi-rank run: every rank of `comm` calls it
     /// (collectively). The ranks agree on the execution id and on the checkpoint to restart
     /// from; L2 and L3 checkpoints send files between them.
-    pub fn init_with(mut cfg: Config, comm: Box<dyn Comm>) -> Result<Fti> {
+    pub fn init_with(cfg: Config, comm: Box<dyn Comm>) -> Result<Fti> {
+        Fti::init_reporting(cfg, comm, std::sync::Arc::new(FtiPrint))
+    }
+
+    /// As [`Fti::init_with`], with the runtime's messages handed to `reporter` instead of
+    /// printed as FTI does ([`FtiPrint`]). Messages below the config's `verbosity` (or
+    /// `FTI_VERBOSITY` from the environment) are not passed on.
+    pub fn init_reporting(
+        mut cfg: Config,
+        comm: Box<dyn Comm>,
+        reporter: std::sync::Arc<dyn Reporter>,
+    ) -> Result<Fti> {
         // A one-rank comm keeps the config's rank: one process may act as any rank of a run
         // (restarting that rank's files alone, as the tools do).
         if comm.size() > 1 {
             cfg.rank = comm.rank();
             cfg.nranks = comm.size();
+        }
+        let messages = Messages::new(cfg.rank, cfg.verbosity, reporter);
+        cfg.verbosity = messages.verbosity;
+        if let Some(path) = &cfg.path {
+            messages.info(&format!(
+                "Reading FTI configuration file ({})...",
+                path.display()
+            ));
+        }
+        // Every rank read the same file: its remarks are said once.
+        if cfg.rank == 0 {
+            for w in &cfg.warnings {
+                messages.warn(w);
+            }
+            for n in &cfg.notes {
+                messages.info(n);
+            }
         }
         let (topology, node_names) = build_topology(&cfg, &*comm)?;
         let bg_comm = if cfg.inline_l2 && cfg.inline_l4 {
@@ -163,9 +194,7 @@ impl Fti {
         } else {
             let bg = comm.background();
             if bg.is_none() && cfg.rank == 0 {
-                message(
-                    &cfg,
-                    Verbosity::Warning,
+                messages.warn(
                     "inline_l2/inline_l4 = 0 asks for post-processing in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
                 );
             }
@@ -176,9 +205,6 @@ impl Fti {
             if interval.is_some() && group < 2 {
                 return Err(Error::NeedsMpi(level));
             }
-        }
-        for w in &cfg.warnings {
-            message(&cfg, Verbosity::Warning, w);
         }
         let restart_exec = match (cfg.failure, &cfg.exec_id) {
             (Some(0), _) => None,
@@ -211,6 +237,12 @@ impl Fti {
             check_rank_count(&cfg, &exec_id, &*comm)?;
         }
         let dirs = Dirs::new(&cfg, &exec_id);
+        messages.info(&if restart_exec.is_some() {
+            format!("This is a restart. The execution ID is: {exec_id}")
+        } else {
+            format!("The execution ID is: {exec_id}")
+        });
+        messages.info("Selected Ckpt I/O is FTI-FF");
         let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
             Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace))
         } else {
@@ -218,6 +250,7 @@ impl Fti {
         };
         let tracer = agree(&*comm, "starting the trace", tracer.transpose())?;
         let mut fti = Fti {
+            messages,
             dirs,
             exec_id,
             status: Status::Fresh,
@@ -245,9 +278,9 @@ impl Fti {
             cfg,
         };
         if restart_exec.is_some() {
-            trace::with(&mut fti.tracer, |t| t.begin(Phase::Verify));
+            trace::with(&mut fti.tracer, &fti.messages, |t| t.begin(Phase::Verify));
             fti.find_restart();
-            trace::with(&mut fti.tracer, |t| t.end(Phase::Verify));
+            trace::with(&mut fti.tracer, &fti.messages, |t| t.end(Phase::Verify));
         }
         let topology = if fti.restart.is_none() && fti.cfg.rank == 0 {
             fti.write_topology()
@@ -255,6 +288,7 @@ impl Fti {
             Ok(())
         };
         agree(&*fti.comm, "writing Topology.fti", topology)?;
+        fti.messages.info("FTI has been initialized.");
         Ok(fti)
     }
 
@@ -405,14 +439,14 @@ impl Fti {
                         Some(n) => format!("{level}, {n}"),
                         None => format!("{level}, every rank from its own file"),
                     };
-                    message(
-                        &self.cfg,
-                        Verbosity::Info,
-                        &format!(
-                            "restarting from checkpoint {id} ({note}; {})",
-                            restart.info.path.display()
-                        ),
-                    );
+                    self.messages.info(&format!(
+                        "Recovering successfully from level {} with Ckpt. {id}.",
+                        level.number()
+                    ));
+                    self.messages.info(&format!(
+                        "restarting from checkpoint {id} ({note}; {})",
+                        restart.info.path.display()
+                    ));
                     self.recovery_note = Some(note);
                     self.next_id = id.saturating_add(1);
                     self.status = Status::Restart(restart.info.clone());
@@ -428,15 +462,11 @@ impl Fti {
         // The fresh run gets its own execution: the files of the one that could not be
         // recovered stay as they are, for the user to inspect or repair.
         let fresh = fresh_exec_id(&self.cfg, &*self.comm);
-        message(
-            &self.cfg,
-            Verbosity::Warning,
-            &format!(
+        self.messages.warn(&format!(
                 "restart requested for execution {} but no checkpoint{} could be recovered by every rank: starting fresh as execution {fresh}",
                 self.exec_id,
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
-            ),
-        );
+            ));
         self.dirs = Dirs::new(&self.cfg, &fresh);
         self.exec_id = fresh;
     }
@@ -549,7 +579,7 @@ impl Fti {
     }
 
     fn skip(&mut self, why: String) {
-        message(&self.cfg, Verbosity::Warning, &why);
+        self.messages.warn(&why);
         self.skipped.push(why);
     }
 
@@ -635,16 +665,22 @@ impl Fti {
                 check_unique_ids(vars)
             });
         let started = Instant::now();
-        trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin_checkpoint(id, level)
+        });
         let result = self.write_and_publish(id, level, vars, ready);
         let (path, layout, fb, bytes_written) = match result {
             Ok(done) => done,
             Err(e) => {
-                trace::with(&mut self.tracer, Tracer::close_all);
+                trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
+                self.messages.warn(&format!(
+                    "Checkpoint with ID {id} at Level {} failed.",
+                    level.number()
+                ));
                 return Err(e);
             }
         };
-        trace::with(&mut self.tracer, |t| {
+        trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, layout.file_size())
         });
         let info = CheckpointInfo {
@@ -655,7 +691,13 @@ impl Fti {
             bytes_written,
             path,
         };
-        self.after_checkpoint(&info, layout, started)?;
+        if let Err(e) = self.after_checkpoint(&info, layout, started) {
+            self.messages.warn(&format!(
+                "Checkpoint with ID {id} at Level {} failed.",
+                level.number()
+            ));
+            return Err(e);
+        }
         Ok(info)
     }
 
@@ -683,18 +725,19 @@ impl Fti {
             self.restart_record_pending = false;
         }
         self.timer.excluded += started.elapsed();
-        message(
-            &self.cfg,
-            Verbosity::Info,
-            &format!(
-                "checkpoint {} at {}: {} bytes ({} written) in {:.3} s",
-                info.id,
-                info.level,
-                info.size,
-                info.bytes_written,
-                started.elapsed().as_secs_f64()
-            ),
-        );
+        let data: u64 = self
+            .layout
+            .as_ref()
+            .map_or(0, |l| l.vars().iter().map(|v| v.size).sum());
+        self.messages.info(&format!(
+            "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. ({} of {} bytes written)",
+            info.id,
+            info.level.number(),
+            data as f64 / (1024.0 * 1024.0),
+            started.elapsed().as_secs_f64(),
+            info.bytes_written,
+            info.size,
+        ));
         Ok(())
     }
 
@@ -809,7 +852,7 @@ impl Fti {
             format!("checkpoint {id} ({level})"),
         );
         let progress = |n| bar.set_position(n);
-        trace::with(&mut self.tracer, |t| t.begin(Phase::Write));
+        trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
         let written = agree(
             &*self.comm,
             "writing the checkpoint",
@@ -829,7 +872,7 @@ impl Fti {
             .map_err(|e| Error::Format(e.with_path(&pending.path))),
         )?;
         bar.finish_and_clear();
-        trace::with(&mut self.tracer, |t| t.end(Phase::Write));
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
         let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
         let written = ftiff::Written { fb, ..written };
         match written.table {
@@ -884,13 +927,17 @@ impl Fti {
         fb: FileBlock,
     ) -> Result<(PathBuf, FileBlock)> {
         let keep = self.keep();
-        trace::with(&mut self.tracer, |t| t.begin(Phase::Publish));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin(Phase::Publish)
+        });
         // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
         // run has a communicator for it.
         let background = self.bg_comm.is_some();
         let (copy, fb, partner) = match write_level {
             Level::L2 => {
-                trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
+                trace::with(&mut self.tracer, &self.messages, |t| {
+                    t.begin(Phase::Partner)
+                });
                 let planned = self.partner_plan(&pending, fb);
                 let done = planned.and_then(|(plan, fb)| {
                     if background && !self.cfg.inline_l2 {
@@ -905,13 +952,15 @@ impl Fti {
                     );
                     agree(&*self.comm, "L2 partner copy", copy).map(|c| (Some(c), fb, None))
                 });
-                trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
                 done?
             }
             Level::L3 => {
-                trace::with(&mut self.tracer, |t| t.begin(Phase::Partner));
+                trace::with(&mut self.tracer, &self.messages, |t| {
+                    t.begin(Phase::Partner)
+                });
                 let done = self.encode_l3(id, &pending, fb);
-                trace::with(&mut self.tracer, |t| t.end(Phase::Partner));
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
                 let (copy, fb) = done?;
                 (copy, fb, None)
             }
@@ -922,7 +971,7 @@ impl Fti {
             None => Ok(path),
         });
         let mut path = agree(&*self.comm, "publishing the checkpoint", local)?;
-        trace::with(&mut self.tracer, |t| t.end(Phase::Publish));
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
         if let Some(plan) = partner {
             // Every rank's own file is published: the partner copies follow in the background,
             // and only then are older checkpoints retired.
@@ -955,9 +1004,9 @@ impl Fti {
                 path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
                 self.spawn_post(move |comm| flush(comm, &dirs, &local).map(|_| ()));
             } else {
-                trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
+                trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
                 path = flush(&*self.comm, &self.dirs, &path)?;
-                trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
             }
         }
         Ok((path, fb))
@@ -1085,8 +1134,10 @@ impl Fti {
         opts.table = None;
         let writer = ftiff::Incremental::new(layout, opts)?;
         let pending = store::begin(&self.dirs, write_level, id, None)?;
-        trace::with(&mut self.tracer, |t| t.begin_checkpoint(id, level));
-        trace::with(&mut self.tracer, |t| t.begin(Phase::Write));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin_checkpoint(id, level)
+        });
+        trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
         self.icp = Some(Icp {
             id,
             level,
@@ -1135,7 +1186,7 @@ impl Fti {
         };
         let result = self.finish_icp(icp);
         if result.is_err() {
-            trace::with(&mut self.tracer, Tracer::close_all);
+            trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
         }
         result
     }
@@ -1157,10 +1208,10 @@ impl Fti {
                 .finish(&pending.file, &|_| {})
                 .map_err(|e| Error::Format(e.with_path(&pending.path))),
         )?;
-        trace::with(&mut self.tracer, |t| t.end(Phase::Write));
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
         let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
         let written = ftiff::Written { fb, ..written };
-        trace::with(&mut self.tracer, |t| {
+        trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, layout.file_size())
         });
         // The next differential checkpoint has no block table of this file: it writes in full.
@@ -1203,7 +1254,9 @@ impl Fti {
         }
         // Every hash was verified when the checkpoint was chosen (both MD5 streams in
         // parallel), so recovery only copies.
-        trace::with(&mut self.tracer, |t| t.begin(Phase::Recover));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin(Phase::Recover)
+        });
         for v in vars.iter_mut() {
             restart
                 .ckpt
@@ -1211,7 +1264,7 @@ impl Fti {
                 .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
         }
         let info = restart.info.clone();
-        trace::with(&mut self.tracer, |t| t.end(Phase::Recover));
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Recover));
         self.finish_recovery(&info)?;
         Ok(info)
     }
@@ -1298,14 +1351,10 @@ impl Fti {
                 .into_iter()
                 .filter(|f| f.id > info.id)
             {
-                message(
-                    &self.cfg,
-                    Verbosity::Warning,
-                    &format!(
-                        "checkpoint {} ({}) is newer than the chosen restart point: removed",
-                        newer.id, newer.level
-                    ),
-                );
+                self.messages.warn(&format!(
+                    "checkpoint {} ({}) is newer than the chosen restart point: removed",
+                    newer.id, newer.level
+                ));
                 store::remove_file(&newer.path)?;
             }
             self.cfg.restart_id = None;
@@ -1314,11 +1363,10 @@ impl Fti {
         // The config already names this execution for a restart.
         self.restart_record_pending = false;
         self.status = Status::Recovered(info.clone());
-        message(
-            &self.cfg,
-            Verbosity::Info,
-            &format!("recovered checkpoint {} from {}", info.id, info.level),
-        );
+        self.messages.info(&format!(
+            "recovered checkpoint {} from {}",
+            info.id, info.level
+        ));
         Ok(())
     }
 
@@ -1366,6 +1414,9 @@ impl Fti {
         if let Some(t) = self.tracer.take() {
             t.finish().map_err(Error::Trace)?;
         }
+        if result.is_ok() {
+            self.messages.info("FTI has been finalized.");
+        }
         result
     }
 
@@ -1381,14 +1432,14 @@ impl Fti {
                 // The local files go only once every rank's copy is in L4: a crash in between
                 // leaves the checkpoint complete at one level or the other.
                 let flushed = if last.level != Level::L4 {
-                    trace::with(&mut self.tracer, |t| t.begin(Phase::Flush));
+                    trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
                     let done = store::begin(&self.dirs, Level::L4, last.id, None).and_then(|p| {
                         let mut src =
                             File::open(&last.path).map_err(|e| Error::io(&last.path, e))?;
                         std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
                         store::publish_pending(&self.dirs, p)
                     });
-                    trace::with(&mut self.tracer, |t| t.end(Phase::Flush));
+                    trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
                     done.map(|_| ())
                 } else {
                     Ok(())
@@ -1418,6 +1469,10 @@ impl Fti {
             return Ok(());
         }
         if let Some(path) = &self.cfg.path {
+            self.messages.debug(&format!(
+                "Updating configuration file ({})...",
+                path.display()
+            ));
             config::record_restart(path, failure, &self.exec_id).map_err(|err| {
                 Error::RestartRecord {
                     path: path.clone(),
@@ -1750,25 +1805,6 @@ fn progress_bar(cfg: &Config, total: u64, what: String) -> indicatif::ProgressBa
     }
     bar.set_message(what);
     bar
-}
-
-/// FTI's message levels.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Verbosity {
-    Info = 2,
-    Warning = 3,
-}
-
-/// Prints a runtime message on stderr when the config's verbosity asks for it (FTI's scale:
-/// 1 debug, 2 information, 3 warnings only).
-fn message(cfg: &Config, level: Verbosity, text: &str) {
-    if (level as u8) >= cfg.verbosity {
-        let tag = match level {
-            Verbosity::Info => "FTI  Information",
-            Verbosity::Warning => "FTI Warning",
-        };
-        eprintln!("[ {tag} ] : rank {}: {text}", cfg.rank);
-    }
 }
 
 #[cfg(test)]

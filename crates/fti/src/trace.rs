@@ -171,10 +171,14 @@ fn ckpt_value(id: i32) -> i64 {
 
 /// Runs `f` on the tracer if tracing is on; a tracing failure turns tracing off with a
 /// warning instead of failing the checkpoint.
-pub(crate) fn with(tracer: &mut Option<Tracer>, f: impl FnOnce(&mut Tracer) -> ovni::Result<()>) {
+pub(crate) fn with(
+    tracer: &mut Option<Tracer>,
+    messages: &crate::report::Messages,
+    f: impl FnOnce(&mut Tracer) -> ovni::Result<()>,
+) {
     if let Some(t) = tracer {
         if let Err(e) = f(t) {
-            eprintln!("[ FTI Warning ] : tracing stopped: {e}");
+            messages.warn(&format!("tracing stopped: {e}"));
             *tracer = None;
         }
     }
