@@ -60,7 +60,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rank {rank}: {e}");
+            // One write, so that the ranks' lines never interleave.
+            let line = format!("rank {rank}: {e}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             ExitCode::FAILURE
         }
     }

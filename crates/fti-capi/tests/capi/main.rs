@@ -8,6 +8,7 @@ mod abi;
 mod codes;
 mod crash;
 mod fti11;
+mod fti_tests;
 mod heatdis;
 mod seed;
 mod util;
