@@ -486,3 +486,67 @@ fn a_fifo_in_the_checkpoint_directory_is_skipped_at_restart() {
         "{stdout}"
     );
 }
+
+/// The child of [`a_run_killed_while_its_config_is_unwritable`]: checkpoints 1 and 2 with the
+/// config file's directory unwritable, printing each outcome, then waits to be killed.
+#[test]
+fn record_child() {
+    let Ok(path) = std::env::var("FTI_RECORD_CHILD") else {
+        return;
+    };
+    let mut fti = Fti::init(Config::from_file(Path::new(&path)).unwrap()).unwrap();
+    for k in 1..=2 {
+        let mut x = k as u64;
+        match fti.checkpoint(k, Level::L1, &[Var::new(0, &mut x)]) {
+            Ok(_) => println!("CKPT {k} OK"),
+            Err(e) => println!("CKPT {k} ERR {e}"),
+        }
+    }
+    println!("READY");
+    use std::io::Write as _;
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+/// A real process whose config file cannot record the restart is told at every checkpoint
+/// (never "success" with a restart that would start fresh); killed with SIGKILL, it leaves its
+/// published files, and the config still says `failure = 0`, as the process was told.
+#[test]
+fn a_run_killed_while_its_config_is_unwritable() {
+    use std::io::{BufRead, BufReader};
+    let root = tempfile::tempdir().unwrap();
+    let path = config_file(root.path(), "failure = 0");
+    let undo = make_unwritable(&root.path().join("conf"));
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "record_child", "--nocapture", "--test-threads=1"])
+        .env("FTI_RECORD_CHILD", &path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line == "READY" {
+            break;
+        }
+        lines.push(line);
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    undo();
+    let conf = path.display().to_string();
+    let outcomes: Vec<&String> = lines.iter().filter(|l| l.starts_with("CKPT")).collect();
+    assert_eq!(outcomes.len(), 2, "{lines:?}");
+    for l in outcomes {
+        assert!(l.contains(" ERR ") && l.contains(&conf), "{l}");
+    }
+    assert!(std::fs::read_to_string(&path).unwrap().contains("failure = 0"));
+    let published = snapshot(&root.path().join("Local"));
+    assert!(
+        published.iter().any(|(p, ..)| p.ends_with("l1/Ckpt2-Rank0.fti")),
+        "{published:?}"
+    );
+}
