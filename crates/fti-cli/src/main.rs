@@ -12,6 +12,8 @@ use ftiff::diff::Change;
 use ftiff::{view, Checkpoint, MappedFile, RsedFile};
 
 mod l3;
+mod list;
+mod tree;
 
 /// Inspect and check FTI-FF checkpoint files (FTI 1.1's `ckpt_io = 3` format).
 ///
@@ -25,6 +27,8 @@ mod l3;
 ///   fti verify l1/*.fti                         exit 0 when all files are intact
 ///   fti extract Ckpt3-Rank0.fti --id 2 -o v2.bin
 ///   fti diff Ckpt2-Rank0.fti Ckpt3-Rank0.fti    what changed per variable
+///   fti list run/                               every checkpoint: files, verified, survives losing a node?
+///   fti prune run/ --keep 3 --dry-run           which archived checkpoints would be deleted
 #[derive(Parser)]
 #[command(name = "fti", version, verbatim_doc_comment)]
 struct Cli {
@@ -111,29 +115,10 @@ enum Command {
         #[arg(long)]
         no_verify: bool,
     },
-    /// List every checkpoint file (`Ckpt<id>-Rank<r>.fti`) below a directory: rank, id, level
-    /// (from the `lK` or `lK_archive` directory), time written (UTC), size, and whether it
-    /// verifies.
-    ///
-    /// The newest checkpoint of a level is in `lK/`, where FTI 1.1 looks for it; older ones kept
-    /// by `keep_ckpts` are in `lK_archive/` (marked `archived`). To restart from an older one,
-    /// set `ckpt_id = <id>` in the config's `[restart]` section.
-    List {
-        /// A checkpoint directory (e.g. the config's ckpt_dir or glbl_dir, or their parent).
-        dir: PathBuf,
-        /// Skip hash verification (faster on large files).
-        #[arg(long)]
-        no_verify: bool,
-    },
-    /// Delete archived checkpoints so that at most N remain per rank and level. The checkpoint
-    /// in `lK/` (the one FTI reads) is never deleted.
-    Prune {
-        /// A checkpoint directory.
-        dir: PathBuf,
-        /// Checkpoints to keep per rank and level.
-        #[arg(long, default_value_t = 1)]
-        keep: usize,
-    },
+    #[command(about = list::LIST_ABOUT, long_about = list::LIST_HELP)]
+    List(list::ListArgs),
+    #[command(about = list::PRUNE_ABOUT, long_about = list::PRUNE_HELP)]
+    Prune(list::PruneArgs),
     /// Run the heat-diffusion demo once, checkpointing into DIR; when DIR holds checkpoints of
     /// an earlier run that did not finish, it restarts from the newest that every rank can
     /// recover.
@@ -269,8 +254,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 ExitCode::from(2)
             }
         }),
-        Command::List { dir, no_verify } => list(&dir, !no_verify),
-        Command::Prune { dir, keep } => prune(&dir, keep),
+        Command::List(args) => list::list(&args),
+        Command::Prune(args) => list::prune(&args),
         Command::Heatdis { demo, crash_at } => heatdis(&demo, crash_at),
         Command::Demo { demo, crash_at } => demo_story(&demo, crash_at),
         Command::L3Encode(args) => l3::encode(&args),
@@ -467,69 +452,6 @@ fn diff(a: &Path, b: &Path, verify: bool) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn list(dir: &Path, verify: bool) -> Result<ExitCode> {
-    let tree = fti::store::list_tree(dir)?;
-    for path in &tree.not_regular {
-        eprintln!(
-            "fti: warning: {}: not a regular file, skipped",
-            path.display()
-        );
-    }
-    let listed = tree.files;
-    let mut stdout = std::io::stdout().lock();
-    if listed.is_empty() {
-        eprintln!(
-            "fti: no checkpoint files (Ckpt<id>-Rank<r>.fti) below {}",
-            dir.display()
-        );
-        return Ok(ExitCode::FAILURE);
-    }
-    writeln!(
-        stdout,
-        "{:>5} {:>6}  {:<13} {:<19} {:>12}  {:<8} path",
-        "rank", "id", "level", "written (UTC)", "bytes", "status"
-    )?;
-    let mut all_ok = true;
-    for l in listed {
-        let status = if verify {
-            let problems = verify_one(&l.path, Kind::Ckpt);
-            all_ok &= problems.is_empty();
-            problems
-                .first()
-                .map_or_else(|| "ok".to_owned(), |p| format!("CORRUPT ({})", p.kind()))
-        } else {
-            "-".to_owned()
-        };
-        writeln!(
-            stdout,
-            "{:>5} {:>6}  {:<13} {:<19} {:>12}  {:<8} {}",
-            l.rank,
-            l.id,
-            match (l.level, l.archived) {
-                (Some(lv), false) => lv.to_string(),
-                (Some(lv), true) => format!("{lv} (archive)"),
-                (None, _) => "?".to_owned(),
-            },
-            l.timestamp.map_or_else(|| "?".to_owned(), fti::format_utc),
-            l.size,
-            status,
-            l.path.display()
-        )?;
-    }
-    Ok(if all_ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
-}
-
-fn prune(dir: &Path, keep: usize) -> Result<ExitCode> {
-    for path in fti::store::prune_tree(dir, keep)? {
-        println!("deleted {}", path.display());
-    }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn heatdis(demo: &DemoArgs, crash_at: Option<i32>) -> Result<ExitCode> {

@@ -141,58 +141,78 @@ fn list_and_prune_checkpoints() {
         ..Default::default()
     };
     fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
-    let out = fti(&["list", root.path().to_str().unwrap()]);
-    assert!(out.status.success());
-    let text = stdout(&out);
-    let rows: Vec<&str> = text.lines().skip(1).collect();
+    let dir = root.path().to_str().unwrap();
+    let list = |extra: &[&str]| {
+        let mut args = vec!["list", "--format", "json"];
+        args.extend(extra);
+        args.push(dir);
+        let out = fti(&args);
+        let parsed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), parsed.as_array().unwrap().clone())
+    };
+    let (code, checkpoints) = list(&[]);
+    assert_eq!(code, Some(0));
     // Ids 1..9: L1 keeps 9 (newest) + 7, 6 archived... every 4th id went to L4 and retired
-    // the L1 files before it; L4 keeps 8 and 4 archived.
-    let ids: Vec<(String, String)> = rows
-        .iter()
-        .map(|r| {
-            let f: Vec<&str> = r.split_whitespace().collect();
-            (
-                f[1].to_owned(),
-                f[2..]
-                    .iter()
-                    .take_while(|w| !w.starts_with("20"))
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )
-        })
-        .collect();
+    // the L1 files before it; L4 keeps 8 and 4 archived. One rank on node0: an L1 checkpoint
+    // does not survive losing it, an L4 one does.
+    let summary = |checkpoints: &[serde_json::Value]| -> Vec<(i64, i64, bool, bool)> {
+        checkpoints
+            .iter()
+            .map(|c| {
+                (
+                    c["id"].as_i64().unwrap(),
+                    c["level"].as_i64().unwrap(),
+                    c["archived"].as_bool().unwrap(),
+                    c["survives_node_loss"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
     assert_eq!(
-        ids,
+        summary(&checkpoints),
         [
-            ("4", "L4 (archive)"),
-            ("6", "L1 (archive)"),
-            ("7", "L1 (archive)"),
-            ("8", "L4"),
-            ("9", "L1")
+            (4, 4, true, true),
+            (6, 1, true, false),
+            (7, 1, true, false),
+            (8, 4, false, true),
+            (9, 1, false, false)
         ]
-        .map(|(a, b)| (a.to_owned(), b.to_owned()))
     );
-    assert!(rows.iter().all(|r| r.contains(" ok ")), "{text}");
+    for c in &checkpoints {
+        assert_eq!(c["ranks"].as_array().unwrap().len(), 1);
+        assert_eq!(c["ranks"][0]["rank_file"]["status"], "ok", "{c}");
+    }
+    let text = stdout(&fti(&["list", dir]));
+    assert!(
+        text.contains("  checkpoint 6  L1 archived  written "),
+        "{text}"
+    );
 
     // Corrupt one: list says so and exits 1.
-    let victim = rows[1].split_whitespace().last().unwrap().to_owned();
+    let victim = checkpoints[1]["ranks"][0]["rank_file"]["path"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let mut bytes = std::fs::read(&victim).unwrap();
     bytes[200] ^= 1;
     std::fs::write(&victim, bytes).unwrap();
-    let out = fti(&["list", root.path().to_str().unwrap()]);
+    let (code, checkpoints) = list(&[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(checkpoints[1]["ranks"][0]["rank_file"]["status"], "corrupt");
+    let out = fti(&["list", dir]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("CORRUPT"));
+    assert!(stdout(&out).contains(&format!("  corrupt: {victim}: ")));
 
-    let out = fti(&["prune", root.path().to_str().unwrap(), "--keep", "1"]);
+    let out = fti(&["prune", dir, "--keep", "1"]);
     assert!(out.status.success());
-    assert_eq!(stdout(&out).lines().count(), 3, "{}", stdout(&out));
-    let left = stdout(&fti(&[
-        "list",
-        "--no-verify",
-        root.path().to_str().unwrap(),
-    ]));
-    assert_eq!(left.lines().count(), 3, "{left}");
+    let deleted = stdout(&out);
+    assert_eq!(deleted.lines().count(), 3, "{deleted}");
+    assert!(
+        deleted.lines().all(|l| l.starts_with("deleted ")),
+        "{deleted}"
+    );
+    let (_, left) = list(&["--no-verify"]);
+    assert_eq!(summary(&left), [(8, 4, false, true), (9, 1, false, false)]);
 
     let empty = tempfile::tempdir().unwrap();
     let out = fti(&["list", empty.path().to_str().unwrap()]);

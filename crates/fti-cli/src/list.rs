@@ -1,0 +1,501 @@
+//! `fti list` and `fti prune`: the checkpoints below a directory, whether they survive the
+//! loss of a node, and deleting old archived ones. The model is in [`crate::tree`].
+
+use std::io::{IsTerminal as _, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result};
+use clap::ValueEnum;
+use serde_json::{json, Value};
+
+use crate::tree::{self, Ckpt, Scan, Sizes, Slot, Status};
+
+pub const LIST_ABOUT: &str =
+    "List the checkpoints below a directory: every rank's files, verified, and whether each checkpoint survives losing a node";
+
+pub const LIST_HELP: &str = "\
+List the checkpoints below a directory: every rank's files, verified, and whether
+each checkpoint survives losing a node.
+
+DIR is searched recursively for FTI 1.1's files in level directories: lK/ holds the
+newest checkpoint of level K (where FTI looks for it), lK_archive/ older ones kept
+by keep_ckpts. A checkpoint is an execution id, a checkpoint id, a level, and lK/ or
+lK_archive/. Give the directory holding the run's ckpt_dir, glbl_dir and meta_dir,
+so that every node directory and Topology.fti are seen.
+
+Every file is verified as `fti verify` does (structure and every hash); a progress
+bar shows on a terminal when there is much to read. --no-verify only looks at names.
+
+Text output, one block per checkpoint:
+  <exec_id>  checkpoint <id>  L<K> [archived]  written <time of the newest Rank file>
+    rank     MPI rank; every rank of the run has a row
+    node     node<N> directory holding its files (- when there is none)
+    Rank     Ckpt<id>-Rank<r>.fti, the rank's checkpoint
+    Pcof     (L2) Ckpt<id>-Pcof<r>.fti, the copy it keeps of its left partner's file
+    copy of  (L2) that partner's rank
+    RSed     (L3) Ckpt<id>-RSed<r>.fti, its share of the group's Reed-Solomon code
+    bytes    size of its Rank file
+    file     path of its Rank file
+  then one line per corrupt file with its first problem, and
+  `survives losing a node: yes|no: <why>`.
+
+Statuses: ok (verifies), corrupt (present but does not verify or cannot be read),
+missing (no such regular file), unverified (present, not checked: --no-verify).
+
+Survives losing a node: the checkpoint could still be restored if, besides the
+files already missing or corrupt, every file on any one node were lost:
+  L1  no: FTI keeps no copy of a node's files
+  L2  every rank keeps its file or the copy its right partner holds
+  L3  every group keeps at least k of its 2k Rank and RSed files (k = group size)
+  L4  yes when every rank's file verifies (global storage)
+A file is on the node of the node<N> directory above its execution directory
+(FTI's local_test = 1). Without one, all files of an execution directory are taken
+to be on one node, the one whose local storage it is (local_test = 0).
+
+Ranks, partners and groups are FTI's: the rank count is one more than the highest
+rank any file of the execution names, completed to the nodes Topology.fti lists;
+node_size is inferred from the node<N> directories unless --node-size is given;
+--group-size is the config's group_size (default 4). A Pcof file that is not a copy
+of the partner's file those sizes imply is reported: give the run's sizes.
+
+JSON (--format json), one object per checkpoint, keys in this order:
+  [{\"exec_id\": \"2026-11-22_04-12-33\", \"id\": 2, \"level\": 2, \"archived\": false,
+    \"ranks\": [{\"rank\": 0, \"rank_file\": {\"path\": \"...\", \"status\": \"ok\"},
+               \"pcof\": {\"path\": \"...\", \"status\": \"ok\"}, \"rsed\": null}, ...],
+    \"survives_node_loss\": true}, ...]
+  pcof is an object at L2 only, rsed at L3 only, null at other levels; path is null
+  for a missing file; status as above.
+
+Exit status: 0; 1 when a present file is corrupt, when DIR holds no checkpoint file,
+or on an error. Entries named like checkpoint files that are not regular files (a
+FIFO) are never opened: a warning names them. To restart from an archived
+checkpoint, set ckpt_id = <id> in the config's [restart] section.
+
+Examples:
+  fti list run/                     every checkpoint of the run, verified
+  fti list --no-verify run/         names only: quick on large files
+  fti list --group-size 8 run/      the run's groups have 8 nodes
+  fti list --format json run/ | jq '.[] | select(.survives_node_loss | not) | .id'";
+
+pub const PRUNE_ABOUT: &str =
+    "Delete old archived checkpoints, keeping the newest N restorable ones of each level";
+
+pub const PRUNE_HELP: &str = "\
+Delete old archived checkpoints, keeping the newest N restorable ones of each level.
+
+Per execution and level, the checkpoint in lK/ (the one FTI restarts from) is never
+deleted and counts first; archived checkpoints (in lK_archive/) count newest id
+first; the ones beyond N are deleted: their Ckpt<id>-Rank<r>.fti files and, with
+them, their L2 partner copies (Ckpt<id>-Pcof<r>.fti) and L3 RSed files
+(Ckpt<id>-RSed<r>.fti), which serve no other checkpoint. Nothing outside an
+lK_archive/ directory is ever deleted, nor any file not named like these.
+
+The checkpoints that would count are verified first, as `fti list` does: one that
+cannot be restored (files missing or corrupt beyond what its level can rebuild) is
+kept but not counted, so that N restorable checkpoints remain. --no-verify counts
+them by id only.
+
+Prints `deleted <path>` per file, or `would delete <path>` with --dry-run, which
+deletes nothing. Exit status: 0; 1 on an error (nothing after the file that could
+not be deleted is deleted); 2 on a usage error (--keep 0).
+
+Examples:
+  fti prune run/ --keep 3 --dry-run     what would go
+  fti prune run/ --keep 3               keep 3 checkpoints of each level";
+
+/// Ranks per node and nodes per group, as in the run's configuration.
+#[derive(clap::Args, Clone, Copy)]
+pub struct LayoutArgs {
+    /// Ranks per node, as `node_size` in the run's config (default: inferred from the
+    /// node<N> directories, 1 without them).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub node_size: Option<u32>,
+    /// Nodes per group (L2 partners, L3 encoding), as `group_size` in the run's config.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub group_size: u32,
+}
+
+impl LayoutArgs {
+    fn sizes(self) -> Sizes {
+        Sizes {
+            node_size: self.node_size,
+            group_size: self.group_size,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ListFormat {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    /// The directory to search: a run directory (holding ckpt_dir, glbl_dir, meta_dir) or any
+    /// part of it.
+    pub dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Text)]
+    pub format: ListFormat,
+    /// Do not verify: present files are `unverified` and assumed intact (quick on large files).
+    #[arg(long)]
+    pub no_verify: bool,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+}
+
+#[derive(clap::Args)]
+pub struct PruneArgs {
+    /// The directory to search: a run directory or any part of it.
+    pub dir: PathBuf,
+    /// Checkpoints to keep per execution and level, the one in lK/ included (at least 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub keep: u64,
+    /// Print what would be deleted; delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Count checkpoints by id only, without checking that the kept ones can be restored.
+    #[arg(long)]
+    pub no_verify: bool,
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+}
+
+/// Scans `dir`, warns about what was skipped, and groups the files into checkpoints.
+fn load(dir: &Path, layout: LayoutArgs) -> Result<Vec<Ckpt>> {
+    let scan: Scan = tree::scan(dir)?;
+    for (path, why) in &scan.skipped {
+        eprintln!("fti: warning: {}: {why}, skipped", path.display());
+    }
+    let mut warnings = Vec::new();
+    let ckpts = tree::checkpoints(&scan, layout.sizes(), &mut warnings)?;
+    for w in warnings {
+        eprintln!("fti: warning: {w}");
+    }
+    Ok(ckpts)
+}
+
+fn no_checkpoints(dir: &Path) {
+    eprintln!(
+        "fti: no checkpoint files (Ckpt<id>-Rank<r>.fti) below {}",
+        dir.display()
+    );
+}
+
+/// Verifies files one by one, with one progress bar on stderr (only on a terminal, and only
+/// when there is much to read).
+struct Verifier {
+    bar: indicatif::ProgressBar,
+}
+
+impl Verifier {
+    fn new(expected: u64) -> Verifier {
+        let bar = if expected >= crate::PROGRESS_THRESHOLD && std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(0);
+            let style = indicatif::ProgressStyle::with_template(
+                "verifying {msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Verifier { bar }
+    }
+
+    /// Verifies every present file of `c`, recording the statuses.
+    fn verify(&self, c: &mut Ckpt) {
+        self.bar.inc_length(c.bytes());
+        for (kind, slot) in c.slots_mut() {
+            let Some(file) = &slot.file else { continue };
+            let base = self.bar.position();
+            self.bar.set_message(crate::file_name(&file.path));
+            let bar = &self.bar;
+            let result = tree::verify_file(&file.path, kind, &|done| bar.set_position(base + done));
+            self.bar.set_position(base + file.size);
+            match result {
+                Ok(()) => slot.status = Status::Ok,
+                Err(problem) => {
+                    slot.status = Status::Corrupt;
+                    slot.problem = Some(problem);
+                }
+            }
+        }
+    }
+
+    fn finish(self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+pub fn list(args: &ListArgs) -> Result<ExitCode> {
+    let mut ckpts = load(&args.dir, args.layout)?;
+    let mut stdout = std::io::stdout().lock();
+    if ckpts.is_empty() {
+        if matches!(args.format, ListFormat::Json) {
+            writeln!(stdout, "[]")?;
+        }
+        no_checkpoints(&args.dir);
+        return Ok(ExitCode::FAILURE);
+    }
+    if !args.no_verify {
+        let verifier = Verifier::new(ckpts.iter().map(Ckpt::bytes).sum());
+        for c in &mut ckpts {
+            verifier.verify(c);
+        }
+        verifier.finish();
+    }
+    for c in &ckpts {
+        for w in c.foreign_copies() {
+            eprintln!("fti: warning: {w}");
+        }
+    }
+    match args.format {
+        ListFormat::Text => write_text(&mut stdout, &ckpts)?,
+        ListFormat::Json => writeln!(stdout, "{:#}", json(&ckpts))?,
+    }
+    Ok(if ckpts.iter().any(Ckpt::has_corrupt) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn level_label(c: &Ckpt) -> String {
+    if c.archived {
+        format!("{} archived", c.level)
+    } else {
+        c.level.to_string()
+    }
+}
+
+fn write_text(out: &mut impl Write, ckpts: &[Ckpt]) -> std::io::Result<()> {
+    for (i, c) in ckpts.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        let written = c
+            .written()
+            .map_or_else(|| "?".to_owned(), |t| format!("{} UTC", fti::format_utc(t)));
+        writeln!(
+            out,
+            "{}  checkpoint {}  {}  written {written}",
+            c.exec_id,
+            c.id,
+            level_label(c)
+        )?;
+        let (l2, l3, local) = (
+            c.level == fti::Level::L2,
+            c.level == fti::Level::L3,
+            c.level != fti::Level::L4,
+        );
+        let mut header = vec!["rank"];
+        if local {
+            header.push("node");
+        }
+        header.push("Rank");
+        if l2 {
+            header.extend(["Pcof", "copy of"]);
+        }
+        if l3 {
+            header.push("RSed");
+        }
+        header.extend(["bytes", "file"]);
+        let mut rows = vec![header.into_iter().map(str::to_owned).collect::<Vec<_>>()];
+        for r in &c.ranks {
+            let mut row = vec![r.rank.to_string()];
+            if local {
+                row.push(r.node().map_or_else(|| "-".to_owned(), tree::Node::column));
+            }
+            row.push(r.rank_file.status.as_str().to_owned());
+            if let (Some(pcof), Some(of)) = (&r.pcof, r.copy_of) {
+                row.extend([pcof.status.as_str().to_owned(), of.to_string()]);
+            }
+            if let Some(rsed) = &r.rsed {
+                row.push(rsed.status.as_str().to_owned());
+            }
+            let file = r.rank_file.file.as_ref();
+            row.push(file.map_or_else(|| "-".to_owned(), |f| f.size.to_string()));
+            row.push(file.map_or_else(|| "-".to_owned(), |f| f.path.display().to_string()));
+            rows.push(row);
+        }
+        write_table(out, &rows, &["rank", "copy of", "bytes"])?;
+        for (_, slot) in c.slots() {
+            if let Some(problem) = &slot.problem {
+                writeln!(out, "  corrupt: {problem}")?;
+            }
+        }
+        let v = c.verdict();
+        writeln!(
+            out,
+            "  survives losing a node: {}: {}",
+            if v.survives { "yes" } else { "no" },
+            v.why
+        )?;
+    }
+    Ok(())
+}
+
+/// Rows indented by two spaces, columns two spaces apart; the columns named in `right` are
+/// right-aligned, the last column is not padded.
+fn write_table(out: &mut impl Write, rows: &[Vec<String>], right: &[&str]) -> std::io::Result<()> {
+    let Some(header) = rows.first() else {
+        return Ok(());
+    };
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in rows {
+        let mut line = String::from(" ");
+        for (c, cell) in row.iter().enumerate() {
+            line.push(' ');
+            if c + 1 == row.len() {
+                line.push_str(cell);
+            } else if right.contains(&header[c].as_str()) {
+                line.push_str(&format!("{cell:>w$} ", w = widths[c]));
+            } else {
+                line.push_str(&format!("{cell:<w$} ", w = widths[c]));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn file_json(slot: &Slot) -> Value {
+    json!({
+        "path": slot.file.as_ref().map(|f| f.path.display().to_string()),
+        "status": slot.status.as_str(),
+    })
+}
+
+fn json(ckpts: &[Ckpt]) -> Value {
+    let list: Vec<Value> = ckpts
+        .iter()
+        .map(|c| {
+            let ranks: Vec<Value> = c
+                .ranks
+                .iter()
+                .map(|r| {
+                    json!({
+                        "rank": r.rank,
+                        "rank_file": file_json(&r.rank_file),
+                        "pcof": r.pcof.as_ref().map(file_json),
+                        "rsed": r.rsed.as_ref().map(file_json),
+                    })
+                })
+                .collect();
+            json!({
+                "exec_id": c.exec_id,
+                "id": c.id,
+                "level": c.level.number(),
+                "archived": c.archived,
+                "ranks": ranks,
+                "survives_node_loss": c.verdict().survives,
+            })
+        })
+        .collect();
+    Value::Array(list)
+}
+
+pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
+    let mut ckpts = load(&args.dir, args.layout)?;
+    if ckpts.is_empty() {
+        no_checkpoints(&args.dir);
+        eprintln!("fti: nothing to delete");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);
+    let verifier = Verifier::new(if args.no_verify {
+        0
+    } else {
+        ckpts.iter().map(Ckpt::bytes).sum()
+    });
+    let plan = tree::prune_plan(&mut ckpts, keep, &mut |c| {
+        if !args.no_verify {
+            verifier.verify(c);
+        }
+        c.lacking_now().is_none()
+    });
+    verifier.finish();
+    for &i in &plan.kept_unrestorable {
+        let c = &ckpts[i];
+        eprintln!(
+            "fti: note: checkpoint {} ({}, {}) cannot be restored ({}): kept, not counted towards --keep",
+            c.id,
+            level_label(c),
+            c.exec_id,
+            c.lacking_now().unwrap_or_default()
+        );
+    }
+    let mut stdout = std::io::stdout().lock();
+    for &i in &plan.delete {
+        for path in tree::prunable_files(&ckpts[i]) {
+            if args.dry_run {
+                writeln!(stdout, "would delete {}", path.display())?;
+                continue;
+            }
+            fti::store::remove_file(&path)
+                .with_context(|| format!("deleting {}", path.display()))?;
+            writeln!(stdout, "deleted {}", path.display())?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The files a prune would delete, in the order it deletes them (for tests of the plan).
+#[cfg(test)]
+fn planned(ckpts: &mut [Ckpt], keep: usize) -> Vec<PathBuf> {
+    let plan = tree::prune_plan(ckpts, keep, &mut |c| c.verdict().restorable);
+    plan.delete
+        .iter()
+        .flat_map(|&i| tree::prunable_files(&ckpts[i]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let rows: Vec<Vec<String>> = [
+            ["rank", "Rank", "file"],
+            ["10", "missing", "-"],
+            ["2", "ok", "a/b"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|s| (*s).to_owned()).collect())
+        .collect();
+        let mut out = Vec::new();
+        write_table(&mut out, &rows, &["rank"]).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "  rank  Rank     file\n    10  missing  -\n     2  ok       a/b\n"
+        );
+    }
+
+    #[test]
+    fn prune_deletes_only_archive_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let exec = dir.path().join("node0/E");
+        for (sub, id) in [("l1", 3), ("l1_archive", 2), ("l1_archive", 1)] {
+            std::fs::create_dir_all(exec.join(sub)).unwrap();
+            std::fs::write(exec.join(sub).join(format!("Ckpt{id}-Rank0.fti")), b"x").unwrap();
+        }
+        let scan = tree::scan(dir.path()).unwrap();
+        let sizes = Sizes {
+            node_size: None,
+            group_size: 4,
+        };
+        let mut ckpts = tree::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
+        assert_eq!(
+            planned(&mut ckpts, 2),
+            [exec.join("l1_archive/Ckpt1-Rank0.fti")]
+        );
+        assert_eq!(planned(&mut ckpts, 3), Vec::<PathBuf>::new());
+    }
+}
