@@ -177,9 +177,9 @@ fn load(dir: &Path, layout: LayoutArgs) -> Result<Vec<Ckpt>> {
     Ok(ckpts)
 }
 
-fn no_checkpoints(dir: &Path) {
+fn no_checkpoints(dir: &Path, then: &str) {
     eprintln!(
-        "fti: no checkpoint files (Ckpt<id>-Rank<r>.fti) below {}",
+        "fti: no checkpoint files (Ckpt<id>-Rank<r>.fti) below {}{then}",
         dir.display()
     );
 }
@@ -238,7 +238,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
         if matches!(args.format, ListFormat::Json) {
             writeln!(stdout, "[]")?;
         }
-        no_checkpoints(&args.dir);
+        no_checkpoints(&args.dir, "");
         return Ok(ExitCode::FAILURE);
     }
     if !args.no_verify {
@@ -404,8 +404,7 @@ fn json(ckpts: &[Ckpt]) -> Value {
 pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
     let mut ckpts = load(&args.dir, args.layout)?;
     if ckpts.is_empty() {
-        no_checkpoints(&args.dir);
-        eprintln!("fti: nothing to delete");
+        no_checkpoints(&args.dir, ": nothing to delete");
         return Ok(ExitCode::SUCCESS);
     }
     let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);

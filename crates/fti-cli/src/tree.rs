@@ -1043,9 +1043,11 @@ mod tests {
         let plan = prune_plan(&mut ckpts, 2, &mut |c| c.verdict().restorable);
         assert_eq!(ids(&ckpts, &plan), [5]);
         assert_eq!(plan.kept_unrestorable, [1]);
-        // The current checkpoint is never deleted, whatever `keep`.
-        let plan = prune_plan(&mut ckpts, 1, &mut |_| false);
-        assert!(!plan.delete.contains(&0));
+        // Checkpoints in lK/ are never deleted, even two of them (a retire interrupted by a
+        // crash) with room for one.
+        ckpts[1].archived = false;
+        let plan = prune_plan(&mut ckpts, 1, &mut |_| true);
+        assert_eq!(ids(&ckpts, &plan), [6, 5]);
         assert!(prunable_files(&ckpts[0]).is_empty());
     }
 }
