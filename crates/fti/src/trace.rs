@@ -95,6 +95,11 @@ impl Tracer {
         payload[..4].copy_from_slice(&(-1i32).to_le_bytes());
         payload[4..8].copy_from_slice(&(-1i32).to_le_bytes());
         stream.emit(ovni::Mcv(*b"OHx"), &payload)?;
+        // `stream.json` right away (model required, mark types and labels, rank, CPUs), and
+        // again at every checkpoint: a process killed mid-run leaves a trace whose only
+        // problem is that it is not finished, with its marks still labelled. (libovni writes
+        // it only at the end; `ovni::write` keeps that behaviour for applications.)
+        stream.attr_flush()?;
         Ok(Tracer {
             stream,
             labelled: HashSet::new(),
@@ -141,8 +146,10 @@ impl Tracer {
         self.pop(MARK_CKPT, value)?;
         self.pop(MARK_LEVEL, level.number().into())?;
         // Written out at every checkpoint, so that the trace of a run that crashes later
-        // still shows its checkpoints (a few hundred bytes per checkpoint).
-        self.stream.flush()
+        // still shows its checkpoints (a few hundred bytes per checkpoint), with the
+        // metadata (the new label) replaced atomically.
+        self.stream.flush()?;
+        self.stream.attr_flush()
     }
 
     pub(crate) fn begin(&mut self, phase: Phase) -> ovni::Result<()> {

@@ -141,3 +141,69 @@ fn tracing_off_writes_nothing() {
     fti.finalize().unwrap();
     assert!(!root.path().join("trace").exists());
 }
+
+/// The child of [`a_killed_run_leaves_a_trace_that_lints`]: two checkpoints, then waits to be
+/// killed.
+#[test]
+fn traced_child() {
+    let Ok(root) = std::env::var("FTI_TRACE_CHILD") else {
+        return;
+    };
+    let mut fti = Fti::init(config(Path::new(&root))).unwrap();
+    let mut x = vec![7u8; 10_000];
+    for id in 1..=2 {
+        fti.checkpoint(id, Level::L1, &[Var::slice(0, &mut x)])
+            .unwrap();
+    }
+    println!("READY");
+    use std::io::Write as _;
+    std::io::stdout().flush().unwrap();
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+    }
+}
+
+/// A run killed with SIGKILL after its checkpoints leaves a trace whose only problem for
+/// `ovnilint` is that it is not finished, with its checkpoint marks still labelled.
+#[test]
+fn a_killed_run_leaves_a_trace_that_lints() {
+    use std::io::{BufRead, BufReader};
+    let root = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "traced_child",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
+        .env("FTI_TRACE_CHILD", root.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let ready = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .any(|l| l.unwrap().ends_with("READY"));
+    assert!(ready);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let report = ovni::lint::lint_dir(
+        &root.path().join("trace"),
+        &ovni::lint::LintOptions {
+            all: true,
+            ..Default::default()
+        },
+    );
+    let problems: Vec<String> = report.problems.iter().map(|p| p.message()).collect();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("ovni.finished is missing"),
+        "{problems:?}"
+    );
+    let trace = ovni::Trace::open(&root.path().join("trace")).unwrap();
+    let meta = trace.streams()[0].meta();
+    let labels = &meta["ovni"]["mark"]["41"]["labels"];
+    assert_eq!(labels["2"], "checkpoint 2 at L1: 10172 bytes", "{meta:#}");
+    assert_eq!(meta["ovni"]["require"]["ovni"], "1.1.0", "{meta:#}");
+}
