@@ -307,9 +307,9 @@ fn open(path: &Path, verify: bool) -> Result<(Checkpoint, MappedFile)> {
     let bar = progress_bar(path, len);
     let opened = Checkpoint::open_verified(path, &|done| bar.set_position(done));
     bar.finish_and_clear();
-    Ok(opened.context(
+    opened.context(
         "the file does not verify; nothing was read from it (fti verify lists every problem)",
-    )?)
+    )
 }
 
 fn inspect(path: &Path, format: Format, kind: Kind) -> Result<ExitCode> {
