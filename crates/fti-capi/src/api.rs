@@ -162,7 +162,14 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     types::init_predefined();
     let failure = cfg.failure.unwrap_or(0);
     let intervals = cfg.intervals;
-    let fti = Fti::init_with(cfg, Box::new(runtime_comm)).map_err(runtime("FTI_Init"))?;
+    // An application tracing this thread with its own libovni gets the runtime's marks in
+    // its stream (with `trace = 1` or `app`).
+    let options = fti::Options {
+        app_ovni: crate::app_ovni::detect().map(|a| Box::new(a) as Box<dyn fti::AppOvni>),
+        ..Default::default()
+    };
+    let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)
+        .map_err(runtime("FTI_Init"))?;
     let (reco, snapshot_id) = match fti.status() {
         Status::Restart(info) => (if failure == 2 { 2 } else { 1 }, info.id.saturating_add(1)),
         _ => (0, 1),

@@ -20,6 +20,7 @@
 #![allow(non_snake_case)]
 
 mod api;
+mod app_ovni;
 mod comm;
 mod data;
 mod ini;

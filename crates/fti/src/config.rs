@@ -110,6 +110,13 @@ pub struct Config {
     /// Our `[basic] trace`: write an ovni trace of the runtime's work (also turned on by the
     /// environment variable `FTI_TRACE=1`).
     pub trace: bool,
+    /// Our `[basic] trace = app`: trace only into the application's own libovni stream (the
+    /// C API finds it in the process), and fail at init without it. With `trace = 1` the
+    /// application's stream is used when there is one, else the runtime writes its own.
+    pub trace_app: bool,
+    /// Our `[basic] trace_mark_base`: the runtime's mark types are this one and the next two
+    /// (default 40; 0 ..= 97), so that they can be moved away from an application's own.
+    pub trace_mark_base: i32,
     /// Our `[basic] trace_dir`: where the trace goes (default: `$OVNI_TRACEDIR`, else `ovni`).
     pub trace_dir: PathBuf,
     /// Number of ranks of the run (given in code; MPI builds take it from the communicator).
@@ -149,6 +156,8 @@ impl Default for Config {
             dcp_hash: ftiff::BlockHash::Xxh3,
             fast_integrity: false,
             trace: false,
+            trace_app: false,
+            trace_mark_base: 40,
             trace_dir: std::env::var_os("OVNI_TRACEDIR")
                 .map_or_else(|| PathBuf::from("ovni"), PathBuf::from),
             nranks: 1,
@@ -253,6 +262,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "keep_ckpts",
             "trace",
             "trace_dir",
+            "trace_mark_base",
             "enable_dcp",
             "dcp_mode",
             "dcp_block_size",
@@ -429,7 +439,29 @@ impl Keys<'_> {
         cfg.inline_l2 = self.flag("basic", "inline_l2", true)?;
         cfg.inline_l4 = self.flag("basic", "inline_l4", true)?;
         cfg.keep_last_ckpt = self.flag("basic", "keep_last_ckpt", false)?;
-        cfg.trace = self.flag("basic", "trace", false)?;
+        match self.get("basic", "trace") {
+            Some((v, _)) if v.eq_ignore_ascii_case("app") => {
+                cfg.trace = true;
+                cfg.trace_app = true;
+            }
+            _ => cfg.trace = self.flag("basic", "trace", false)?,
+        }
+        if let Some(base) = self.int("basic", "trace_mark_base")? {
+            let max = 100 - i64::from(crate::trace::MARK_TYPES);
+            cfg.trace_mark_base = i32::try_from(base)
+                .ok()
+                .filter(|b| (0..=max).contains(&i64::from(*b)))
+                .ok_or_else(|| {
+                    self.error(
+                        "basic",
+                        "trace_mark_base",
+                        format!(
+                            "{base}: must be 0 ..= {max} (the runtime uses {} mark types from it, and ovni's are below 100)",
+                            crate::trace::MARK_TYPES
+                        ),
+                    )
+                })?;
+        }
         cfg.local_test = self.flag("advanced", "local_test", true)?;
         cfg.keep_ckpts = self.positive("basic", "keep_ckpts", 1)? as usize;
         cfg.group_size = self.positive("basic", "group_size", cfg.group_size)?;

@@ -19,6 +19,25 @@ use crate::topology::Topology;
 use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
 
+/// How [`Fti::init_with_options`] starts the runtime.
+pub struct Options {
+    /// Where the runtime's messages go (default: printed as FTI's `FTI_Print` does).
+    /// Messages below the config's `verbosity` (or `FTI_VERBOSITY`) are not passed on.
+    pub reporter: std::sync::Arc<dyn Reporter>,
+    /// The application's libovni, when it already traces the calling thread: with tracing on,
+    /// the runtime's marks go into that stream instead of a stream of its own.
+    pub app_ovni: Option<Box<dyn crate::trace::AppOvni>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            reporter: std::sync::Arc::new(FtiPrint),
+            app_ovni: None,
+        }
+    }
+}
+
 /// Whether this run started fresh or restarts from a checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
@@ -154,17 +173,17 @@ impl Fti {
     /// (collectively). The ranks agree on the execution id and on the checkpoint to restart
     /// from; L2 and L3 checkpoints send files between them.
     pub fn init_with(cfg: Config, comm: Box<dyn Comm>) -> Result<Fti> {
-        Fti::init_reporting(cfg, comm, std::sync::Arc::new(FtiPrint))
+        Fti::init_with_options(cfg, comm, Options::default())
     }
 
-    /// As [`Fti::init_with`], with the runtime's messages handed to `reporter` instead of
-    /// printed as FTI does ([`FtiPrint`]). Messages below the config's `verbosity` (or
-    /// `FTI_VERBOSITY` from the environment) are not passed on.
-    pub fn init_reporting(
+    /// As [`Fti::init_with`], with [`Options`]: where messages go, and the application's
+    /// own libovni to trace into.
+    pub fn init_with_options(
         mut cfg: Config,
         comm: Box<dyn Comm>,
-        reporter: std::sync::Arc<dyn Reporter>,
+        options: Options,
     ) -> Result<Fti> {
+        let Options { reporter, app_ovni } = options;
         // A one-rank comm keeps the config's rank: one process may act as any rank of a run
         // (restarting that rank's files alone, as the tools do).
         if comm.size() > 1 {
@@ -244,11 +263,31 @@ impl Fti {
         });
         messages.info("Selected Ckpt I/O is FTI-FF");
         let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
-            Some(Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks).map_err(Error::Trace))
+            Some(match app_ovni {
+                // Two writers on the thread's stream would corrupt it: the marks go into the
+                // application's.
+                Some(app) => Tracer::start_app(app, cfg.trace_mark_base).map_err(|what| {
+                    Error::Config {
+                        path: cfg.path.clone().unwrap_or_default(),
+                        line: 0,
+                        what,
+                    }
+                }),
+                None if cfg.trace_app => Err(Error::Config {
+                    path: cfg.path.clone().unwrap_or_default(),
+                    line: 0,
+                    what: "[basic] trace = app, but this thread is not traced by the application's libovni (ovni_thread_init before FTI_Init): nothing to trace into".into(),
+                }),
+                None => Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks, cfg.trace_mark_base)
+                    .map_err(Error::Trace),
+            })
         } else {
             None
         };
         let tracer = agree(&*comm, "starting the trace", tracer.transpose())?;
+        if tracer.as_ref().is_some_and(Tracer::in_app_stream) {
+            messages.info("tracing into the application's ovni stream");
+        }
         let mut fti = Fti {
             messages,
             dirs,

@@ -2,14 +2,18 @@
 //! checkpoint (per level, with its id and size in the label) and its phases, so that Paraver
 //! shows what the checkpoints cost over time.
 //!
-//! Mark types (stack marks, pushed and popped around the work):
-//! * 40 "FTI level": value = level number (1..4), labels "L1 checkpoint" ... "L4 checkpoint";
-//! * 41 "FTI checkpoint": value = checkpoint id, label "checkpoint <id> at L<k>: <bytes> bytes";
-//! * 42 "FTI phase": 1 "write (hash + write data)", 2 "publish (fsync, rename, retire)",
-//!   3 "verify (restart)", 4 "recover (copy)", 5 "flush to L4".
+//! Mark types (stack marks, pushed and popped around the work), at `B`, `B+1`, `B+2` where `B`
+//! is `[basic] trace_mark_base` (default 40):
+//! * B "FTI level": value = level number (1..4), labels "L1 checkpoint" ... "L4 checkpoint";
+//! * B+1 "FTI checkpoint": value = checkpoint id, label "checkpoint <id> at L<k>: <bytes> bytes";
+//! * B+2 "FTI phase": 1 "write (hash + write data)", 2 "publish (fsync, rename, retire)",
+//!   3 "verify (restart)", 4 "recover (copy)", 5 "flush to L4", 6 "L2 partner copy".
 //!
 //! Off unless asked for (config `trace`, or `FTI_TRACE=1`); when off, the runtime holds `None`
-//! and pays one branch per checkpoint.
+//! and pays one branch per checkpoint. The runtime writes its own stream, or, when the
+//! application already traces the calling thread with its libovni ([`AppOvni`]), emits its
+//! marks into the application's stream: two writers on one `thread.<tid>` stream would corrupt
+//! it.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -18,9 +22,38 @@ use ovni::write::{Process, ThreadStream, MARK_STACK};
 
 use crate::config::Level;
 
-const MARK_LEVEL: i32 = 40;
-const MARK_CKPT: i32 = 41;
-const MARK_PHASE: i32 = 42;
+/// Mark types the runtime defines (level, checkpoint, phase).
+pub const MARK_TYPES: i32 = 3;
+
+/// The titles of the mark types `B`, `B+1`, `B+2`.
+const TITLES: [&str; MARK_TYPES as usize] = ["FTI level", "FTI checkpoint", "FTI phase"];
+
+/// The mark functions of the libovni an application already uses in the calling thread
+/// (`ovni_attr_has`, `ovni_attr_get_str`, `ovni_mark_type`, `ovni_mark_label`,
+/// `ovni_mark_push`, `ovni_mark_pop`). The C API finds them in the process; the runtime then
+/// emits its marks through them instead of writing a stream of its own.
+pub trait AppOvni: Send {
+    /// Whether the thread's metadata holds `key`.
+    fn attr_has(&self, key: &str) -> bool;
+    /// The string at `key`, if it is one.
+    fn attr_str(&self, key: &str) -> Option<String>;
+    /// Defines a stack mark type.
+    fn mark_type(&self, ty: i32, title: &str);
+    /// Labels a value of a mark type.
+    fn mark_label(&self, ty: i32, value: i64, label: &str);
+    /// `OM[`.
+    fn mark_push(&self, ty: i32, value: i64);
+    /// `OM]`.
+    fn mark_pop(&self, ty: i32, value: i64);
+}
+
+/// Where the marks go.
+enum Sink {
+    /// The runtime's own stream.
+    Own(ThreadStream),
+    /// The application's libovni.
+    App(Box<dyn AppOvni>),
+}
 
 /// A phase of the runtime's work, a value of the "FTI phase" mark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +77,9 @@ const PHASES: [(Phase, &str); 6] = [
 
 /// The trace of the thread that drives the runtime.
 pub(crate) struct Tracer {
-    stream: ThreadStream,
+    sink: Sink,
+    /// The first of the runtime's mark types.
+    base: i32,
     labelled: HashSet<i64>,
     /// Marks pushed and not yet popped, so an error midway can close them in order.
     open: Vec<(i32, i64)>,
@@ -68,7 +103,7 @@ impl Tracer {
     /// Starts the trace under `dir` (`loom.<host>/proc.<pid>/thread.<tid>`): the ovni model,
     /// the loom's CPUs, the rank, the mark types, and the thread's execution on the loom's
     /// virtual CPU (ranks of one node may share CPUs).
-    pub(crate) fn start(dir: &Path, rank: u32, nranks: u32) -> ovni::Result<Tracer> {
+    pub(crate) fn start(dir: &Path, rank: u32, nranks: u32, base: i32) -> ovni::Result<Tracer> {
         let pid = std::process::id() as i32;
         let tid = thread_id().unwrap_or(pid);
         let process = Process::init(dir, 1, &host_name(), pid)?;
@@ -78,18 +113,14 @@ impl Tracer {
             stream.add_cpu(cpu, cpu)?;
         }
         stream.set_rank(rank as i32, nranks.max(1) as i32)?;
-        stream.mark_type(MARK_LEVEL, MARK_STACK, "FTI level")?;
+        stream.mark_type(base, MARK_STACK, TITLES[0])?;
         for level in Level::ALL {
-            stream.mark_label(
-                MARK_LEVEL,
-                level.number().into(),
-                &format!("{level} checkpoint"),
-            )?;
+            stream.mark_label(base, level.number().into(), &format!("{level} checkpoint"))?;
         }
-        stream.mark_type(MARK_CKPT, MARK_STACK, "FTI checkpoint")?;
-        stream.mark_type(MARK_PHASE, MARK_STACK, "FTI phase")?;
+        stream.mark_type(base + 1, MARK_STACK, TITLES[1])?;
+        stream.mark_type(base + 2, MARK_STACK, TITLES[2])?;
         for (phase, label) in PHASES {
-            stream.mark_label(MARK_PHASE, phase as i64, label)?;
+            stream.mark_label(base + 2, phase as i64, label)?;
         }
         let mut payload = [0u8; 16];
         payload[..4].copy_from_slice(&(-1i32).to_le_bytes());
@@ -101,70 +132,148 @@ impl Tracer {
         // it only at the end; `ovni::write` keeps that behaviour for applications.)
         stream.attr_flush()?;
         Ok(Tracer {
-            stream,
+            sink: Sink::Own(stream),
+            base,
             labelled: HashSet::new(),
             open: Vec::new(),
         })
     }
 
+    /// Traces into the application's stream through its libovni: the runtime's mark types and
+    /// labels are defined there (once per thread: an earlier session's definitions are
+    /// reused). A type the application uses for something else is refused, naming it.
+    pub(crate) fn start_app(app: Box<dyn AppOvni>, base: i32) -> Result<Tracer, String> {
+        for (i, title) in TITLES.iter().enumerate() {
+            let ty = base + i as i32;
+            let key = format!("ovni.mark.{ty}.title");
+            if app.attr_has(&key) {
+                match app.attr_str(&key) {
+                    Some(t) if t == *title => continue,
+                    other => {
+                        return Err(format!(
+                            "the application's trace already defines mark type {ty} ({}): choose another [basic] trace_mark_base (the runtime uses {} types from it)",
+                            other.unwrap_or_default(),
+                            MARK_TYPES
+                        ))
+                    }
+                }
+            }
+            app.mark_type(ty, title);
+        }
+        let label = |ty: i32, value: i64, text: &str| {
+            if !app.attr_has(&format!("ovni.mark.{ty}.labels.{value}")) {
+                app.mark_label(ty, value, text);
+            }
+        };
+        for level in Level::ALL {
+            label(base, level.number().into(), &format!("{level} checkpoint"));
+        }
+        for (phase, text) in PHASES {
+            label(base + 2, phase as i64, text);
+        }
+        Ok(Tracer {
+            sink: Sink::App(app),
+            base,
+            labelled: HashSet::new(),
+            open: Vec::new(),
+        })
+    }
+
+    /// Whether the marks go to the application's libovni.
+    pub(crate) fn in_app_stream(&self) -> bool {
+        matches!(self.sink, Sink::App(_))
+    }
+
     fn push(&mut self, ty: i32, value: i64) -> ovni::Result<()> {
-        self.stream.mark_push(ty, value)?;
+        match &mut self.sink {
+            Sink::Own(stream) => stream.mark_push(ty, value)?,
+            Sink::App(app) => app.mark_push(ty, value),
+        }
         self.open.push((ty, value));
         Ok(())
+    }
+
+    fn pop_mark(&mut self, ty: i32, value: i64) -> ovni::Result<()> {
+        match &mut self.sink {
+            Sink::Own(stream) => stream.mark_pop(ty, value),
+            Sink::App(app) => {
+                app.mark_pop(ty, value);
+                Ok(())
+            }
+        }
     }
 
     fn pop(&mut self, ty: i32, value: i64) -> ovni::Result<()> {
         if let Some(pos) = self.open.iter().rposition(|&m| m == (ty, value)) {
             self.open.remove(pos);
         }
-        self.stream.mark_pop(ty, value)
+        self.pop_mark(ty, value)
     }
 
     /// Pops every open mark, newest first (after an error interrupted the work).
     pub(crate) fn close_all(&mut self) -> ovni::Result<()> {
         while let Some((ty, value)) = self.open.pop() {
-            self.stream.mark_pop(ty, value)?;
+            self.pop_mark(ty, value)?;
         }
         Ok(())
     }
 
     pub(crate) fn begin_checkpoint(&mut self, id: i32, level: Level) -> ovni::Result<()> {
-        self.push(MARK_LEVEL, level.number().into())?;
+        self.push(self.base, level.number().into())?;
         // Mark values must not be 0; checkpoint ids are > 0 in practice, 0 is shown as -1.
-        self.push(MARK_CKPT, ckpt_value(id))
+        self.push(self.base + 1, ckpt_value(id))
     }
 
     pub(crate) fn end_checkpoint(&mut self, id: i32, level: Level, bytes: u64) -> ovni::Result<()> {
         let value = ckpt_value(id);
+        let ty = self.base + 1;
         if self.labelled.insert(value) {
-            self.stream.mark_label(
-                MARK_CKPT,
-                value,
-                &format!("checkpoint {id} at {level}: {bytes} bytes"),
-            )?;
+            let text = format!("checkpoint {id} at {level}: {bytes} bytes");
+            match &mut self.sink {
+                Sink::Own(stream) => stream.mark_label(ty, value, &text)?,
+                // libovni refuses a second label for a value (even the same text): an id
+                // labelled by an earlier session of this thread keeps its first label.
+                Sink::App(app) => {
+                    if value > 0 && !app.attr_has(&format!("ovni.mark.{ty}.labels.{value}")) {
+                        app.mark_label(ty, value, &text);
+                    }
+                }
+            }
         }
-        self.pop(MARK_CKPT, value)?;
-        self.pop(MARK_LEVEL, level.number().into())?;
-        // Written out at every checkpoint, so that the trace of a run that crashes later
-        // still shows its checkpoints (a few hundred bytes per checkpoint), with the
-        // metadata (the new label) replaced atomically.
-        self.stream.flush()?;
-        self.stream.attr_flush()
+        self.pop(ty, value)?;
+        self.pop(self.base, level.number().into())?;
+        match &mut self.sink {
+            // Written out at every checkpoint, so that the trace of a run that crashes later
+            // still shows its checkpoints (a few hundred bytes per checkpoint), with the
+            // metadata (the new label) replaced atomically.
+            Sink::Own(stream) => {
+                stream.flush()?;
+                stream.attr_flush()
+            }
+            // The application's buffer and metadata are the application's to write.
+            Sink::App(_) => Ok(()),
+        }
     }
 
     pub(crate) fn begin(&mut self, phase: Phase) -> ovni::Result<()> {
-        self.push(MARK_PHASE, phase as i64)
+        self.push(self.base + 2, phase as i64)
     }
 
     pub(crate) fn end(&mut self, phase: Phase) -> ovni::Result<()> {
-        self.pop(MARK_PHASE, phase as i64)
+        self.pop(self.base + 2, phase as i64)
     }
 
-    /// Ends the thread (`OHe`) and writes the finished stream.
+    /// Ends the runtime's own thread stream (`OHe`) and writes it finished; in the
+    /// application's stream only the open marks are closed.
     pub(crate) fn finish(mut self) -> ovni::Result<()> {
         self.close_all()?;
-        self.stream.emit(ovni::Mcv(*b"OHe"), &[])?;
-        self.stream.finish()
+        match self.sink {
+            Sink::Own(mut stream) => {
+                stream.emit(ovni::Mcv(*b"OHe"), &[])?;
+                stream.finish()
+            }
+            Sink::App(_) => Ok(()),
+        }
     }
 }
 

@@ -63,7 +63,11 @@ fn fti_s_example_config_runs_unchanged_on_eight_ranks() {
             let (cfg, captured) = (cfg.clone(), captured.clone());
             s.spawn(move || {
                 let rank = fti::Comm::rank(&comm);
-                let mut fti = Fti::init_reporting(cfg, Box::new(comm), captured).unwrap();
+                let options = fti::Options {
+                    reporter: captured,
+                    ..Default::default()
+                };
+                let mut fti = Fti::init_with_options(cfg, Box::new(comm), options).unwrap();
                 let mut v = vec![rank as u8; 5000];
                 for (id, level) in [
                     (1, Level::L1),

@@ -207,3 +207,108 @@ fn a_killed_run_leaves_a_trace_that_lints() {
     assert_eq!(labels["2"], "checkpoint 2 at L1: 10172 bytes", "{meta:#}");
     assert_eq!(meta["ovni"]["require"]["ovni"], "1.1.0", "{meta:#}");
 }
+
+/// What an application's libovni was asked to do.
+#[derive(Default)]
+struct FakeOvni {
+    attrs: std::sync::Mutex<std::collections::BTreeMap<String, String>>,
+    marks: std::sync::Mutex<Vec<(char, i32, i64)>>,
+}
+
+struct App(std::sync::Arc<FakeOvni>);
+
+impl fti::AppOvni for App {
+    fn attr_has(&self, key: &str) -> bool {
+        self.0.attrs.lock().unwrap().contains_key(key)
+    }
+    fn attr_str(&self, key: &str) -> Option<String> {
+        self.0.attrs.lock().unwrap().get(key).cloned()
+    }
+    fn mark_type(&self, ty: i32, title: &str) {
+        let mut attrs = self.0.attrs.lock().unwrap();
+        let key = format!("ovni.mark.{ty}.title");
+        // libovni aborts on a type defined twice.
+        assert!(!attrs.contains_key(&key), "type {ty} defined twice");
+        attrs.insert(key, title.to_owned());
+    }
+    fn mark_label(&self, ty: i32, value: i64, label: &str) {
+        let mut attrs = self.0.attrs.lock().unwrap();
+        let key = format!("ovni.mark.{ty}.labels.{value}");
+        assert!(!attrs.contains_key(&key), "label {key} defined twice");
+        attrs.insert(key, label.to_owned());
+    }
+    fn mark_push(&self, ty: i32, value: i64) {
+        self.0.marks.lock().unwrap().push(('[', ty, value));
+    }
+    fn mark_pop(&self, ty: i32, value: i64) {
+        self.0.marks.lock().unwrap().push((']', ty, value));
+    }
+}
+
+/// With the application's libovni tracing the thread, the runtime's marks go into its stream
+/// (at `trace_mark_base`), nothing is written of its own, a second session in the same
+/// thread reuses the definitions, and a type the application already uses is refused.
+#[test]
+fn marks_go_into_the_application_s_trace() {
+    let root = tempfile::tempdir().unwrap();
+    let fake = std::sync::Arc::new(FakeOvni::default());
+    let cfg = Config {
+        trace_mark_base: 60,
+        ..config(root.path())
+    };
+    for session in 0..2 {
+        let options = fti::Options {
+            app_ovni: Some(Box::new(App(fake.clone()))),
+            ..Default::default()
+        };
+        let mut fti =
+            Fti::init_with_options(cfg.clone(), Box::new(fti::SelfComm), options).unwrap();
+        let mut x = [session as u8; 100];
+        fti.checkpoint(1, Level::L1, &[Var::slice(0, &mut x)])
+            .unwrap();
+        fti.finalize().unwrap();
+    }
+    assert!(!root.path().join("trace").exists());
+    let attrs = fake.attrs.lock().unwrap();
+    assert_eq!(attrs["ovni.mark.60.title"], "FTI level");
+    assert_eq!(
+        attrs["ovni.mark.61.labels.1"],
+        "checkpoint 1 at L1: 272 bytes"
+    );
+    assert_eq!(attrs["ovni.mark.62.labels.1"], "write (hash + write data)");
+    drop(attrs);
+    let marks = fake.marks.lock().unwrap();
+    let first: Vec<(char, i32, i64)> = marks.iter().take(2).copied().collect();
+    assert_eq!(first, [('[', 60, 1), ('[', 61, 1)]);
+    let pushes = marks.iter().filter(|m| m.0 == '[').count();
+    assert_eq!(pushes * 2, marks.len(), "balanced: {marks:?}");
+    drop(marks);
+
+    // The application's own type 70 collides with base 69.
+    let other = std::sync::Arc::new(FakeOvni::default());
+    other
+        .attrs
+        .lock()
+        .unwrap()
+        .insert("ovni.mark.70.title".into(), "my solver".into());
+    let options = fti::Options {
+        app_ovni: Some(Box::new(App(other))),
+        ..Default::default()
+    };
+    let cfg = Config {
+        trace_mark_base: 69,
+        ..config(root.path())
+    };
+    let err = Fti::init_with_options(cfg, Box::new(fti::SelfComm), options)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("mark type 70 (my solver)"), "{err}");
+    // `trace = app` without the application's libovni fails at init.
+    let cfg = Config {
+        trace_app: true,
+        ..config(root.path())
+    };
+    let err = Fti::init(cfg).err().unwrap().to_string();
+    assert!(err.contains("trace = app"), "{err}");
+}

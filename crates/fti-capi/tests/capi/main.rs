@@ -11,4 +11,5 @@ mod fti11;
 mod fti_tests;
 mod heatdis;
 mod seed;
+mod traced;
 mod util;
