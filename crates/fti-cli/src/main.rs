@@ -44,7 +44,8 @@ enum Command {
     /// on unusual bytes (e.g. the uninitialised VMD padding FTI 1.1 writes). `doc` prints the
     /// layout of the FTI-FF design document (no file block, offsets or hashes). `json` is for
     /// scripts: {"fb": {...}, "blocks": [{"offset", "numvars", "dbsize", "vars": [...]}]}.
-    /// Inspect checks the structure, not the hashes: use `verify` for that.
+    /// Inspect checks the structure, not the hashes: use `verify` for that. A path that is not
+    /// a regular file (a FIFO, a directory) is refused (exit 1), never read.
     Inspect {
         /// The checkpoint file.
         file: PathBuf,
@@ -59,7 +60,8 @@ enum Command {
     /// the zero fill of containers, and that nothing follows the file's end.
     ///
     /// Prints one line per problem, naming the file, the byte offset and what is wrong, and
-    /// `<file>: ok` for intact files. Exits 0 when every file is intact, 1 otherwise.
+    /// `<file>: ok` for intact files. Exits 0 when every file is intact, 1 otherwise. A path
+    /// that is not a regular file (a FIFO, a socket, a directory) is a problem, never read.
     /// FB bytes 49..55 (struct padding) are covered by no hash and cannot be checked.
     Verify {
         /// Checkpoint files.
