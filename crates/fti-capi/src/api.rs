@@ -145,6 +145,31 @@ pub unsafe extern "C" fn FTI_Init(config_file: *mut c_char, global_comm: MPI_Com
     report(outcome)
 }
 
+/// At a normal `exit()`, an asynchronous checkpoint still in flight is completed (while MPI
+/// can still be used: a program that finalised MPI first keeps its previous checkpoint).
+extern "C" fn complete_at_exit() {
+    if !comm::mpi_usable() {
+        return;
+    }
+    if let Some(Shared(s)) = lock().as_mut() {
+        if let Err(e) = s.fti.wait() {
+            message::error(&format!("completing the last checkpoint at exit: {e}"));
+        }
+    }
+}
+
+/// Registers [`complete_at_exit`] once per process.
+fn complete_checkpoints_at_exit() {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    REGISTERED.call_once(|| {
+        // SAFETY: registers a function without arguments that only takes the session lock
+        // (never held when the program exits normally).
+        unsafe {
+            libc::atexit(complete_at_exit);
+        }
+    });
+}
+
 fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     let (comms, runtime_comm) = comm::setup(global)?;
     message::configure(1, comms.rank);
@@ -170,6 +195,7 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     };
     let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)
         .map_err(runtime("FTI_Init"))?;
+    complete_checkpoints_at_exit();
     let (reco, snapshot_id) = match fti.status() {
         Status::Restart(info) => (if failure == 2 { 2 } else { 1 }, info.id.saturating_add(1)),
         _ => (0, 1),

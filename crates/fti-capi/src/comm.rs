@@ -33,6 +33,17 @@ pub(crate) struct Comms {
     pub size: i32,
 }
 
+/// Whether MPI can still be used (initialised and not finalised).
+pub(crate) fn mpi_usable() -> bool {
+    let (mut initialized, mut finalized) = (0, 0);
+    // SAFETY: both may be called at any time, before MPI_Init and after MPI_Finalize.
+    unsafe {
+        ffi::MPI_Initialized(&mut initialized);
+        ffi::MPI_Finalized(&mut finalized);
+    }
+    initialized != 0 && finalized == 0
+}
+
 /// Duplicates `global` into `FTI_COMM_WORLD` and makes the library's communicators: the C
 /// API's and the runtime's.
 pub(crate) fn setup(global: MPI_Comm) -> Result<(Comms, MpiComm), Failure> {

@@ -72,6 +72,14 @@ pub struct Config {
     /// or write them locally first and copy them, in a background thread when the run allows
     /// it (0).
     pub inline_l4: bool,
+    /// `[basic] async_ckpt`: a checkpoint copies the variables into staging buffers and
+    /// returns; writing, hashing and publishing run in a background thread (L1 and L4; other
+    /// levels, differential checkpoints and runs without a background communicator stay
+    /// synchronous). See `docs/runtime.md`.
+    pub async_ckpt: bool,
+    /// `[basic] async_mem_mib`: the most staging memory an asynchronous checkpoint may hold
+    /// (MiB); a checkpoint of more data is written synchronously. `None`: the protected size.
+    pub async_mem_mib: Option<u64>,
     /// `[basic] keep_last_ckpt`: at finalize, keep the last checkpoint (flushed to L4) instead
     /// of deleting everything.
     pub keep_last_ckpt: bool,
@@ -143,6 +151,8 @@ impl Default for Config {
             inline_l2: true,
             inline_l4: true,
             keep_last_ckpt: false,
+            async_ckpt: false,
+            async_mem_mib: None,
             keep_ckpts: 1,
             group_size: 4,
             node_size: 1,
@@ -251,6 +261,8 @@ const KNOWN: &[(&str, &[&str])] = &[
             "inline_l2",
             "inline_l4",
             "keep_last_ckpt",
+            "async_ckpt",
+            "async_mem_mib",
             "group_size",
             "max_sync_intv",
             "ckpt_io",
@@ -439,6 +451,10 @@ impl Keys<'_> {
         cfg.inline_l2 = self.flag("basic", "inline_l2", true)?;
         cfg.inline_l4 = self.flag("basic", "inline_l4", true)?;
         cfg.keep_last_ckpt = self.flag("basic", "keep_last_ckpt", false)?;
+        cfg.async_ckpt = self.flag("basic", "async_ckpt", false)?;
+        if self.get("basic", "async_mem_mib").is_some() {
+            cfg.async_mem_mib = Some(u64::from(self.positive("basic", "async_mem_mib", 1)?));
+        }
         match self.get("basic", "trace") {
             Some((v, _)) if v.eq_ignore_ascii_case("app") => {
                 cfg.trace = true;

@@ -130,14 +130,36 @@ pub struct Fti {
     /// The config file does not yet say `failure = 1` for this execution (a fresh run
     /// before its first checkpoint was recorded).
     restart_record_pending: bool,
+    /// Staging buffers of asynchronous checkpoints (by protect position), reused.
+    staging: Vec<Vec<u8>>,
+    /// The asynchronous checkpoint in flight.
+    in_flight: Option<InFlight>,
     /// The communicator of background post-processing, when idle.
     bg_comm: Option<Box<dyn Comm + Send>>,
     /// Background post-processing under way, with its communicator to give back.
     bg_job: Option<BackgroundJob>,
 }
 
-/// A post-processing thread: it returns its communicator and its outcome.
-type BackgroundJob = std::thread::JoinHandle<(Box<dyn Comm + Send>, Result<()>)>;
+/// A background thread: post-processing, or an asynchronous checkpoint.
+type BackgroundJob = std::thread::JoinHandle<JobDone>;
+
+/// What a background thread hands back: its communicator, its outcome (for an asynchronous
+/// checkpoint, the file block written and whether it recorded the restart in the config
+/// file) and the staging buffers, to be reused.
+struct JobDone {
+    comm: Box<dyn Comm + Send>,
+    result: Result<Option<(FileBlock, bool)>>,
+    staging: Vec<Vec<u8>>,
+}
+
+/// An asynchronous checkpoint staged and not yet known to be published.
+struct InFlight {
+    info: CheckpointInfo,
+    /// When the call started.
+    started: Instant,
+    /// How long the application was stopped (waiting for the previous one, and the copy).
+    stopped: Duration,
+}
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
 struct Icp {
@@ -208,13 +230,13 @@ impl Fti {
             }
         }
         let (topology, node_names) = build_topology(&cfg, &*comm)?;
-        let bg_comm = if cfg.inline_l2 && cfg.inline_l4 {
+        let bg_comm = if cfg.inline_l2 && cfg.inline_l4 && !cfg.async_ckpt {
             None
         } else {
             let bg = comm.background();
             if bg.is_none() && cfg.rank == 0 {
                 messages.warn(
-                    "inline_l2/inline_l4 = 0 asks for post-processing in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
+                    "inline_l2/inline_l4 = 0 or async_ckpt = 1 asks for work in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
                 );
             }
             bg
@@ -312,6 +334,8 @@ impl Fti {
             recovery_note: None,
             restart_record_pending: true,
             verified: None,
+            staging: Vec::new(),
+            in_flight: None,
             bg_comm,
             bg_job: None,
             cfg,
@@ -685,6 +709,9 @@ impl Fti {
         level: Level,
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
+        if self.asynchronous(level, vars) {
+            return self.checkpoint_async(id, level, vars);
+        }
         // A rank that cannot checkpoint still takes part in the collective steps (it reports
         // its error there), so that the other ranks never wait for it.
         let waited = self.wait();
@@ -737,6 +764,139 @@ impl Fti {
             ));
             return Err(e);
         }
+        Ok(info)
+    }
+
+    /// Whether this checkpoint runs asynchronously: `async_ckpt = 1`, a background
+    /// communicator, L1 or L4, no differential checkpoints, and the data within the staging
+    /// budget (`async_mem_mib`). The decision is the same on every rank (the config is, and
+    /// the budget is compared with the largest rank's data).
+    fn asynchronous(&mut self, level: Level, vars: &[Var<'_>]) -> bool {
+        if !self.cfg.async_ckpt
+            || self.cfg.dcp
+            || !matches!(level, Level::L1 | Level::L4)
+            || (self.bg_comm.is_none() && self.bg_job.is_none())
+        {
+            return false;
+        }
+        let Some(budget) = self.cfg.async_mem_mib else {
+            return true;
+        };
+        let mine: u64 = vars.iter().map(|v| v.size()).sum();
+        let largest = levels::gather_u64(&*self.comm, mine)
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        largest <= budget.saturating_mul(1 << 20)
+    }
+
+    /// An asynchronous checkpoint: waits for the one in flight (that wait, and the copy, are
+    /// the time the application is stopped), copies the variables into the staging buffers and
+    /// returns; a background thread writes, hashes and publishes the file with the same
+    /// protocol as a synchronous checkpoint, records the restart in the config file if it is
+    /// the first, then retires older checkpoints. The returned info's `timestamp` is 0 until
+    /// the checkpoint is complete ([`Fti::wait`], or the next call).
+    fn checkpoint_async(
+        &mut self,
+        id: i32,
+        level: Level,
+        vars: &[Var<'_>],
+    ) -> Result<CheckpointInfo> {
+        let started = Instant::now();
+        let waited = self.wait();
+        let ready = waited.and_then(|()| {
+            if self.icp.is_some() {
+                return Err(Error::State(
+                    "an incremental checkpoint is open: finalize it first",
+                ));
+            }
+            if matches!(self.status, Status::Restart(_)) {
+                return Err(Error::State(
+                    "recover the restart's checkpoint before writing a new one",
+                ));
+            }
+            check_unique_ids(vars)
+        });
+        let sizes: Vec<VarSize> = vars
+            .iter()
+            .map(|v| VarSize {
+                id: v.id,
+                size: v.size(),
+            })
+            .collect();
+        let planned = ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?));
+        // Every rank stages, or none: the background threads' collective steps must match.
+        let layout = match agree(&*self.comm, "staging the checkpoint", planned) {
+            Ok(layout) => layout,
+            Err(e) => {
+                self.messages.warn(&format!(
+                    "Checkpoint with ID {id} at Level {} failed.",
+                    level.number()
+                ));
+                return Err(e);
+            }
+        };
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin_checkpoint(id, level)
+        });
+        trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Stage));
+        let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
+        let mut staging = std::mem::take(&mut self.staging);
+        staging.resize_with(layout.vars().len(), Vec::new);
+        for (buf, v) in staging.iter_mut().zip(layout.vars()) {
+            let bytes = by_id.get(&v.id).copied().unwrap_or(&[]);
+            // Capacity is kept between checkpoints: after the first, no allocation and no
+            // page faults, only the copy.
+            buf.clear();
+            buf.extend_from_slice(bytes);
+        }
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Stage));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.end_checkpoint(id, level, layout.file_size())
+        });
+        let info = CheckpointInfo {
+            id,
+            level,
+            path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
+            size: layout.file_size(),
+            timestamp: 0,
+            bytes_written: layout.file_size(),
+        };
+        let job = AsyncJob {
+            dirs: self.dirs.clone(),
+            level,
+            id,
+            keep: self.keep(),
+            layout: layout.clone(),
+            opts: self.write_options(),
+            record: (self.restart_record_pending && self.cfg.rank == 0)
+                .then(|| self.cfg.path.clone())
+                .flatten()
+                .map(|p| (p, self.exec_id.clone())),
+            record_pending: self.restart_record_pending,
+            config: self.cfg.path.clone(),
+        };
+        self.layout = Some(layout);
+        self.dcp_files.clear();
+        self.next_id = self.next_id.max(id.saturating_add(1));
+        let stopped = started.elapsed();
+        self.timer.excluded += stopped;
+        let Some(comm) = self.bg_comm.take() else {
+            return Err(Error::State("no background communicator"));
+        };
+        self.in_flight = Some(InFlight {
+            info: info.clone(),
+            started,
+            stopped,
+        });
+        self.bg_job = Some(std::thread::spawn(move || {
+            let result = job.run(&*comm, &staging).map(Some);
+            JobDone {
+                comm,
+                result,
+                staging,
+            }
+        }));
         Ok(info)
     }
 
@@ -1056,8 +1216,12 @@ impl Fti {
     fn spawn_post(&mut self, job: impl FnOnce(&dyn Comm) -> Result<()> + Send + 'static) {
         if let Some(comm) = self.bg_comm.take() {
             self.bg_job = Some(std::thread::spawn(move || {
-                let result = job(&*comm);
-                (comm, result)
+                let result = job(&*comm).map(|()| None);
+                JobDone {
+                    comm,
+                    result,
+                    staging: Vec::new(),
+                }
             }));
         }
     }
@@ -1072,16 +1236,61 @@ impl Fti {
     /// `inline_l2 = 0`, the L4 flush with `inline_l4 = 0`) and returns its outcome. Until it
     /// is done the checkpoint is recoverable from the ranks' own files; the previous checkpoint
     /// is retired only after it. Every call that writes or recovers checkpoints waits first.
+    ///
+    /// With `async_ckpt = 1` it also completes the checkpoint in flight: once it returns Ok,
+    /// that checkpoint is published by every rank (and counts: [`Fti::last_checkpoint`]); an
+    /// error of its background work is returned here (and by the next checkpoint call).
     pub fn wait(&mut self) -> Result<()> {
         let Some(job) = self.bg_job.take() else {
             return Ok(());
         };
-        match job.join() {
-            Ok((comm, result)) => {
-                self.bg_comm = Some(comm);
-                result
+        let done = match job.join() {
+            Ok(done) => done,
+            Err(_) => {
+                self.in_flight = None;
+                return Err(Error::State("the background thread panicked"));
             }
-            Err(_) => Err(Error::State("the post-processing thread panicked")),
+        };
+        self.bg_comm = Some(done.comm);
+        if !done.staging.is_empty() {
+            self.staging = done.staging;
+        }
+        let in_flight = self.in_flight.take();
+        match (done.result, in_flight) {
+            (Ok(Some((fb, recorded))), Some(f)) => {
+                let info = CheckpointInfo {
+                    timestamp: fb.timestamp,
+                    ..f.info
+                };
+                if recorded {
+                    self.restart_record_pending = false;
+                }
+                let data: u64 = self
+                    .layout
+                    .as_ref()
+                    .map_or(0, |l| l.vars().iter().map(|v| v.size).sum());
+                self.messages.info(&format!(
+                    "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. (asynchronous: the application was stopped {:.3} s)",
+                    info.id,
+                    info.level.number(),
+                    data as f64 / (1024.0 * 1024.0),
+                    f.started.elapsed().as_secs_f64(),
+                    f.stopped.as_secs_f64(),
+                ));
+                self.last = Some(info);
+                Ok(())
+            }
+            (Ok(_), _) => Ok(()),
+            (Err(e), f) => {
+                if let Some(f) = f {
+                    self.messages.warn(&format!(
+                        "Checkpoint with ID {} at Level {} failed.",
+                        f.info.id,
+                        f.info.level.number()
+                    ));
+                }
+                Err(e)
+            }
         }
     }
 
@@ -1533,6 +1742,59 @@ impl Fti {
         }
         text.push('\n');
         store::replace_file(&self.dirs.meta.join("Topology.fti"), text.as_bytes())
+    }
+}
+
+/// The background part of an asynchronous checkpoint.
+struct AsyncJob {
+    dirs: Dirs,
+    level: Level,
+    id: i32,
+    keep: usize,
+    layout: Layout,
+    opts: WriteOptions,
+    /// Rank 0, first checkpoint of a fresh run: the config file to record the restart in.
+    record: Option<(PathBuf, String)>,
+    /// Whether the restart record is still to be written (on every rank, to agree on it).
+    record_pending: bool,
+    config: Option<PathBuf>,
+}
+
+impl AsyncJob {
+    /// Writes and publishes the staged data on every rank (collective on `comm`), records the
+    /// restart if it is the first checkpoint, retires older checkpoints. Returns the file block
+    /// and whether the restart was recorded.
+    fn run(self, comm: &dyn Comm, staged: &[Vec<u8>]) -> Result<(FileBlock, bool)> {
+        let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
+        let written = store::begin(&self.dirs, self.level, self.id, None).and_then(|p| {
+            ftiff::write_file(&p.file, &self.layout, &data, &self.opts)
+                .map_err(|e| Error::Format(e.with_path(&p.path)))
+                .map(|fb| (p, fb))
+        });
+        let (pending, fb) = agree(comm, "writing the checkpoint", written)?;
+        let published = store::publish_pending(&self.dirs, pending);
+        agree(comm, "publishing the checkpoint", published)?;
+        if self.record_pending {
+            let recorded = match &self.record {
+                Some((path, exec_id)) => {
+                    config::record_restart(path, 1, exec_id).map_err(|err| Error::RestartRecord {
+                        path: path.clone(),
+                        exec_id: exec_id.clone(),
+                        err: Box::new(err),
+                    })
+                }
+                None => Ok(()),
+            };
+            let what = match &self.config {
+                Some(p) => format!("recording the restart in {}", p.display()),
+                None => "recording the restart in the config file".to_owned(),
+            };
+            agree(comm, &what, recorded)?;
+        }
+        // Only once every rank has published (and the restart is recorded) do older
+        // checkpoints go.
+        store::retire(&self.dirs, self.level, self.id, self.keep, true)?;
+        Ok((fb, self.record_pending))
     }
 }
 

@@ -64,15 +64,17 @@ pub(crate) enum Phase {
     Recover = 4,
     Flush = 5,
     Partner = 6,
+    Stage = 7,
 }
 
-const PHASES: [(Phase, &str); 6] = [
+const PHASES: [(Phase, &str); 7] = [
     (Phase::Write, "write (hash + write data)"),
     (Phase::Publish, "publish (fsync, rename, retire)"),
     (Phase::Verify, "verify (restart)"),
     (Phase::Recover, "recover (copy)"),
     (Phase::Flush, "flush to L4"),
     (Phase::Partner, "L2 partner copy (send + receive)"),
+    (Phase::Stage, "stage (copy for an asynchronous checkpoint)"),
 ];
 
 /// The trace of the thread that drives the runtime.

@@ -1,0 +1,266 @@
+//! Asynchronous checkpoints (`async_ckpt = 1`): the call copies the variables and returns; the
+//! file is written, hashed and published in the background. The bytes saved are the ones at
+//! the call, the files equal synchronous ones (but for the timestamp and `myHash`), a
+//! checkpoint counts once complete, background errors reach the next call, and a process
+//! killed with a checkpoint in flight restarts from the last one it saw complete or that one.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use fti::{Config, Fti, Level, Status, Threads, Var};
+
+fn config(root: &Path, async_ckpt: bool) -> Config {
+    Config {
+        ckpt_dir: root.join("Local"),
+        glbl_dir: root.join("Global"),
+        meta_dir: root.join("Meta"),
+        async_ckpt,
+        verbosity: 3,
+        ..Config::default()
+    }
+}
+
+fn data(k: i32, n: usize) -> Vec<u32> {
+    (0..n as u32)
+        .map(|j| j.wrapping_mul(2_654_435_761) ^ k as u32)
+        .collect()
+}
+
+/// The bytes of a checkpoint file that do not depend on when it was written: everything but
+/// `FB.myHash` and `FB.timestamp`.
+fn timeless(path: &Path) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap();
+    let fb = ftiff::raw::fb::MY_HASH;
+    bytes[fb..fb + 16].fill(0);
+    let ts = ftiff::raw::fb::TIMESTAMP;
+    bytes[ts..ts + 8].fill(0);
+    bytes
+}
+
+/// Writes checkpoints 1..=3 (sizes changing) at `level`; returns the files of the last one.
+fn run(root: &Path, async_ckpt: bool, level: Level) -> PathBuf {
+    let mut fti = Fti::init(config(root, async_ckpt)).unwrap();
+    let mut path = None;
+    for k in 1..=3 {
+        let mut a = data(k, 1000 + 300 * k as usize);
+        let mut b = data(-k, 5000);
+        let info = fti
+            .checkpoint(k, level, &[Var::slice(0, &mut a), Var::slice(1, &mut b)])
+            .unwrap();
+        path = Some(info.path);
+    }
+    fti.wait().unwrap();
+    assert_eq!(fti.last_checkpoint().unwrap().id, 3);
+    let path = path.unwrap();
+    drop(fti);
+    path
+}
+
+#[test]
+fn files_equal_synchronous_ones_at_l1_and_l4() {
+    for level in [Level::L1, Level::L4] {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let sync = run(a.path(), false, level);
+        let asynchronous = run(b.path(), true, level);
+        assert_eq!(timeless(&sync), timeless(&asynchronous), "{level}");
+        let (ckpt, map) = ftiff::Checkpoint::open_verified(&asynchronous, &|_| {}).unwrap();
+        assert_eq!(ckpt.read_var(map.bytes(), 1).unwrap().len(), 20_000);
+    }
+}
+
+#[test]
+fn the_bytes_saved_are_those_at_the_call_and_count_once_complete() {
+    let root = tempfile::tempdir().unwrap();
+    let mut fti = Fti::init(config(root.path(), true)).unwrap();
+    let mut x = data(1, 100_000);
+    let info = fti
+        .checkpoint(1, Level::L1, &[Var::slice(0, &mut x)])
+        .unwrap();
+    // The application goes on at once: its next iteration changes the variable.
+    x.iter_mut().for_each(|v| *v = 0);
+    fti.wait().unwrap();
+    let last = fti.last_checkpoint().unwrap();
+    assert_eq!((last.id, &last.path), (1, &info.path));
+    assert!(last.timestamp > 0);
+    drop(fti);
+    let mut fti = Fti::init(config(root.path(), true)).unwrap();
+    assert!(matches!(fti.status(), Status::Restart(_)));
+    let mut got = vec![0u32; 100_000];
+    fti.recover(&mut [Var::slice(0, &mut got)]).unwrap();
+    assert_eq!(got, data(1, 100_000));
+    fti.finalize().unwrap();
+}
+
+/// Four ranks (threads) checkpoint asynchronously; every rank restarts from the last one.
+#[test]
+fn four_ranks_checkpoint_asynchronously() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        group_size: 2,
+        ..config(root.path(), true)
+    };
+    let run = |restart: bool| {
+        std::thread::scope(|s| {
+            for comm in Threads::new(4, "host") {
+                let cfg = cfg.clone();
+                s.spawn(move || {
+                    let rank = fti::Comm::rank(&comm) as i32;
+                    let mut fti = Fti::init_with(cfg, Box::new(comm)).unwrap();
+                    if restart {
+                        let mut got = vec![0u32; 3000];
+                        let info = fti.recover(&mut [Var::slice(0, &mut got)]).unwrap();
+                        assert_eq!((info.id, got), (4, data(4 * 10 + rank, 3000)));
+                        fti.finalize().unwrap();
+                        return;
+                    }
+                    for k in 1..=4 {
+                        let level = if k % 2 == 0 { Level::L4 } else { Level::L1 };
+                        let mut v = data(k * 10 + rank, 3000);
+                        fti.checkpoint(k, level, &[Var::slice(0, &mut v)]).unwrap();
+                    }
+                    // Dropped without finalize (a crash after the last call returned): the
+                    // drop completes the checkpoint in flight.
+                });
+            }
+        });
+    };
+    run(false);
+    run(true);
+}
+
+/// A failure in the background (here: the config file cannot record the restart) is
+/// reported by the next call, and by `wait`.
+#[test]
+fn a_background_error_reaches_the_next_call() {
+    let root = tempfile::tempdir().unwrap();
+    let conf = root.path().join("conf");
+    std::fs::create_dir_all(&conf).unwrap();
+    let path = conf.join("config.fti");
+    let r = root.path().display();
+    std::fs::write(
+        &path,
+        format!("[basic]\nckpt_dir = {r}/Local\nglbl_dir = {r}/Global\nmeta_dir = {r}/Meta\nckpt_io = 3\nverbosity = 3\nasync_ckpt = 1\n[restart]\nfailure = 0\n"),
+    )
+    .unwrap();
+    let undo = make_unwritable(&conf);
+    let mut fti = Fti::init(Config::from_file(&path).unwrap()).unwrap();
+    let mut x = data(1, 1000);
+    let first = fti.checkpoint(1, Level::L1, &[Var::slice(0, &mut x)]);
+    assert!(first.is_ok(), "the call only stages: {first:?}");
+    let second = fti.checkpoint(2, Level::L1, &[Var::slice(0, &mut x)]);
+    let err = second
+        .expect_err("checkpoint 1 failed in the background")
+        .to_string();
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    assert!(fti.last_checkpoint().is_none());
+    undo();
+    fti.checkpoint(3, Level::L1, &[Var::slice(0, &mut x)])
+        .unwrap();
+    fti.wait().unwrap();
+    assert_eq!(fti.last_checkpoint().unwrap().id, 3);
+    assert!(std::fs::read_to_string(&path).unwrap().contains("failure"));
+    fti.finalize().unwrap();
+}
+
+fn make_unwritable(dir: &Path) -> impl FnOnce() {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let dir = dir.to_path_buf();
+    let (lock, unlock) = if root {
+        (["chattr", "+i"], ["chattr", "-i"])
+    } else {
+        (["chmod", "555"], ["chmod", "755"])
+    };
+    assert!(Command::new(lock[0])
+        .arg(lock[1])
+        .arg(&dir)
+        .status()
+        .unwrap()
+        .success());
+    move || {
+        assert!(Command::new(unlock[0])
+            .arg(unlock[1])
+            .arg(&dir)
+            .status()
+            .unwrap()
+            .success());
+    }
+}
+
+const KILL_SIZE: usize = 1 << 19;
+
+/// The child of [`killed_with_a_checkpoint_in_flight`]: asynchronous checkpoints 1, 2, ...;
+/// after each call returns it prints `COMPLETE k-1` (the call waited for the previous one).
+#[test]
+fn async_child() {
+    let Ok(root) = std::env::var("FTI_ASYNC_CHILD") else {
+        return;
+    };
+    let mut fti = Fti::init(config(Path::new(&root), true)).unwrap();
+    for k in 1.. {
+        let mut v = data(k, KILL_SIZE);
+        fti.checkpoint(k, Level::L1, &[Var::slice(0, &mut v)])
+            .unwrap();
+        println!("COMPLETE {}", k - 1);
+    }
+}
+
+/// SIGKILL at random instants with a checkpoint in flight: the restart returns the last
+/// checkpoint the child saw complete, or the one after it, with exact data.
+#[test]
+fn killed_with_a_checkpoint_in_flight() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..8 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let root = tempfile::tempdir().unwrap();
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "async_child",
+                "--nocapture",
+                "--test-threads=1",
+                "-q",
+            ])
+            .env("FTI_ASYNC_CHILD", root.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut seen = 0;
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(k) = line.rfind("COMPLETE ").map(|i| &line[i + 9..]) {
+                    seen = k.trim().parse().unwrap();
+                }
+            }
+            seen
+        });
+        std::thread::sleep(Duration::from_millis(100 + seed % 400));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let seen: i32 = reader.join().unwrap();
+        let mut fti = Fti::init(config(root.path(), true)).unwrap();
+        match fti.status().clone() {
+            Status::Restart(info) => {
+                assert!(
+                    info.id == seen || info.id == seen + 1,
+                    "round {round}: saw {seen} complete, restarted from {}",
+                    info.id
+                );
+                let mut got = vec![0u32; KILL_SIZE];
+                fti.recover(&mut [Var::slice(0, &mut got)]).unwrap();
+                assert!(got == data(info.id, KILL_SIZE), "round {round}: data");
+            }
+            Status::Fresh => assert_eq!(seen, 0, "round {round}: checkpoint {seen} lost"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
