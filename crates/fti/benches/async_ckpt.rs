@@ -1,0 +1,82 @@
+//! Asynchronous checkpoints (`async_ckpt = 1`): how long the application is stopped by an L1
+//! checkpoint of SIZE_MIB (4 variables), against a memcpy of the same data, and how long the
+//! background work takes (application idle) against a synchronous checkpoint, all measured in
+//! the same run. The first asynchronous checkpoint, which allocates and faults in the staging
+//! memory, is reported separately.
+//!
+//! `cargo bench -p fti --bench async_ckpt [-- SIZE_MIB [DIR [REPEATS]]]`
+
+use std::time::Instant;
+
+mod common;
+
+use common::{median, time};
+use fti::{Config, Fti, Level, Var};
+
+fn main() {
+    let common::Args { mib, dir, repeats } = common::args();
+    let quarter = (mib << 20) / 4;
+    let mut bufs = common::buffers(quarter, 37);
+    let mut copy = vec![vec![0u8; quarter]; 4];
+    let memcpy = time(repeats, || {
+        for (c, b) in copy.iter_mut().zip(&bufs) {
+            c.copy_from_slice(std::hint::black_box(b));
+        }
+    });
+    drop(copy);
+    let config = |root: &std::path::Path, async_ckpt: bool| Config {
+        ckpt_dir: root.join("L"),
+        glbl_dir: root.join("G"),
+        meta_dir: root.join("M"),
+        async_ckpt,
+        verbosity: 3,
+        ..Config::default()
+    };
+    let root = dir.join("bench-async");
+    std::fs::remove_dir_all(&root).ok();
+    let mut sync = Fti::init(config(&root.join("sync"), false)).unwrap();
+    let mut asynchronous = Fti::init(config(&root.join("async"), true)).unwrap();
+    let (mut sync_t, mut call_t, mut background_t, mut first) = (vec![], vec![], vec![], 0.0);
+    for id in 1..=(repeats as i32 + 1) {
+        let vars: Vec<Var> = bufs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| Var::slice(i as i32, b))
+            .collect();
+        let t = Instant::now();
+        sync.checkpoint(id, Level::L1, &vars).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        asynchronous.checkpoint(id, Level::L1, &vars).unwrap();
+        let call = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        asynchronous.wait().unwrap();
+        let background = t.elapsed().as_secs_f64() + call;
+        if id == 1 {
+            first = call;
+            continue;
+        }
+        sync_t.push(s);
+        call_t.push(call);
+        background_t.push(background);
+    }
+    drop((sync, asynchronous));
+    std::fs::remove_dir_all(&root).ok();
+    let best = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let (sync_best, call_best, bg_best) = (best(&sync_t), best(&call_t), best(&background_t));
+    let (sync_m, call_m, bg_m) = (median(sync_t), median(call_t), median(background_t));
+    println!("{mib} MiB in 4 variables, L1; medians (best) of {repeats}");
+    println!("memcpy of the data                {memcpy:.3} s");
+    println!(
+        "async checkpoint: stopped         {call_m:.3} s ({call_best:.3}) = {:.2}x memcpy ({:.2}x best)",
+        call_m / memcpy,
+        call_best / memcpy
+    );
+    println!("async checkpoint: first call      {first:.3} s (staging memory allocated and faulted in)");
+    println!("sync checkpoint                   {sync_m:.3} s ({sync_best:.3})");
+    println!(
+        "async: call to complete (idle)    {bg_m:.3} s ({bg_best:.3}) = {:.2}x sync ({:.2}x best)",
+        bg_m / sync_m,
+        bg_best / sync_best
+    );
+}
