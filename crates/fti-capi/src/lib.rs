@@ -22,6 +22,7 @@
 mod api;
 mod comm;
 mod data;
+mod fortran;
 mod ini;
 mod injection;
 mod message;
@@ -32,6 +33,7 @@ use std::ffi::c_int;
 
 pub use api::*;
 pub use comm::FTI_COMM_WORLD;
+pub use fortran::*;
 pub use types::*;
 
 /// `FTI_SCES`: success.
