@@ -2,11 +2,13 @@
 ! 0 to 7, the c_ptr form with FTI_InitType, complex types, FTI_GetStoredSize, FTI_Realloc and
 ! FTI_RecoverVar, across a crash and a restart.
 !
-!   api CONFIG
+!   api CONFIG [nrec]
 !
 ! First run: sets every dataset, checkpoints at L1, overwrites them and exits with 10 (no
 ! FTI_Finalize). Second run with the same config (FTI_Status 1): recovers and checks every
 ! value; prints "api: all checks passed" and exits with 0, else names the first failure.
+! With `nrec` the config asks for a restart that has nothing to recover: FTI_Init returns -2
+! and the run goes on afresh, with the type handles usable.
 module api_support
   use iso_c_binding
   implicit none
@@ -49,7 +51,7 @@ program api
   implicit none
 
   integer :: comm, ierr, err, status, i, stored, restarted
-  character(len=256) :: config
+  character(len=256) :: config, mode
   ! Rank 0 of several types and kinds.
   integer(1), pointer :: i1
   integer(2), pointer :: i2
@@ -72,9 +74,24 @@ program api
   real(8), target :: pair(2)
 
   call get_command_argument(1, config)
+  call get_command_argument(2, mode)
   call MPI_Init(ierr)
   comm = MPI_COMM_WORLD
   call FTI_Init(config, comm, err)
+  if (mode == 'nrec') then
+    call expect(err == -2, 'FTI_Init returns FTI_NREC')
+    allocate(d1(5))
+    d1 = 1.0d0
+    call FTI_Protect(11, d1, err)
+    call expect(err == FTI_SCES, 'FTI_Protect after FTI_NREC')
+    call FTI_Checkpoint(1, 1, err)
+    call expect(err == 1, 'FTI_Checkpoint after FTI_NREC')
+    call FTI_Finalize(err)
+    call MPI_Finalize(ierr)
+    if (failures /= 0) call exit(1)
+    write(*, '(a)') 'api: FTI_NREC checks passed'
+    call exit(0)
+  end if
   call expect(err == FTI_SCES, 'FTI_Init')
   call FTI_Status(status)
   restarted = status
