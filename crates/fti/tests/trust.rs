@@ -543,14 +543,10 @@ fn a_run_killed_while_its_config_is_unwritable() {
     for l in outcomes {
         assert!(l.contains(" ERR ") && l.contains(&conf), "{l}");
     }
-    assert!(std::fs::read_to_string(&path)
-        .unwrap()
-        .contains("failure = 0"));
+    assert!(std::fs::read_to_string(&path).unwrap().contains("failure = 0"));
     let published = snapshot(&root.path().join("Local"));
     assert!(
-        published
-            .iter()
-            .any(|(p, ..)| p.ends_with("l1/Ckpt2-Rank0.fti")),
+        published.iter().any(|(p, ..)| p.ends_with("l1/Ckpt2-Rank0.fti")),
         "{published:?}"
     );
 }
