@@ -23,6 +23,7 @@ mod api;
 mod app_ovni;
 mod comm;
 mod data;
+mod fortran;
 mod ini;
 mod injection;
 mod message;
@@ -33,6 +34,7 @@ use std::ffi::c_int;
 
 pub use api::*;
 pub use comm::FTI_COMM_WORLD;
+pub use fortran::*;
 pub use types::*;
 
 /// `FTI_SCES`: success.
