@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use crate::error::{Error, Result};
-use crate::events::{EventTable, RenderError};
+use crate::events::{EventTable, RenderError, TooLong};
 use crate::raw::{Event, Mcv};
 use crate::read::{Merged, Stream, Trace};
 
@@ -35,26 +35,76 @@ pub enum Notice {
     UnknownModel(Mcv),
     /// The model has no such event.
     UnknownEvent(Mcv),
+    /// The description does not fit in the C tool's 1024-byte buffer: `UNKNOWN` is printed.
+    TooLong {
+        /// Event MCV.
+        mcv: Mcv,
+        /// What did not fit.
+        why: TooLong,
+    },
 }
 
-impl std::fmt::Display for Notice {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+/// An MCV as the C tools print it with `%s`: its bytes up to the first NUL.
+pub fn c_mcv(m: Mcv) -> String {
+    let end = m.0.iter().position(|&b| b == 0).unwrap_or(3);
+    String::from_utf8_lossy(m.0.get(..end).unwrap_or_default()).into_owned()
+}
+
+impl Notice {
+    /// The lines ovni 1.14's `ovnidump` prints for this notice, each after `ovnidump: ERROR: `
+    /// (`<function>: <text>`).
+    pub fn lines(&self) -> Vec<String> {
         match self {
             Self::Backwards {
                 prev,
                 clock,
                 stream,
-            } => write!(
-                f,
-                "backwards jump in time {prev} -> {clock} in stream '{stream}'"
-            ),
-            Self::UnknownModel(m) => write!(
-                f,
-                "no model registered for {}; cannot decode event {m}",
-                m.0[0].escape_ascii()
-            ),
-            Self::UnknownEvent(m) => write!(f, "cannot find event definition for {m}"),
+            } => vec![format!(
+                "update_clocks: backwards jump in time {prev} -> {clock} in stream '{stream}'"
+            )],
+            Self::UnknownModel(m) => vec![
+                format!(
+                    "model_event_print: no model registered for {}",
+                    String::from_utf8_lossy(&[m.model()])
+                ),
+                format!("emit: failed to decode event {}", c_mcv(*m)),
+            ],
+            Self::UnknownEvent(m) => vec![
+                format!(
+                    "model_event_print: cannot find event definition for {}",
+                    c_mcv(*m)
+                ),
+                format!("emit: failed to decode event {}", c_mcv(*m)),
+            ],
+            Self::TooLong { mcv, why } => {
+                let mut v = match why {
+                    TooLong::Text => {
+                        vec!["ev_spec_print: description too long for buffer".to_string()]
+                    }
+                    TooLong::Arg { name, string } => vec![
+                        if *string {
+                            "print_arg: no space for string argument".to_string()
+                        } else {
+                            "print_arg: no space for argument".to_string()
+                        },
+                        format!("format_region: cannot print argument {name}"),
+                        "ev_spec_print: format_region failed".to_string(),
+                    ],
+                };
+                v.push(format!(
+                    "model_event_print: cannot print event signature for {}",
+                    c_mcv(*mcv)
+                ));
+                v.push(format!("emit: failed to decode event {}", c_mcv(*mcv)));
+                v
+            }
         }
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.lines().join("\n"))
     }
 }
 
@@ -115,6 +165,10 @@ impl<'t> Dumper<'t> {
                 Err(RenderError::UnknownEvent(_)) => {
                     line.extend_from_slice(b"UNKNOWN");
                     notice = Some(Notice::UnknownEvent(ev.mcv));
+                }
+                Err(RenderError::TooLong(why)) => {
+                    line.extend_from_slice(b"UNKNOWN");
+                    notice = Some(Notice::TooLong { mcv: ev.mcv, why });
                 }
                 Err(RenderError::Payload(p)) => return Err(stream.error(offset, p)),
             },

@@ -29,7 +29,9 @@ fn run(args: &Args) -> anyhow::Result<()> {
     let stdout = io::stdout().lock();
     let mut out = io::BufWriter::with_capacity(1 << 16, stdout);
     let outcome = tools::dump(&trace, mode, &mut out, |n| {
-        eprintln!("ovnidump: ERROR: {n}");
+        for l in n.lines() {
+            eprintln!("ovnidump: ERROR: {l}");
+        }
     });
     out.flush()?;
     match outcome.error {
