@@ -324,9 +324,9 @@ pub enum SortCheck {
         /// Offset of the event whose clock is lower.
         offset: u64,
         /// Previous clock.
-        prev: i64,
+        prev: u64,
         /// Lower clock.
-        clock: i64,
+        clock: u64,
     },
     /// The stream is malformed.
     Malformed(Error),
@@ -339,18 +339,19 @@ impl SortCheck {
     }
 }
 
-/// Checks that the clocks of one stream never decrease.
+/// Checks that the clocks of one stream never decrease. Clocks are compared as unsigned
+/// 64-bit values, as `ovnisort` does (unlike the other tools, which compare them signed).
 pub fn check_sorted(stream: &Stream) -> SortCheck {
     if stream.is_empty() {
         return SortCheck::Empty;
     }
-    let mut prev: Option<i64> = None;
+    let mut prev: Option<u64> = None;
     for ev in stream.events() {
         let (offset, ev) = match ev {
             Ok(x) => x,
             Err(e) => return SortCheck::Malformed(e),
         };
-        let clock = ev.signed_clock();
+        let clock = ev.clock;
         if let Some(p) = prev.filter(|&p| clock < p) {
             return SortCheck::Backwards {
                 offset,

@@ -1,0 +1,69 @@
+//! Differences from the original tools found after the first release, each reproduced on a
+//! trace built for it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const STREAM: &str = "ovni/loom.node0/proc.387/thread.387";
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ovni/tests/fixtures")
+        .join(case)
+}
+
+/// A copy of traces/single whose stream.obs holds `events` after the header (or `obs`
+/// entirely with `raw`).
+fn trace(obs: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = fixture("traces/single").join(STREAM);
+    let dst = tmp.path().join(STREAM);
+    fs::create_dir_all(&dst).unwrap();
+    fs::copy(src.join("stream.json"), dst.join("stream.json")).unwrap();
+    let mut b = fs::read(src.join("stream.obs")).unwrap();
+    obs(&mut b);
+    fs::write(dst.join("stream.obs"), b).unwrap();
+    tmp
+}
+
+fn event(mcv: &[u8; 3], clock: u64) -> Vec<u8> {
+    let mut e = vec![0, mcv[0], mcv[1], mcv[2]];
+    e.extend_from_slice(&clock.to_le_bytes());
+    e
+}
+
+fn with_events(events: &[Vec<u8>]) -> tempfile::TempDir {
+    trace(|o| {
+        o.truncate(8);
+        for e in events {
+            o.extend_from_slice(e);
+        }
+    })
+}
+
+fn run(bin: &str, args: &[&str], dir: &Path) -> Output {
+    Command::new(bin)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn ovnisort_compares_clocks_unsigned() {
+    let sort = env!("CARGO_BIN_EXE_ovnisort");
+    // A last clock of 2^64 - 1 is after every other clock.
+    let t = with_events(&[event(b"OHp", 10), event(b"OHr", u64::MAX)]);
+    let out = run(sort, &["-c", "ovni"], t.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // 2^63 followed by a small clock goes backwards.
+    let t = with_events(&[event(b"OHp", 1 << 63), event(b"OHr", 10)]);
+    let out = run(sort, &["-c", "ovni"], t.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("streams NOT sorted"));
+}
