@@ -960,3 +960,25 @@ fn limits_and_hostile_inputs() {
     assert!(codes.contains(&"incomplete-event"), "{codes:?}");
     assert_eq!(r.events, 52);
 }
+
+#[test]
+fn clock_below_zero_goes_backwards_from_zero() {
+    // ovniemu's streams start with a last clock of 0: a first event whose clock (plus the
+    // loom's offset) is negative goes backwards.
+    let tmp = tempfile::tempdir().unwrap();
+    Scenario::one(vec![ohx(0), ev(b"OHe")]).write(tmp.path());
+    let obs = tmp.path().join("loom.n0/proc.1/thread.1/stream.obs");
+    let mut b = fs::read(&obs).unwrap();
+    b[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+    fs::write(&obs, &b).unwrap();
+    let r = lint_dir(tmp.path(), &LintOptions::default());
+    let got: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(got, ["loom.n0/proc.1/thread.1: offset 8: OHx at -1: clock goes backwards 0 -> -1 [clock-backwards]"]);
+    // A positive clock made negative by the loom's offset.
+    b[12..20].copy_from_slice(&5u64.to_le_bytes());
+    fs::write(&obs, &b).unwrap();
+    fs::write(tmp.path().join("clock-offsets.txt"), "h\n0 n0 -10 0 0\n").unwrap();
+    let r = lint_dir(tmp.path(), &LintOptions::default());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert_eq!(r.problems[0].message(), "clock goes backwards 0 -> -5");
+}

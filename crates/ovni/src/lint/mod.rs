@@ -559,7 +559,9 @@ impl Events<'_> {
         if sink.all {
             merger = merger.keep_going();
         }
-        let mut last = vec![i64::MIN; self.streams.len()];
+        // ovniemu starts every stream with a last clock of 0, so a first event whose clock
+        // (plus its loom's offset) is negative already goes backwards.
+        let mut last = vec![0i64; self.streams.len()];
         let mut events = 0u64;
         let mut flow = ControlFlow::Continue(());
         for item in merger {
@@ -606,7 +608,8 @@ impl Events<'_> {
     ) -> ControlFlow<()> {
         let s = m.stream;
         let ev = &m.event;
-        let clock = ev.signed_clock();
+        // Compared with the loom's offset applied, as ovniemu's `stream_step` does.
+        let clock = m.sclock;
         if let Some(prev) = last.get_mut(s) {
             if clock < *prev {
                 let e = self.stream(s).error(
