@@ -67,3 +67,19 @@ fn ovnisort_compares_clocks_unsigned() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("streams NOT sorted"));
 }
+
+#[test]
+fn ovnitop_cuts_an_event_type_at_its_nul() {
+    let t = with_events(&[
+        event(b"O\0x", 1),
+        event(b"OHp", 2),
+        event(b"OHp", 3),
+        event(b"\0ab", 4),
+    ]);
+    let out = run(env!("CARGO_BIN_EXE_ovnitop"), &["ovni"], t.path());
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        out.stdout,
+        b"OHp          2\n          1\nO          1\n".to_vec()
+    );
+}

@@ -44,10 +44,15 @@ pub enum Notice {
     },
 }
 
+/// The bytes of an MCV up to its first NUL: what C's `%s` prints of it.
+fn c_str(m: &Mcv) -> &[u8] {
+    let end = m.0.iter().position(|&b| b == 0).unwrap_or(3);
+    m.0.get(..end).unwrap_or_default()
+}
+
 /// An MCV as the C tools print it with `%s`: its bytes up to the first NUL.
 pub fn c_mcv(m: Mcv) -> String {
-    let end = m.0.iter().position(|&b| b == 0).unwrap_or(3);
-    String::from_utf8_lossy(m.0.get(..end).unwrap_or_default()).into_owned()
+    String::from_utf8_lossy(c_str(&m)).into_owned()
 }
 
 impl Notice {
@@ -269,17 +274,22 @@ impl McvCounts {
         *self.counts.entry(mcv).or_insert(0) += 1;
     }
 
-    /// Counts sorted by count descending, then MCV bytes ascending.
+    /// Counts sorted by count descending, then MCV ascending as `strcmp` compares it (up to
+    /// its first NUL), then by all three bytes so the order is total.
     pub fn sorted(&self) -> Vec<(Mcv, u64)> {
         let mut v: Vec<(Mcv, u64)> = self.counts.iter().map(|(&m, &c)| (m, c)).collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v.sort_by(|a, b| {
+            b.1.cmp(&a.1)
+                .then(c_str(&a.0).cmp(c_str(&b.0)))
+                .then(a.0.cmp(&b.0))
+        });
         v
     }
 
-    /// Writes `MCV %10ld` lines.
+    /// Writes `%s %10ld` lines: the MCV is printed up to its first NUL, as C's `%s` does.
     pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
         for (m, c) in self.sorted() {
-            out.write_all(&m.0)?;
+            out.write_all(c_str(&m))?;
             writeln!(out, " {c:10}")?;
         }
         Ok(())
