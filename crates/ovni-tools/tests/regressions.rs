@@ -83,3 +83,17 @@ fn ovnitop_cuts_an_event_type_at_its_nul() {
         b"OHp          2\n          1\nO          1\n".to_vec()
     );
 }
+
+#[test]
+fn ovnidump_refuses_a_jumbo_mark_without_room_for_its_arguments() {
+    // Jumbo OM]: size field 8, then 8 data bytes; the arguments (i64, i32) follow the size
+    // field and need 12. ovnilint refuses the same event (crates/ovni/tests/lint.rs).
+    let mut e = vec![0x13, b'O', b'M', b']'];
+    e.extend_from_slice(&5u64.to_le_bytes());
+    e.extend_from_slice(&8u32.to_le_bytes());
+    e.extend_from_slice(&2i64.to_le_bytes());
+    let t = with_events(&[e]);
+    let out = run(env!("CARGO_BIN_EXE_ovnidump"), &["ovni"], t.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty());
+}

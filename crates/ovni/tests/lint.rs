@@ -982,3 +982,35 @@ fn clock_below_zero_goes_backwards_from_zero() {
     assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
     assert_eq!(r.problems[0].message(), "clock goes backwards 0 -> -5");
 }
+
+#[test]
+fn jumbo_flag_moves_the_arguments_after_the_size_field() {
+    // ovnidump reads the arguments of a jumbo-flagged event after its 4-byte size field, so
+    // a jumbo OM] with 12 payload bytes (size field + 8) lacks 4 bytes: both tools refuse it.
+    let mut data = 2i64.to_le_bytes().to_vec();
+    run_table(vec![
+        (
+            "jumbo pop with 8 data bytes",
+            Scenario::one(vec![
+                ohx(0),
+                om(b"OM[", 2, 2),
+                E::J(b"OM]", data.clone()),
+                ev(b"OHe"),
+            ]),
+            Some(("payload", "unexpected payload size 8 (expected 12)")),
+        ),
+        (
+            "jumbo pop with 12 data bytes",
+            Scenario::one(vec![
+                ohx(0),
+                om(b"OM[", 2, 2),
+                E::J(b"OM]", {
+                    data.extend_from_slice(&2i32.to_le_bytes());
+                    data.clone()
+                }),
+                ev(b"OHe"),
+            ]),
+            None,
+        ),
+    ]);
+}

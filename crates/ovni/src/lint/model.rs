@@ -236,11 +236,14 @@ impl OvniModel {
     #[inline]
     pub(crate) fn event(&mut self, t: usize, ev: &Event<'_>) -> Result<(), EventProblem> {
         let [_, c, v] = ev.mcv.0;
+        // The arguments of a jumbo-flagged event follow its size field, where ovnidump reads
+        // them: the linter accepts the event only if the arguments are there.
+        let payload = ev.jumbo_data().unwrap_or(ev.payload);
         match c {
-            b'H' => self.thread_event(t, v, ev.payload),
+            b'H' => self.thread_event(t, v, payload),
             b'A' => match v {
-                b's' => self.affinity_set(t, ev.payload),
-                b'r' => self.affinity_remote(t, ev.payload),
+                b's' => self.affinity_set(t, payload),
+                b'r' => self.affinity_remote(t, payload),
                 _ => Err(EventProblem::UnknownValue {
                     category: "affinity",
                     value: v,
@@ -257,7 +260,7 @@ impl OvniModel {
             b'F' => self.flush(t, v),
             // Unordered-region markers are for ovnisort.
             b'U' => Ok(()),
-            b'M' => self.mark(t, v, ev.payload),
+            b'M' => self.mark(t, v, payload),
             _ => Err(EventProblem::UnknownCategory(c)),
         }
     }
