@@ -97,3 +97,75 @@ fn ovnidump_refuses_a_jumbo_mark_without_room_for_its_arguments() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty());
 }
+
+/// Every ovnidump golden stderr, byte for byte (the originals print no timing lines).
+#[test]
+fn ovnidump_stderr_matches_goldens() {
+    let mut failures = Vec::new();
+    for kind in ["traces", "invalid"] {
+        let mut cases: Vec<PathBuf> = fs::read_dir(fixture(kind))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.join("golden").is_dir())
+            .collect();
+        cases.sort();
+        for case in cases {
+            for (args, name) in [
+                (&["ovni"][..], "ovnidump"),
+                (&["-x", "ovni"][..], "ovnidump-x"),
+            ] {
+                let out = run(env!("CARGO_BIN_EXE_ovnidump"), args, &case);
+                let want = fs::read(case.join("golden").join(format!("{name}.stderr"))).unwrap();
+                if out.stderr != want {
+                    failures.push(format!(
+                        "{} {name}:\n--- got\n{}--- want\n{}",
+                        case.display(),
+                        text(&out.stderr),
+                        text(&want)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn ovnidump_stderr_for_a_missing_version() {
+    let t = trace(|_| {});
+    let json = t.path().join(STREAM).join("stream.json");
+    let v = fs::read_to_string(&json)
+        .unwrap()
+        .replace("\"version\": 3,", "");
+    fs::write(&json, v).unwrap();
+    let out = run(env!("CARGO_BIN_EXE_ovnidump"), &["ovni"], t.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        text(&out.stderr),
+        format!(
+            "ovnidump: ERROR: check_version: missing attribute \"version\"\n\
+             ovnidump: ERROR: load_json: check_version failed\n\
+             ovnidump: ERROR: stream_load: load_json failed for: {STREAM}/stream.json\n\
+             ovnidump: ERROR: load_stream: emu_steam_load failed\n\
+             ovnidump: ERROR: trace_load: nftw failed\n\
+             ovnidump: ERROR: main: failed to load trace: ovni\n"
+        )
+    );
+}
+
+#[test]
+fn ovnidump_reports_both_header_problems() {
+    let t = trace(|o| o[..8].copy_from_slice(b"ovnx\x02\0\0\0"));
+    let out = run(env!("CARGO_BIN_EXE_ovnidump"), &["ovni"], t.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    let lines: Vec<&str> = err.lines().take(3).collect();
+    assert_eq!(
+        lines,
+        [
+            format!("ovnidump: ERROR: check_stream_header: stream '{STREAM}': wrong stream magic 'ovnx' (expected 'ovni')"),
+            format!("ovnidump: ERROR: check_stream_header: stream '{STREAM}': stream version mismatch 2 (expected 1)"),
+            format!("ovnidump: ERROR: load_obs: stream has bad header: {STREAM}/stream.obs"),
+        ]
+    );
+}

@@ -37,8 +37,11 @@ pub struct ThreadMeta {
     pub rank: Option<(i64, i64)>,
     /// `(index, phyid)` of the loom CPUs this stream lists.
     pub cpus: Option<Vec<(i64, i64)>>,
-    /// Required models and versions.
-    pub require: BTreeMap<String, String>,
+    /// Required models and versions (`None` if `ovni.require` is absent: ovniemu only
+    /// notices that when it probes the models, after building the system).
+    pub require: Option<BTreeMap<String, String>>,
+    /// Whether `ovni.finished` is 1 (always true from [`ThreadMeta::from_json`]).
+    pub finished: bool,
     /// Mark types defined by this thread.
     pub marks: BTreeMap<i64, MarkType>,
     /// `ovni.lib.version`.
@@ -139,8 +142,20 @@ pub fn version_compatible(want: &str, have: &str) -> Option<bool> {
 
 impl ThreadMeta {
     /// Reads the thread keys of one stream and checks them (mandatory keys, types,
-    /// `finished == 1`, `part == "thread"`).
+    /// `finished == 1`, `part == "thread"`), in ovniemu's order: `finished` is checked when the
+    /// thread is created, before the CPUs, marks and library keys; a missing `ovni.require`
+    /// is left to [`required_models`], as ovniemu's model probe finds it.
     pub fn from_json(stream: &str, meta: &Value) -> Result<Self> {
+        Self::read(stream, meta, true)
+    }
+
+    /// As [`ThreadMeta::from_json`], but a stream that is not finished is read on (with
+    /// `finished` false), so its other problems can be listed too.
+    pub fn from_json_unfinished(stream: &str, meta: &Value) -> Result<Self> {
+        Self::read(stream, meta, false)
+    }
+
+    fn read(stream: &str, meta: &Value, strict: bool) -> Result<Self> {
         let ovni = meta
             .get("ovni")
             .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey("ovni")))?
@@ -186,18 +201,14 @@ impl ThreadMeta {
                 Some((rank, nranks))
             }
         };
+        let finished = ovni.get("finished").and_then(Value::as_f64) == Some(1.0);
+        if strict && !finished {
+            return Err(Error::meta(stream, MetaProblem::NotFinished));
+        }
         let cpus = match ovni.get("loom_cpus") {
             None => None,
             Some(v) => Some(parse_cpus(v, stream)?),
         };
-        // ovniemu reads each model's entry as a string and treats anything else as "not
-        // required", so non-string entries are skipped rather than rejected.
-        let require = get(ovni, stream, "ovni.require")?
-            .as_object()
-            .ok_or_else(|| bad(stream, "ovni.require", "an object"))?
-            .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect::<BTreeMap<_, _>>();
         let marks = match ovni.get("mark") {
             None => BTreeMap::new(),
             Some(v) => parse_marks(v, stream)?,
@@ -215,10 +226,18 @@ impl ThreadMeta {
             stream,
             "ovni.lib.commit",
         )?;
-        match ovni.get("finished").and_then(Value::as_f64) {
-            Some(1.0) => {}
-            _ => return Err(Error::meta(stream, MetaProblem::NotFinished)),
-        }
+        // ovniemu reads each model's entry as a string and treats anything else as "not
+        // required", so non-string entries are skipped rather than rejected.
+        let require = match ovni.get("require") {
+            None => None,
+            Some(r) => Some(
+                r.as_object()
+                    .ok_or_else(|| bad(stream, "ovni.require", "an object"))?
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+        };
         Ok(Self {
             stream: stream.to_string(),
             tid,
@@ -228,6 +247,7 @@ impl ThreadMeta {
             rank,
             cpus,
             require,
+            finished,
             marks,
             lib_version,
             lib_commit,
@@ -450,7 +470,13 @@ pub fn required_models(
     models.sort_by_key(|m| m.id);
     for m in models {
         for t in threads {
-            let Some(want) = t.require.get(&m.name) else {
+            let Some(require) = &t.require else {
+                return Err(Error::meta(
+                    &t.stream,
+                    MetaProblem::MissingKey("ovni.require"),
+                ));
+            };
+            let Some(want) = require.get(&m.name) else {
                 continue;
             };
             if parse_version(want).is_none() {
@@ -473,7 +499,7 @@ pub fn required_models(
     }
     let mut require: BTreeMap<String, String> = BTreeMap::new();
     for t in threads {
-        for (model, want) in &t.require {
+        for (model, want) in t.require.iter().flatten() {
             let e = require.entry(model.clone()).or_insert_with(|| want.clone());
             if parse_version(want) > parse_version(e) {
                 *e = want.clone();

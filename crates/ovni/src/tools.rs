@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, MetaProblem, Result, StreamProblem};
 use crate::events::{EventTable, RenderError, TooLong};
-use crate::raw::{Event, Mcv};
+use crate::raw::{self, Event, Mcv};
 use crate::read::{Merged, Stream, Trace};
 
 /// What `ovnidump` prints after the relpath.
@@ -372,6 +373,174 @@ pub fn check_sorted(stream: &Stream) -> SortCheck {
         prev = Some(clock);
     }
     SortCheck::Sorted
+}
+
+/// The C tools' text for a system error: `strerror`, without Rust's ` (os error N)`.
+fn strerror(e: &io::Error) -> String {
+    let t = e.to_string();
+    match t.rfind(" (os error ") {
+        Some(i) if t.ends_with(')') => t.get(..i).unwrap_or(&t).to_string(),
+        _ => t,
+    }
+}
+
+/// The trace directory as the C tools print it: trailing slashes removed.
+fn c_root(root: &Path) -> String {
+    let r = root.to_string_lossy();
+    let t = r.trim_end_matches('/');
+    if t.is_empty() {
+        r.into_owned()
+    } else {
+        t.to_string()
+    }
+}
+
+/// A stream directory as the C tools print it: `<root>/<relpath>`, no trailing slash.
+fn c_dir(root: &Path, relpath: &str) -> String {
+    if relpath.is_empty() {
+        c_root(root)
+    } else {
+        format!("{}/{relpath}", c_root(root))
+    }
+}
+
+fn parent_display(p: &Path) -> String {
+    p.parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default()
+}
+
+/// The lines (`<function>: <text>`) that ovni 1.14's tools print when loading the trace under
+/// `root` fails with `err` (`Trace::open`), or `None` where the original's behaviour is not
+/// known (no streams, unreadable directory): the caller then prints its own message.
+pub fn c_load_error_lines(root: &Path, err: &Error) -> Option<Vec<String>> {
+    let json_failed = |json: String| format!("stream_load: load_json failed for: {json}");
+    let mut v = match err {
+        Error::Json { path, .. } => vec![
+            "load_json: json_parse_file_with_comments() failed".to_string(),
+            json_failed(path.display().to_string()),
+        ],
+        Error::Io { path, .. } if path.file_name() == Some("stream.json".as_ref()) => vec![
+            "load_json: json_parse_file_with_comments() failed".to_string(),
+            json_failed(path.display().to_string()),
+        ],
+        Error::Metadata { stream, problem } => {
+            let first = match problem {
+                MetaProblem::MissingKey("version") => {
+                    "check_version: missing attribute \"version\"".to_string()
+                }
+                // parson reads a version that is not a number as 0.
+                MetaProblem::BadValue { key: "version", .. } => {
+                    "check_version: metadata version mismatch 0 (expected 3)".to_string()
+                }
+                MetaProblem::VersionMismatch(v) => {
+                    format!("check_version: metadata version mismatch {v} (expected 3)")
+                }
+                _ => return None,
+            };
+            vec![
+                first,
+                "load_json: check_version failed".to_string(),
+                json_failed(format!("{}/stream.json", c_dir(root, stream))),
+            ]
+        }
+        Error::Io { path, source } if path.file_name() == Some("stream.obs".as_ref()) => vec![
+            format!(
+                "load_obs: open {} failed: {}",
+                path.display(),
+                strerror(source)
+            ),
+            "stream_load: load_obs failed".to_string(),
+        ],
+        Error::Stream {
+            path,
+            offset: 0,
+            problem,
+        } => {
+            let dir = parent_display(path);
+            let obs = path.display();
+            let mut v = match problem {
+                StreamProblem::Empty => vec![
+                    format!("load_stream_fd: stream {dir} is empty"),
+                    format!("load_obs: load_stream_fd failed for: {obs}"),
+                ],
+                StreamProblem::IncompleteHeader { .. } => vec![format!(
+                    "check_stream_header: stream '{dir}': incomplete stream header"
+                )],
+                StreamProblem::BadMagic(m) => {
+                    let end = m.iter().position(|&b| b == 0).unwrap_or(4);
+                    let shown = String::from_utf8_lossy(m.get(..end).unwrap_or_default());
+                    let mut v = vec![format!(
+                        "check_stream_header: stream '{dir}': wrong stream magic '{shown}' (expected 'ovni')"
+                    )];
+                    // The C check reports a wrong version too; the reader stops at the magic.
+                    if let Some(ver) = header_version(path).filter(|&v| v != raw::STREAM_VERSION)
+                    {
+                        v.push(format!(
+                            "check_stream_header: stream '{dir}': stream version mismatch {ver} (expected 1)"
+                        ));
+                    }
+                    v
+                }
+                StreamProblem::BadVersion(ver) => vec![format!(
+                    "check_stream_header: stream '{dir}': stream version mismatch {ver} (expected 1)"
+                )],
+                _ => return None,
+            };
+            if !matches!(problem, StreamProblem::Empty) {
+                v.push(format!("load_obs: stream has bad header: {obs}"));
+            }
+            v.push("stream_load: load_obs failed".to_string());
+            v
+        }
+        _ => return None,
+    };
+    v.push("load_stream: emu_steam_load failed".to_string());
+    v.push("trace_load: nftw failed".to_string());
+    v.push(format!("main: failed to load trace: {}", c_root(root)));
+    Some(v)
+}
+
+/// The stream version in the header of the file at `path`, if it has 8 bytes.
+fn header_version(path: &Path) -> Option<u32> {
+    use std::io::Read;
+    let mut h = [0u8; raw::STREAM_HEADER_SIZE];
+    std::fs::File::open(path).ok()?.read_exact(&mut h).ok()?;
+    let (_, v) = h.split_first_chunk::<4>()?;
+    Some(u32::from_le_bytes(*v.first_chunk::<4>()?))
+}
+
+/// The lines ovni 1.14's `ovnidump` prints when reading the events of `trace` stops with
+/// `err`, or `None` where the original crashed or printed garbage (a jumbo size its `int`
+/// arithmetic wraps, a payload shorter than the event's signature): the caller then prints
+/// its own message, which names the file and offset.
+pub fn c_step_error_lines(trace: &Trace, err: &Error) -> Option<Vec<String>> {
+    let Error::Stream {
+        path,
+        offset,
+        problem: StreamProblem::IncompleteEvent { needed, .. },
+    } = err
+    else {
+        return None;
+    };
+    if *needed > i32::MAX as u64 {
+        return None;
+    }
+    let stream = trace.streams().iter().find(|s| s.obs_path() == path)?;
+    let rel = stream.name();
+    let mut v = vec![
+        format!("stream_step: stream '{rel}' ends with incomplete event"),
+        format!("step_stream: cannot step stream '{rel}'"),
+    ];
+    // The first event of every stream is read before any is printed.
+    if *offset == raw::STREAM_HEADER_SIZE as u64 {
+        v.push("player_init: step_stream failed".to_string());
+        v.push("main: player_init failed".to_string());
+    } else {
+        v.push("player_step: step_stream() failed".to_string());
+        v.push("main: player_step failed".to_string());
+    }
+    Some(v)
 }
 
 #[cfg(test)]

@@ -1014,3 +1014,22 @@ fn jumbo_flag_moves_the_arguments_after_the_size_field() {
         ),
     ]);
 }
+
+#[test]
+fn missing_finished_comes_before_missing_require() {
+    let tmp = tempfile::tempdir().unwrap();
+    Scenario::one(vec![ohx(0), ev(b"OHe")]).write(tmp.path());
+    let json = tmp.path().join("loom.n0/proc.1/thread.1/stream.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    let o = v["ovni"].as_object_mut().unwrap();
+    o.remove("finished");
+    o.remove("require");
+    fs::write(&json, v.to_string()).unwrap();
+    let r = lint_dir(tmp.path(), &LintOptions::default());
+    let codes: Vec<&str> = r.problems.iter().map(|p| p.code()).collect();
+    assert_eq!(codes, ["not-finished"]);
+    let r = lint_dir(tmp.path(), &all());
+    let got: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert!(got.iter().any(|p| p.contains("[not-finished]")), "{got:?}");
+    assert!(got.iter().any(|p| p.contains("ovni.require")), "{got:?}");
+}

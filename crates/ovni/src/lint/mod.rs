@@ -407,6 +407,25 @@ fn build_system(
                 problem: MetaProblem::UnknownPart(_),
                 ..
             }) => *role = Role::Other,
+            Err(
+                e @ Error::Metadata {
+                    problem: MetaProblem::NotFinished,
+                    ..
+                },
+            ) => {
+                ok = false;
+                sink.push(Problem::new(e).in_stream(s))?;
+                // The system is not built, so the model probe will not run: list the stream's
+                // other problems here, a missing `ovni.require` included.
+                match ThreadMeta::from_json_unfinished(&s.name(), s.meta()) {
+                    Ok(t) if t.require.is_none() => {
+                        let e = Error::meta(s.name(), MetaProblem::MissingKey("ovni.require"));
+                        sink.push(Problem::new(e).in_stream(s))?;
+                    }
+                    Ok(_) => {}
+                    Err(e) => sink.push(Problem::new(e).in_stream(s))?,
+                }
+            }
             Err(e) => {
                 ok = false;
                 sink.push(Problem::new(e).in_stream(s))?;
@@ -512,7 +531,8 @@ fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [
     for m in table.models() {
         enabled[usize::from(m.id)] = sys.threads.iter().any(|t| {
             t.require
-                .get(&m.name)
+                .as_ref()
+                .and_then(|r| r.get(&m.name))
                 .is_some_and(|w| version_compatible(w, &m.version) == Some(true))
         });
     }
