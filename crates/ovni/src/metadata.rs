@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, MetaProblem, Result};
 use crate::events::EventTable;
+use crate::read::meta::{CpusMeta, MarksMeta, Scalar, StreamMeta, Typed};
 use crate::read::Trace;
 
 /// A mark type merged over all threads.
@@ -100,26 +101,23 @@ fn bad(stream: &str, key: &'static str, expected: &'static str) -> Error {
     Error::meta(stream, MetaProblem::BadValue { key, expected })
 }
 
-fn get<'a>(obj: &'a Map<String, Value>, stream: &str, key: &'static str) -> Result<&'a Value> {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    obj.get(last)
+fn get<'a, T>(v: &'a Option<T>, stream: &str, key: &'static str) -> Result<&'a T> {
+    v.as_ref()
         .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey(key)))
 }
 
-fn int(v: &Value, stream: &str, key: &'static str) -> Result<i64> {
-    v.as_i64()
-        .or_else(|| {
-            v.as_f64()
-                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
-                .map(|f| f as i64)
-        })
-        .ok_or_else(|| bad(stream, key, "an integer"))
+fn int(v: &Scalar, stream: &str, key: &'static str) -> Result<i64> {
+    v.as_int().ok_or_else(|| bad(stream, key, "an integer"))
 }
 
-fn string(v: &Value, stream: &str, key: &'static str) -> Result<String> {
+fn string(v: &Scalar, stream: &str, key: &'static str) -> Result<String> {
     v.as_str()
         .map(str::to_string)
         .ok_or_else(|| bad(stream, key, "a string"))
+}
+
+fn object<'a, T>(v: &'a Typed<T>, stream: &str, key: &'static str) -> Result<&'a T> {
+    v.ok().ok_or_else(|| bad(stream, key, "an object"))
 }
 
 /// Parses `x.y.z` into numbers (anything after `-` in the patch is ignored).
@@ -146,38 +144,39 @@ impl ThreadMeta {
     /// thread is created, before the CPUs, marks and library keys; a missing `ovni.require`
     /// is left to [`required_models`], as ovniemu's model probe finds it.
     pub fn from_json(stream: &str, meta: &Value) -> Result<Self> {
+        Self::read(stream, &StreamMeta::from_value(meta), true)
+    }
+
+    /// As [`ThreadMeta::from_json`], on the keys a [`crate::Stream`] read.
+    pub fn from_stream(stream: &str, meta: &StreamMeta) -> Result<Self> {
         Self::read(stream, meta, true)
     }
 
-    /// As [`ThreadMeta::from_json`], but a stream that is not finished is read on (with
+    /// As [`ThreadMeta::from_stream`], but a stream that is not finished is read on (with
     /// `finished` false), so its other problems can be listed too.
-    pub fn from_json_unfinished(stream: &str, meta: &Value) -> Result<Self> {
+    pub fn from_stream_unfinished(stream: &str, meta: &StreamMeta) -> Result<Self> {
         Self::read(stream, meta, false)
     }
 
-    fn read(stream: &str, meta: &Value, strict: bool) -> Result<Self> {
-        let ovni = meta
-            .get("ovni")
-            .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey("ovni")))?
-            .as_object()
-            .ok_or_else(|| bad(stream, "ovni", "an object"))?;
-        let part = string(get(ovni, stream, "ovni.part")?, stream, "ovni.part")?;
+    fn read(stream: &str, meta: &StreamMeta, strict: bool) -> Result<Self> {
+        let ovni = object(get(&meta.ovni, stream, "ovni")?, stream, "ovni")?;
+        let part = string(get(&ovni.part, stream, "ovni.part")?, stream, "ovni.part")?;
         if part != "thread" {
             return Err(Error::meta(stream, MetaProblem::UnknownPart(part)));
         }
-        let tid = int(get(ovni, stream, "ovni.tid")?, stream, "ovni.tid")?;
-        let pid = int(get(ovni, stream, "ovni.pid")?, stream, "ovni.pid")?;
+        let tid = int(get(&ovni.tid, stream, "ovni.tid")?, stream, "ovni.tid")?;
+        let pid = int(get(&ovni.pid, stream, "ovni.pid")?, stream, "ovni.pid")?;
         if tid == 0 {
             return Err(bad(stream, "ovni.tid", "non-zero"));
         }
         if pid == 0 {
             return Err(bad(stream, "ovni.pid", "non-zero"));
         }
-        let loom = string(get(ovni, stream, "ovni.loom")?, stream, "ovni.loom")?;
+        let loom = string(get(&ovni.loom, stream, "ovni.loom")?, stream, "ovni.loom")?;
         if loom.contains('/') {
             return Err(Error::meta(stream, MetaProblem::LoomHasSlash));
         }
-        let app_id = match ovni.get("app_id") {
+        let app_id = match &ovni.app_id {
             None => None,
             Some(v) => {
                 let a = int(v, stream, "ovni.app_id")?;
@@ -187,11 +186,15 @@ impl ThreadMeta {
                 Some(a)
             }
         };
-        let rank = match ovni.get("rank") {
+        let rank = match &ovni.rank {
             None => None,
             Some(r) => {
                 let rank = int(r, stream, "ovni.rank")?;
-                let nranks = int(get(ovni, stream, "ovni.nranks")?, stream, "ovni.nranks")?;
+                let nranks = int(
+                    get(&ovni.nranks, stream, "ovni.nranks")?,
+                    stream,
+                    "ovni.nranks",
+                )?;
                 if rank < 0 || rank >= nranks {
                     return Err(Error::meta(
                         stream,
@@ -201,42 +204,34 @@ impl ThreadMeta {
                 Some((rank, nranks))
             }
         };
-        let finished = ovni.get("finished").and_then(Value::as_f64) == Some(1.0);
+        let finished = ovni.finished.as_ref().and_then(Scalar::as_f64) == Some(1.0);
         if strict && !finished {
             return Err(Error::meta(stream, MetaProblem::NotFinished));
         }
-        let cpus = match ovni.get("loom_cpus") {
+        let cpus = match &ovni.loom_cpus {
             None => None,
             Some(v) => Some(parse_cpus(v, stream)?),
         };
-        let marks = match ovni.get("mark") {
+        let marks = match &ovni.mark {
             None => BTreeMap::new(),
             Some(v) => parse_marks(v, stream)?,
         };
-        let lib = get(ovni, stream, "ovni.lib")?
-            .as_object()
-            .ok_or_else(|| bad(stream, "ovni.lib", "an object"))?;
+        let lib = object(get(&ovni.lib, stream, "ovni.lib")?, stream, "ovni.lib")?;
         let lib_version = string(
-            get(lib, stream, "ovni.lib.version")?,
+            get(&lib.version, stream, "ovni.lib.version")?,
             stream,
             "ovni.lib.version",
         )?;
         let lib_commit = string(
-            get(lib, stream, "ovni.lib.commit")?,
+            get(&lib.commit, stream, "ovni.lib.commit")?,
             stream,
             "ovni.lib.commit",
         )?;
         // ovniemu reads each model's entry as a string and treats anything else as "not
-        // required", so non-string entries are skipped rather than rejected.
-        let require = match ovni.get("require") {
+        // required": only string entries are kept.
+        let require = match &ovni.require {
             None => None,
-            Some(r) => Some(
-                r.as_object()
-                    .ok_or_else(|| bad(stream, "ovni.require", "an object"))?
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                    .collect::<BTreeMap<_, _>>(),
-            ),
+            Some(r) => Some(object(r, stream, "ovni.require")?.models.clone()),
         };
         Ok(Self {
             stream: stream.to_string(),
@@ -255,61 +250,33 @@ impl ThreadMeta {
     }
 }
 
-fn parse_cpus(v: &Value, stream: &str) -> Result<Vec<(i64, i64)>> {
-    let arr = v
-        .as_array()
+fn parse_cpus(v: &Typed<CpusMeta>, stream: &str) -> Result<Vec<(i64, i64)>> {
+    let c = v
+        .ok()
         .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array"))?;
-    if arr.is_empty() {
+    if c.len == 0 {
         return Err(Error::meta(stream, MetaProblem::EmptyCpus));
     }
-    arr.iter()
-        .map(|c| {
-            let o = c
-                .as_object()
-                .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array of objects"))?;
-            let index = int(
-                get(o, stream, "ovni.loom_cpus.index")?,
-                stream,
-                "ovni.loom_cpus.index",
-            )?;
-            let phyid = int(
-                get(o, stream, "ovni.loom_cpus.phyid")?,
-                stream,
-                "ovni.loom_cpus.phyid",
-            )?;
-            if index < 0 {
-                return Err(Error::meta(stream, MetaProblem::CpuIndexNegative(index)));
-            }
-            if phyid < 0 {
-                return Err(Error::meta(stream, MetaProblem::CpuPhyidNegative(phyid)));
-            }
-            Ok((index, phyid))
-        })
-        .collect()
+    if let Some(p) = &c.problem {
+        return Err(Error::meta(stream, p.clone()));
+    }
+    Ok(c.cpus.clone())
 }
 
-fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| bad(stream, "ovni.mark", "an object"))?;
+fn parse_marks(v: &Typed<MarksMeta>, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
+    let marks = object(v, stream, "ovni.mark")?;
     let mut out = BTreeMap::new();
-    for (k, m) in obj {
-        let ty: i64 = k
-            .parse()
-            .map_err(|_| bad(stream, "ovni.mark", "keyed by integer types"))?;
-        if !(0..100).contains(&ty) {
-            return Err(bad(stream, "ovni.mark", "keyed by types in [0, 100)"));
-        }
+    for (ty, m) in &marks.types {
         let m = m
-            .as_object()
+            .ok()
             .ok_or_else(|| bad(stream, "ovni.mark", "an object of objects"))?;
         let title = string(
-            get(m, stream, "ovni.mark.title")?,
+            get(&m.title, stream, "ovni.mark.title")?,
             stream,
             "ovni.mark.title",
         )?;
         let chan_type = string(
-            get(m, stream, "ovni.mark.chan_type")?,
+            get(&m.chan_type, stream, "ovni.mark.chan_type")?,
             stream,
             "ovni.mark.chan_type",
         )?;
@@ -321,25 +288,25 @@ fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
             ));
         }
         let mut labels = BTreeMap::new();
-        if let Some(l) = m.get("labels") {
-            let l = l
-                .as_object()
-                .ok_or_else(|| bad(stream, "ovni.mark.labels", "an object"))?;
-            for (val, label) in l {
-                let val: i64 = val
-                    .parse()
-                    .map_err(|_| bad(stream, "ovni.mark.labels", "keyed by integer values"))?;
-                labels.insert(val, string(label, stream, "ovni.mark.labels")?);
+        if let Some(l) = &m.labels {
+            let l = object(l, stream, "ovni.mark.labels")?;
+            if let Some(p) = &l.problem {
+                return Err(Error::meta(stream, p.clone()));
             }
+            labels.extend(l.iter().map(|(v, s)| (v, s.to_string())));
         }
         out.insert(
-            ty,
+            *ty,
             MarkType {
                 title,
                 chan_type,
                 labels,
             },
         );
+    }
+    // A bad key is reported after the types before it, as a walk in document order would.
+    if let Some(p) = &marks.problem {
+        return Err(Error::meta(stream, p.clone()));
     }
     Ok(out)
 }
@@ -378,7 +345,7 @@ impl System {
         let threads = trace
             .streams()
             .iter()
-            .map(|s| ThreadMeta::from_json(&s.name(), s.meta()))
+            .map(|s| ThreadMeta::from_stream(&s.name(), s.metadata()))
             .collect::<Result<Vec<_>>>()?;
         Self::from_threads(threads, table)
     }

@@ -215,6 +215,7 @@ fn code(e: &Error) -> &'static str {
             MetaProblem::UnsupportedModelVersion { .. } | MetaProblem::BadVersionString(_) => {
                 "require-version"
             }
+            MetaProblem::FileTooLarge { .. } => "metadata-too-large",
         },
         Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {
@@ -398,7 +399,7 @@ fn build_system(
     let mut threads = Vec::new();
     let mut ok = complete;
     for (s, role) in streams.iter().zip(roles.iter_mut()) {
-        match ThreadMeta::from_json(&s.name(), s.meta()) {
+        match ThreadMeta::from_stream(&s.name(), s.metadata()) {
             Ok(t) => {
                 *role = Role::Thread(threads.len());
                 threads.push(t);
@@ -417,7 +418,7 @@ fn build_system(
                 sink.push(Problem::new(e).in_stream(s))?;
                 // The system is not built, so the model probe will not run: list the stream's
                 // other problems here, a missing `ovni.require` included.
-                match ThreadMeta::from_json_unfinished(&s.name(), s.meta()) {
+                match ThreadMeta::from_stream_unfinished(&s.name(), s.metadata()) {
                     Ok(t) if t.require.is_none() => {
                         let e = Error::meta(s.name(), MetaProblem::MissingKey("ovni.require"));
                         sink.push(Problem::new(e).in_stream(s))?;
