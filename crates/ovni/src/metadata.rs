@@ -1,7 +1,7 @@
 //! `stream.json` keys (SPEC §3.1) and the merge rules that build looms, processes, threads,
 //! CPUs, marks and required models from all streams (SPEC §3.2), as ovniemu applies them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
@@ -338,6 +338,17 @@ fn merge_marks(into: &mut BTreeMap<i64, MarkType>, from: &ThreadMeta) -> Result<
     Ok(())
 }
 
+/// A loom being merged.
+#[derive(Default)]
+struct LoomAcc {
+    cpus: Vec<Cpu>,
+    /// phyid → index of the CPUs in `cpus`.
+    by_phyid: HashMap<i64, i64>,
+    procs: BTreeMap<i64, Process>,
+    /// (pid, tid) of the threads seen.
+    tids: HashSet<(i64, i64)>,
+}
+
 impl System {
     /// Builds the system from every stream of `trace`, checking each stream's keys and the
     /// merge rules; required model versions are checked against `table`.
@@ -360,24 +371,34 @@ impl System {
     /// Merges already parsed thread metadata (looms, CPUs, processes, marks) without looking
     /// at `require`, which ovniemu checks later ([`required_models`]); `require` is empty.
     pub fn merge(threads: Vec<ThreadMeta>) -> Result<Self> {
-        let mut looms: BTreeMap<String, (Vec<Cpu>, BTreeMap<i64, Process>)> = BTreeMap::new();
+        // Every step is a hash or tree lookup, so merging is O(n log n) in the number of
+        // CPUs, threads and processes (a loom may list hundreds of thousands of CPUs).
+        let mut looms: BTreeMap<String, LoomAcc> = BTreeMap::new();
         let mut marks = BTreeMap::new();
         for t in &threads {
-            let (cpus, procs) = looms.entry(t.loom.clone()).or_default();
+            let LoomAcc {
+                cpus,
+                by_phyid,
+                procs,
+                tids,
+            } = looms.entry(t.loom.clone()).or_default();
             for &(index, phyid) in t.cpus.iter().flatten() {
-                match cpus.iter().find(|c| c.phyid == phyid) {
-                    Some(c) if c.index != index => {
+                match by_phyid.get(&phyid) {
+                    Some(&known) if known != index => {
                         return Err(Error::meta(
                             &t.stream,
                             MetaProblem::CpuIndexMismatch {
                                 phyid,
-                                index: c.index,
+                                index: known,
                                 other: index,
                             },
                         ))
                     }
                     Some(_) => {}
-                    None => cpus.push(Cpu { index, phyid }),
+                    None => {
+                        by_phyid.insert(phyid, index);
+                        cpus.push(Cpu { index, phyid });
+                    }
                 }
             }
             let p = procs.entry(t.pid).or_insert_with(|| Process {
@@ -406,7 +427,7 @@ impl System {
                 (None, Some(b)) => p.rank = Some(b),
                 _ => {}
             }
-            if p.threads.contains(&t.tid) {
+            if !tids.insert((t.pid, t.tid)) {
                 return Err(Error::meta(&t.stream, MetaProblem::DuplicateThread(t.tid)));
             }
             p.threads.push(t.tid);
@@ -414,7 +435,12 @@ impl System {
         }
         let looms = looms
             .into_iter()
-            .map(|(name, (mut cpus, procs))| finish_loom(name, &mut cpus, procs))
+            .map(|(name, acc)| {
+                let LoomAcc {
+                    mut cpus, procs, ..
+                } = acc;
+                finish_loom(name, &mut cpus, procs)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             looms,

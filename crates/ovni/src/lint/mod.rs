@@ -24,7 +24,7 @@
 mod model;
 mod offsets;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -380,6 +380,7 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         enabled,
         once: HashSet::new(),
         init_failed,
+        by_path: HashMap::new(),
     };
     ctx.run(offsets, ovni.as_mut(), sink)?;
     if let (Some(sys), Some(model)) = (&system, &ovni) {
@@ -567,6 +568,8 @@ struct Events<'a> {
     /// Problems reported once per stream and MCV, as every later event would repeat them.
     once: HashSet<(usize, [u8; 3], &'static str)>,
     init_failed: Vec<bool>,
+    /// Stream index by `stream.obs` path, built at the first stream error.
+    by_path: HashMap<&'a Path, usize>,
 }
 
 impl Events<'_> {
@@ -612,11 +615,19 @@ impl Events<'_> {
         flow
     }
 
-    fn stream_of(&self, e: &Error) -> Option<usize> {
+    fn stream_of(&mut self, e: &Error) -> Option<usize> {
         let Error::Stream { path, .. } = e else {
             return None;
         };
-        self.streams.iter().position(|s| s.obs_path() == path)
+        if self.by_path.is_empty() {
+            let streams = self.streams;
+            self.by_path = streams
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.obs_path(), i))
+                .collect();
+        }
+        self.by_path.get(path.as_path()).copied()
     }
 
     #[inline]

@@ -88,6 +88,13 @@ impl OvniModel {
         if sys.looms.iter().all(|l| min_rank(l).is_some()) {
             order.sort_by_key(|&i| sys.looms.get(i).and_then(min_rank));
         }
+        // Position of each loom in that order.
+        let mut gindex_of = vec![0; sys.looms.len()];
+        for (pos, &li) in order.iter().enumerate() {
+            if let Some(g) = gindex_of.get_mut(li) {
+                *g = pos;
+            }
+        }
         let mut looms = Vec::with_capacity(sys.looms.len());
         let mut cpus = Vec::new();
         let mut loom_ix: HashMap<&str, u32> = HashMap::new();
@@ -123,7 +130,7 @@ impl OvniModel {
             }
             looms.push(Loom {
                 name: l.name.clone(),
-                gindex: order.iter().position(|&o| o == li).unwrap_or(li),
+                gindex: gindex_of.get(li).copied().unwrap_or(li),
                 by_index,
                 vcpu,
             });
