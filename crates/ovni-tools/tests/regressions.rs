@@ -169,3 +169,40 @@ fn ovnidump_reports_both_header_problems() {
         ]
     );
 }
+
+#[test]
+fn ovnidump_labels_names_mark_labels_and_titles() {
+    let case = fixture("traces/marks");
+    let golden = fs::read_to_string(case.join("golden/ovnidump.stdout")).unwrap();
+    let out = run(env!("CARGO_BIN_EXE_ovnidump"), &["--labels", "ovni"], &case);
+    assert_eq!(out.status.code(), Some(0));
+    let got = text(&out.stdout);
+    assert_eq!(got.lines().count(), golden.lines().count());
+    let mut marks = 0;
+    for (g, w) in got.lines().zip(golden.lines()) {
+        let want = w
+            .replace(
+                "value 1 from type 2",
+                "value 1 \"Blue\" from type 2 \"Colors\"",
+            )
+            .replace(
+                "value 2 from type 2",
+                "value 2 \"Gray\" from type 2 \"Colors\"",
+            )
+            .replace(
+                "value 3 from type 2",
+                "value 3 \"Red\" from type 2 \"Colors\"",
+            )
+            .replace(" from type 1", " from type 1 \"Progress\"");
+        marks += usize::from(want != w);
+        assert_eq!(g, want);
+    }
+    assert!(marks > 10, "{marks}");
+    // -x and --labels do not combine.
+    let out = run(
+        env!("CARGO_BIN_EXE_ovnidump"),
+        &["-x", "--labels", "ovni"],
+        &case,
+    );
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,13 +1,14 @@
 //! The logic of `ovnidump`, `ovnitop` and `ovnisort -c`, kept here so it is tested with the
 //! library; the binaries only parse arguments and print.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{self, Write};
 use std::path::Path;
 
 use crate::error::{Error, MetaProblem, Result, StreamProblem};
 use crate::events::{EventTable, RenderError, TooLong};
 use crate::raw::{self, Event, Mcv};
+use crate::read::meta::Typed;
 use crate::read::{Merged, Stream, Trace};
 
 /// What `ovnidump` prints after the relpath.
@@ -17,6 +18,94 @@ pub enum DumpMode {
     Describe,
     /// The payload bytes as `:xx` (`-x`).
     Hex,
+    /// The description, with mark events (`OM[`, `OM]`, `OM=`) naming the label of their
+    /// value and the title of their type when the trace's metadata defines them
+    /// (`--labels`, an extension; other events print as with [`DumpMode::Describe`]).
+    Labels,
+}
+
+/// Mark titles and labels from the `ovni.mark` metadata of every stream, for
+/// [`DumpMode::Labels`]. The first definition of a type's title or of a value's label wins
+/// (ovniemu rejects traces whose threads disagree; a dump does not).
+#[derive(Debug, Default, Clone)]
+pub struct MarkLabels {
+    types: HashMap<i64, (String, BTreeMap<i64, String>)>,
+}
+
+impl MarkLabels {
+    /// Collects the titles and labels of `trace`'s streams, ignoring malformed entries.
+    pub fn from_trace(trace: &Trace) -> Self {
+        let mut out = Self::default();
+        for s in trace.streams() {
+            let marks = s
+                .metadata()
+                .ovni
+                .as_ref()
+                .and_then(Typed::ok)
+                .and_then(|o| o.mark.as_ref())
+                .and_then(Typed::ok);
+            for (ty, m) in marks.into_iter().flat_map(|m| &m.types) {
+                let Some(m) = m.ok() else { continue };
+                let title = m
+                    .title
+                    .as_ref()
+                    .and_then(|t| t.as_str())
+                    .unwrap_or_default();
+                let entry = out
+                    .types
+                    .entry(*ty)
+                    .or_insert_with(|| (title.to_string(), BTreeMap::new()));
+                if entry.0.is_empty() {
+                    entry.0 = title.to_string();
+                }
+                let labels = m.labels.as_ref().and_then(Typed::ok);
+                for (v, l) in labels.into_iter().flat_map(|l| l.iter()) {
+                    entry.1.entry(v).or_insert_with(|| l.to_string());
+                }
+            }
+        }
+        out
+    }
+
+    /// Title of a mark type.
+    pub fn title(&self, ty: i64) -> Option<&str> {
+        self.types
+            .get(&ty)
+            .map(|t| t.0.as_str())
+            .filter(|t| !t.is_empty())
+    }
+
+    /// Label of a value of a mark type.
+    pub fn label(&self, ty: i64, value: i64) -> Option<&str> {
+        self.types
+            .get(&ty)
+            .and_then(|t| t.1.get(&value))
+            .map(String::as_str)
+    }
+
+    /// The labelled description of a mark event: `push mark with value 1 "init" from type 3
+    /// "phase"` (label and title quoted and escaped, each only if defined). `None` for other
+    /// events or a payload without the mark's value and type.
+    fn describe(&self, ev: &Event<'_>) -> Option<String> {
+        let verb = match &ev.mcv.0 {
+            b"OM[" => "push",
+            b"OM]" => "pop",
+            b"OM=" => "set",
+            _ => return None,
+        };
+        let p = ev.jumbo_data().unwrap_or(ev.payload);
+        let value = i64::from_le_bytes(*p.first_chunk::<8>()?);
+        let ty = i64::from(i32::from_le_bytes(*p.get(8..)?.first_chunk::<4>()?));
+        let mut s = format!("{verb} mark with value {value}");
+        if let Some(l) = self.label(ty, value) {
+            s.push_str(&format!(" {l:?}"));
+        }
+        s.push_str(&format!(" from type {ty}"));
+        if let Some(t) = self.title(ty) {
+            s.push_str(&format!(" {t:?}"));
+        }
+        Some(s)
+    }
 }
 
 /// A problem `ovnidump` reports on stderr without stopping (the C tool's exit status is
@@ -120,16 +209,24 @@ pub struct Dumper<'t> {
     table: &'t EventTable,
     mode: DumpMode,
     line: Vec<u8>,
+    labels: MarkLabels,
 }
 
 impl<'t> Dumper<'t> {
-    /// A dumper rendering descriptions from `table`.
+    /// A dumper rendering descriptions from `table` (no mark labels known).
     pub fn new(table: &'t EventTable, mode: DumpMode) -> Self {
         Self {
             table,
             mode,
             line: Vec::with_capacity(256),
+            labels: MarkLabels::default(),
         }
+    }
+
+    /// The mark titles and labels used by [`DumpMode::Labels`].
+    pub fn with_labels(mut self, labels: MarkLabels) -> Self {
+        self.labels = labels;
+        self
     }
 
     /// Writes the line of one event. Unknown models/events print `UNKNOWN` and return a
@@ -150,6 +247,7 @@ impl<'t> Dumper<'t> {
         line.extend_from_slice(b"  ");
         line.extend_from_slice(stream.relpath());
         line.extend_from_slice(b"  ");
+        let text_start = line.len();
         let mut notice = None;
         match self.mode {
             DumpMode::Hex => {
@@ -162,7 +260,13 @@ impl<'t> Dumper<'t> {
                     ]);
                 }
             }
-            DumpMode::Describe => match self.table.render(ev, line) {
+            DumpMode::Describe | DumpMode::Labels => match self.table.render(ev, line) {
+                Ok(()) if self.mode == DumpMode::Labels => {
+                    if let Some(d) = self.labels.describe(ev) {
+                        line.truncate(text_start);
+                        line.extend_from_slice(d.as_bytes());
+                    }
+                }
                 Ok(()) => {}
                 Err(RenderError::UnknownModel(_)) => {
                     line.extend_from_slice(b"UNKNOWN");
@@ -223,6 +327,9 @@ pub fn dump(
     mut notice: impl FnMut(Notice),
 ) -> DumpOutcome {
     let mut d = Dumper::new(EventTable::builtin(), mode);
+    if mode == DumpMode::Labels {
+        d = d.with_labels(MarkLabels::from_trace(trace));
+    }
     let streams = trace.streams();
     let mut events = 0;
     for m in trace.merged() {

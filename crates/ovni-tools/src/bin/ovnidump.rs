@@ -1,4 +1,4 @@
-//! `ovnidump [-x] DIR`: print every event of an ovni trace in clock order.
+//! `ovnidump [-x | --labels] DIR`: print every event of an ovni trace in clock order.
 //!
 //! stderr and the exit status are the original's: the same `INFO`/`WARN`/`ERROR` lines for
 //! load errors, broken events and undecodable events. Where the original crashed or printed
@@ -18,8 +18,12 @@ use ovni::Trace;
 #[command(name = "ovnidump", version)]
 struct Args {
     /// Print the payload bytes in hex instead of the description
-    #[arg(short = 'x')]
+    #[arg(short = 'x', conflicts_with = "labels")]
     hex: bool,
+    /// Print mark events with the label of their value and the title of their type, when the
+    /// trace defines them (not in the original ovnidump)
+    #[arg(long)]
+    labels: bool,
     /// Trace directory, any sub-directory of it, or a single stream directory
     dir: PathBuf,
 }
@@ -46,6 +50,8 @@ fn run(args: &Args) -> anyhow::Result<ExitCode> {
     ovni_tools::report_loaded("ovnidump", &trace);
     let mode = if args.hex {
         DumpMode::Hex
+    } else if args.labels {
+        DumpMode::Labels
     } else {
         DumpMode::Describe
     };
