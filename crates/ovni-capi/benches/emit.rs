@@ -2,7 +2,8 @@
 //! run, rounds interleaved; also the C ABI functions called from Rust in this process.
 //!
 //! `cargo bench -p ovni-capi --bench emit` (env `OVNI_CAPI_BENCH_EVENTS`, default 2e6 events
-//! per measurement; `OVNI_CAPI_BENCH_ROUNDS`, default 15). The C program is
+//! per measurement; `OVNI_CAPI_BENCH_ROUNDS`, default 15; `OVNI_CAPI_BENCH_PARTS`, default
+//! `floor,paths`: the C emit against its floor in CPU time, and the C and Rust paths). The C program is
 //! `tests/c/bench_emit.c`, compiled with `-O2` and linked with this profile's libovni.so.
 //! Goal: C within 10% or 5 ns of Rust. The verdict uses each path's fastest round, the one
 //! least disturbed by other work on the machine; medians are printed beside.
@@ -89,13 +90,19 @@ fn rust_ns(dir: &Path, c: Case, n: u64, id: i32) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
-/// The C program, in a child process.
+/// The C program, in a child process: wall-clock ns per event.
 fn c_ns(exe: &Path, dir: &Path, c: Case, n: u64, id: i32) -> f64 {
+    let mode = if c.clocked { "now" } else { "fixed" };
+    c_run(exe, dir, c.payload, mode, n, id).0
+}
+
+/// The C program in `mode` (`now`, `fixed` or `floor`): (wall, CPU) ns per event.
+fn c_run(exe: &Path, dir: &Path, payload: usize, mode: &str, n: u64, id: i32) -> (f64, f64) {
     let trace = dir.join("c");
     let args = [
         n.to_string(),
-        c.payload.to_string(),
-        if c.clocked { "now" } else { "fixed" }.to_string(),
+        payload.to_string(),
+        mode.to_string(),
         id.to_string(),
     ];
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -106,7 +113,34 @@ fn c_ns(exe: &Path, dir: &Path, c: Case, n: u64, id: i32) -> f64 {
         &[("OVNI_TRACEDIR", trace.to_str().unwrap())],
     );
     util::check_success("bench_emit", &out);
-    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text.split_whitespace().map(|v| v.parse::<f64>().unwrap());
+    (it.next().unwrap(), it.next().unwrap())
+}
+
+/// `ovni_ev_set_clock(&ev, ovni_clock_now()); ovni_ev_emit(&ev)` from C against its floor
+/// (one `clock_gettime` and one copy of the event's bytes, buffer written when full), in
+/// process CPU time, rounds interleaved. Goal: at most 1.1x.
+fn floor_part(exe: &Path, dir: &Path, n: u64, rounds: u64, id: &mut i32) {
+    println!("C emit + clock vs its floor (clock_gettime + copy of the event into a 2 MiB buffer, written when full), CPU ns/event, fastest round (median)");
+    println!("  case     floor            emit + clock     ratio  goal <= 1.1x");
+    for payload in [0usize, 16] {
+        let (mut floor, mut emit) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            *id += 1;
+            floor.push(c_run(exe, dir, payload, "floor", n, *id).1);
+            *id += 1;
+            emit.push(c_run(exe, dir, payload, "now", n, *id).1);
+            let _ = std::fs::remove_dir_all(dir.join("c"));
+        }
+        let ((f, fm), (e, em)) = (min_median(&mut floor), min_median(&mut emit));
+        println!(
+            "  {:<7} {f:6.2} ({fm:6.2})  {e:6.2} ({em:6.2})  {:5.2}  {}",
+            format!("{} B", 12 + payload),
+            e / f,
+            if e <= f * 1.1 { "met" } else { "missed" }
+        );
+    }
 }
 
 /// The C ABI functions called from Rust in this process (one new thread per measurement,
@@ -170,9 +204,17 @@ fn main() {
     if quick {
         println!("quick run (no --bench): checks the benchmark works, measures nothing");
     }
+    let mut id = 1;
+    let parts = std::env::var("OVNI_CAPI_BENCH_PARTS").unwrap_or_else(|_| "floor,paths".into());
+    if parts.contains("floor") {
+        floor_part(&exe, tmp.path(), n, rounds, &mut id);
+    }
+    if !parts.contains("paths") {
+        ovni::ovni_proc_fini();
+        return;
+    }
     println!("ovni_ev_emit from C vs the Rust emit path: {n} events x {rounds} rounds, ns/event, fastest round (median)");
     println!("  case               Rust             C (libovni.so)   ratio  C ABI from Rust  goal (10% or 5 ns)");
-    let mut id = 1;
     for c in CASES {
         let (mut rust, mut cc, mut capi) = (Vec::new(), Vec::new(), Vec::new());
         for _ in 0..rounds {

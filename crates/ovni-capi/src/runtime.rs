@@ -441,7 +441,8 @@ pub unsafe extern "C" fn ovni_ev_emit(ev: *mut OvniEv) {
             // libovni would copy the jumbo size's worth of bytes from past the struct.
             die(FUNC, "event is marked as jumbo: use ovni_ev_jumbo_emit");
         }
-        if let Err(e) = t.stream.emit_image(&ev.image()) {
+        #[allow(clippy::needless_borrow)]
+        if let Err(e) = t.stream.emit_image(&ev.image_bytes()) {
             die_writer(FUNC, e, false);
         }
     });

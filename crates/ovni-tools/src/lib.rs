@@ -12,11 +12,17 @@ pub fn load_trace(prog: &str, dir: &Path) -> anyhow::Result<Trace> {
     let trace = Trace::open(dir).map_err(|e| {
         anyhow::anyhow!(e).context(format!("failed to load trace: {}", dir.display()))
     })?;
+    report_loaded(prog, &trace);
+    Ok(trace)
+}
+
+/// Prints the C tools' lines after a trace is loaded: a `WARN` per stream without events,
+/// then `INFO: loaded <n> streams`.
+pub fn report_loaded(prog: &str, trace: &Trace) {
     for s in trace.streams().iter().filter(|s| s.is_empty()) {
         eprintln!("{prog}: WARN: stream '{}' has zero events", s.name());
     }
     eprintln!("{prog}: INFO: loaded {} streams", trace.streams().len());
-    Ok(trace)
 }
 
 /// Prints `err` (with its causes) and returns exit code 1; a broken pipe on stdout is not an

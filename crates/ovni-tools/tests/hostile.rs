@@ -119,3 +119,55 @@ fn unknown_flag_bits_are_ignored() {
     let want = fs::read(fixture("traces/single/golden/ovnidump.stdout")).unwrap();
     assert_eq!(out.stdout, want);
 }
+
+/// A copy of traces/single whose stream.obs holds `events` after the header.
+fn with_events(events: &[u8]) -> tempfile::TempDir {
+    corrupt("traces/single", |o| {
+        o.truncate(8);
+        o.extend_from_slice(events);
+    })
+}
+
+fn vyc(clock: u64, label_len: usize) -> Vec<u8> {
+    let mut data = 7u32.to_le_bytes().to_vec();
+    data.extend(std::iter::repeat_n(b'a', label_len));
+    data.push(0);
+    let mut ev = vec![0x13, b'V', b'Y', b'c'];
+    ev.extend_from_slice(&clock.to_le_bytes());
+    ev.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    ev.extend_from_slice(&data);
+    ev
+}
+
+#[test]
+fn description_of_1024_bytes_prints_unknown_and_the_original_errors() {
+    let prefix = "creates task type 7 with label \"".len();
+    // 1023 bytes of text print in full; one more byte prints UNKNOWN.
+    let fits = 1023 - prefix - 1;
+    let mut obs = vyc(1000, fits);
+    obs.extend(vyc(2000, fits + 1));
+    let t = with_events(&obs);
+    let out = dump(t.path(), &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    let rel = "loom.node0/proc.387/thread.387";
+    let full = format!("creates task type 7 with label \"{}\"", "a".repeat(fits));
+    assert_eq!(full.len(), 1023);
+    assert_eq!(
+        lines,
+        [
+            format!("      1000  VYc  {rel}  {full}"),
+            format!("      2000  VYc  {rel}  UNKNOWN"),
+        ]
+    );
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap(),
+        "ovnidump: INFO: loaded 1 streams\n\
+         ovnidump: ERROR: print_arg: no space for string argument\n\
+         ovnidump: ERROR: format_region: cannot print argument label\n\
+         ovnidump: ERROR: ev_spec_print: format_region failed\n\
+         ovnidump: ERROR: model_event_print: cannot print event signature for VYc\n\
+         ovnidump: ERROR: emit: failed to decode event VYc\n"
+    );
+}

@@ -2,7 +2,8 @@
 //!
 //! `cargo bench -p ovni --bench ovni` (env `OVNI_BENCH_MB`, default 256: size of the traces
 //! read back and linted; `OVNI_BENCH_EVENTS`, default 5e6: events per emit measurement;
-//! `OVNI_BENCH_PARTS`, default `emit,read,lint`: which parts to run).
+//! `OVNI_BENCH_PARTS`, default `emit,read,lint,cpus`: which parts to run; `cpus` is the
+//! scaling of metadata merging with the number of CPUs of a loom).
 
 use std::fs::File;
 use std::hint::black_box;
@@ -84,7 +85,7 @@ fn main() {
         env_num("OVNI_BENCH_MB", 256)
     };
     let tmp = tempfile::tempdir().unwrap();
-    let parts = std::env::var("OVNI_BENCH_PARTS").unwrap_or_else(|_| "emit,read,lint".into());
+    let parts = std::env::var("OVNI_BENCH_PARTS").unwrap_or_else(|_| "emit,read,lint,cpus".into());
     if parts.contains("emit") {
         emit_part(tmp.path(), n);
     }
@@ -95,6 +96,58 @@ fn main() {
         for threads in [1, 4] {
             lint_part(&tmp.path().join(format!("lint{threads}")), mb, threads);
         }
+    }
+    if parts.contains("cpus") {
+        let counts: &[i32] = if quick {
+            &[1000]
+        } else {
+            &[10_000, 40_000, 160_000, 320_000]
+        };
+        cpus_part(tmp.path(), counts);
+    }
+}
+
+/// Metadata merging against the number of CPUs: two threads of one loom that each list all
+/// `n` CPUs (so every CPU of the second is a repeat to check), one `OHx`/`OHe` each. Times
+/// the trace load (what `ovnidump` does before its first event) and `lint_dir` (`ovnilint`).
+fn cpus_part(tmp: &std::path::Path, counts: &[i32]) {
+    println!("metadata merge: 2 threads listing n CPUs each (load = Trace::open, lint = lint_dir)");
+    println!(
+        "  {:>8}  {:>10}  {:>10}  {:>12}",
+        "n", "load (s)", "lint (s)", "lint ns/CPU"
+    );
+    for &n in counts {
+        let dir = tmp.join(format!("cpus{n}"));
+        let p = Process::init(&dir, 1, "bench", 1).unwrap();
+        for tid in 1..=2 {
+            let mut t = p.thread_init(tid).unwrap();
+            for c in 0..n {
+                t.add_cpu(c, c).unwrap();
+            }
+            let mut ohx = [0u8; 16];
+            ohx[..4].copy_from_slice(&(tid - 1).to_le_bytes());
+            t.emit(Mcv(*b"OHx"), &ohx).unwrap();
+            t.emit(Mcv(*b"OHe"), &[]).unwrap();
+            t.finish().unwrap();
+        }
+        let t = Instant::now();
+        let trace = Trace::open(&dir).unwrap();
+        black_box(trace.streams().len());
+        let load = t.elapsed().as_secs_f64();
+        drop(trace);
+        let t = Instant::now();
+        let report = lint_dir(&dir, &LintOptions::default());
+        let lint = t.elapsed().as_secs_f64();
+        assert!(
+            report.accepted(),
+            "{:?}",
+            report.problems.first().map(ToString::to_string)
+        );
+        println!(
+            "  {n:>8}  {load:>10.3}  {lint:>10.3}  {:>12.0}",
+            lint * 1e9 / f64::from(n)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
 

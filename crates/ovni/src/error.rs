@@ -246,6 +246,13 @@ pub enum MetaProblem {
     },
     /// A version string that is not `x.y.z`.
     BadVersionString(String),
+    /// `stream.json` is larger than the reader accepts.
+    FileTooLarge {
+        /// File size in bytes.
+        size: u64,
+        /// Largest size read.
+        limit: u64,
+    },
 }
 
 impl fmt::Display for MetaProblem {
@@ -299,6 +306,10 @@ impl fmt::Display for MetaProblem {
                 "unsupported {model} model version (want {want}, have {have})"
             ),
             Self::BadVersionString(s) => write!(f, "malformed version '{s}' (want x.y.z)"),
+            Self::FileTooLarge { size, limit } => write!(
+                f,
+                "stream.json of {size} bytes is larger than the {limit} bytes read"
+            ),
         }
     }
 }

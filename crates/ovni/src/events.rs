@@ -15,9 +15,10 @@ const EVENTS_TSV: &str = include_str!("events.tsv");
 pub const MAX_DESCRIPTION: usize = 1023;
 
 /// Type of a payload argument.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ArgType {
     /// `u8`
+    #[default]
     U8,
     /// `u16`
     U16,
@@ -119,6 +120,23 @@ pub enum RenderError {
     UnknownEvent(Mcv),
     /// The payload does not hold what the signature says.
     Payload(StreamProblem),
+    /// The rendered text needs [`MAX_DESCRIPTION`] + 1 bytes or more (libovni's tools print
+    /// `UNKNOWN` then, they do not truncate).
+    TooLong(TooLong),
+}
+
+/// Where a description ran out of room, as the C renderer reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TooLong {
+    /// Literal text of the template did not fit.
+    Text,
+    /// An argument did not fit (with its NUL: the C code needs one byte more than the text).
+    Arg {
+        /// Argument name.
+        name: String,
+        /// Whether it is a `str` argument (the C message differs).
+        string: bool,
+    },
 }
 
 /// Multiplicative hash for the 3-byte MCV keys: the lookup runs once per dumped event and
@@ -221,7 +239,7 @@ impl EventTable {
         let spec = self
             .event(ev.mcv)
             .ok_or(RenderError::UnknownEvent(ev.mcv))?;
-        spec.render(ev, out).map_err(RenderError::Payload)
+        spec.render(ev, out)
     }
 }
 
@@ -264,25 +282,55 @@ impl EventSpec {
         Ok(vals)
     }
 
-    /// Appends the description to `out`, truncated to [`MAX_DESCRIPTION`] bytes.
-    pub fn render(&self, ev: &Event<'_>, out: &mut Vec<u8>) -> Result<(), StreamProblem> {
+    /// Appends the description to `out`. Like ovni's `ev_spec_print`, a description that
+    /// does not fit in [`MAX_DESCRIPTION`] bytes is an error, not truncated: literal text may
+    /// fill the buffer exactly, an argument must leave one byte free (the C code checks
+    /// `snprintf`'s result against the room left, NUL excluded). On error `out` is unchanged.
+    pub fn render(&self, ev: &Event<'_>, out: &mut Vec<u8>) -> Result<(), RenderError> {
         let vals = if self.args.is_empty() {
             Vec::new()
         } else {
-            self.decode(ev)?
+            self.decode(ev).map_err(RenderError::Payload)?
         };
         let start = out.len();
+        let res = self.render_pieces(&vals, out, start);
+        if res.is_err() {
+            out.truncate(start);
+        }
+        res
+    }
+
+    fn render_pieces(
+        &self,
+        vals: &[Value<'_>],
+        out: &mut Vec<u8>,
+        start: usize,
+    ) -> Result<(), RenderError> {
         for piece in &self.pieces {
+            let room = MAX_DESCRIPTION.saturating_sub(out.len() - start);
             match piece {
-                Piece::Lit(s) => out.extend_from_slice(s),
+                Piece::Lit(s) => {
+                    if s.len() > room {
+                        return Err(RenderError::TooLong(TooLong::Text));
+                    }
+                    out.extend_from_slice(s);
+                }
                 Piece::Arg { index, spec } => {
-                    if let Some(v) = vals.get(*index) {
-                        printf::format_value(out, v, spec.as_ref());
+                    let Some(v) = vals.get(*index) else {
+                        continue;
+                    };
+                    let before = out.len();
+                    printf::format_value(out, v, spec.as_ref());
+                    if out.len() - before >= room {
+                        let (name, ty) = self.args.get(*index).cloned().unwrap_or_default();
+                        return Err(RenderError::TooLong(TooLong::Arg {
+                            name,
+                            string: ty == ArgType::Str,
+                        }));
                     }
                 }
             }
         }
-        out.truncate(start + MAX_DESCRIPTION.min(out.len() - start));
         Ok(())
     }
 }
@@ -439,6 +487,27 @@ mod tests {
     }
 
     #[test]
+    fn description_of_1024_bytes_is_refused_not_truncated() {
+        let prefix = "creates task type 7 with label \"".len();
+        let vyc = |len: usize| {
+            let mut p = 7u32.to_le_bytes().to_vec();
+            p.extend(std::iter::repeat_n(b'a', len));
+            p.push(0);
+            render(b"VYc", &p, true)
+        };
+        // Rendered text = prefix + label + closing quote.
+        let fits = MAX_DESCRIPTION - prefix - 1;
+        assert_eq!(vyc(fits).unwrap().len(), MAX_DESCRIPTION);
+        assert_eq!(
+            vyc(fits + 1),
+            Err(RenderError::TooLong(TooLong::Arg {
+                name: "label".into(),
+                string: true
+            }))
+        );
+    }
+
+    #[test]
     fn short_payload_is_an_error() {
         assert_eq!(
             render(b"OHx", &[], false),
@@ -486,9 +555,14 @@ mod tests {
         let mut buf = Vec::new();
         crate::raw::encode_jumbo(&mut buf, spec.mcv, 0, &data[4..]).unwrap();
         let (ev, _) = decode_event(&buf).unwrap();
-        let mut out = Vec::new();
-        spec.render(&ev, &mut out).unwrap();
-        assert_eq!(out.len(), MAX_DESCRIPTION);
-        assert!(out.starts_with(b"100% aaa"));
+        let mut out = b"x".to_vec();
+        assert_eq!(
+            spec.render(&ev, &mut out),
+            Err(RenderError::TooLong(TooLong::Arg {
+                name: "s".into(),
+                string: true
+            }))
+        );
+        assert_eq!(out, b"x");
     }
 }

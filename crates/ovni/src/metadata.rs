@@ -1,12 +1,13 @@
 //! `stream.json` keys (SPEC §3.1) and the merge rules that build looms, processes, threads,
 //! CPUs, marks and required models from all streams (SPEC §3.2), as ovniemu applies them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::{Error, MetaProblem, Result};
 use crate::events::EventTable;
+use crate::read::meta::{CpusMeta, MarksMeta, Scalar, StreamMeta, Typed};
 use crate::read::Trace;
 
 /// A mark type merged over all threads.
@@ -37,8 +38,11 @@ pub struct ThreadMeta {
     pub rank: Option<(i64, i64)>,
     /// `(index, phyid)` of the loom CPUs this stream lists.
     pub cpus: Option<Vec<(i64, i64)>>,
-    /// Required models and versions.
-    pub require: BTreeMap<String, String>,
+    /// Required models and versions (`None` if `ovni.require` is absent: ovniemu only
+    /// notices that when it probes the models, after building the system).
+    pub require: Option<BTreeMap<String, String>>,
+    /// Whether `ovni.finished` is 1 (always true from [`ThreadMeta::from_json`]).
+    pub finished: bool,
     /// Mark types defined by this thread.
     pub marks: BTreeMap<i64, MarkType>,
     /// `ovni.lib.version`.
@@ -97,26 +101,23 @@ fn bad(stream: &str, key: &'static str, expected: &'static str) -> Error {
     Error::meta(stream, MetaProblem::BadValue { key, expected })
 }
 
-fn get<'a>(obj: &'a Map<String, Value>, stream: &str, key: &'static str) -> Result<&'a Value> {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    obj.get(last)
+fn get<'a, T>(v: &'a Option<T>, stream: &str, key: &'static str) -> Result<&'a T> {
+    v.as_ref()
         .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey(key)))
 }
 
-fn int(v: &Value, stream: &str, key: &'static str) -> Result<i64> {
-    v.as_i64()
-        .or_else(|| {
-            v.as_f64()
-                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e18)
-                .map(|f| f as i64)
-        })
-        .ok_or_else(|| bad(stream, key, "an integer"))
+fn int(v: &Scalar, stream: &str, key: &'static str) -> Result<i64> {
+    v.as_int().ok_or_else(|| bad(stream, key, "an integer"))
 }
 
-fn string(v: &Value, stream: &str, key: &'static str) -> Result<String> {
+fn string(v: &Scalar, stream: &str, key: &'static str) -> Result<String> {
     v.as_str()
         .map(str::to_string)
         .ok_or_else(|| bad(stream, key, "a string"))
+}
+
+fn object<'a, T>(v: &'a Typed<T>, stream: &str, key: &'static str) -> Result<&'a T> {
+    v.ok().ok_or_else(|| bad(stream, key, "an object"))
 }
 
 /// Parses `x.y.z` into numbers (anything after `-` in the patch is ignored).
@@ -139,30 +140,43 @@ pub fn version_compatible(want: &str, have: &str) -> Option<bool> {
 
 impl ThreadMeta {
     /// Reads the thread keys of one stream and checks them (mandatory keys, types,
-    /// `finished == 1`, `part == "thread"`).
+    /// `finished == 1`, `part == "thread"`), in ovniemu's order: `finished` is checked when the
+    /// thread is created, before the CPUs, marks and library keys; a missing `ovni.require`
+    /// is left to [`required_models`], as ovniemu's model probe finds it.
     pub fn from_json(stream: &str, meta: &Value) -> Result<Self> {
-        let ovni = meta
-            .get("ovni")
-            .ok_or_else(|| Error::meta(stream, MetaProblem::MissingKey("ovni")))?
-            .as_object()
-            .ok_or_else(|| bad(stream, "ovni", "an object"))?;
-        let part = string(get(ovni, stream, "ovni.part")?, stream, "ovni.part")?;
+        Self::read(stream, &StreamMeta::from_value(meta), true)
+    }
+
+    /// As [`ThreadMeta::from_json`], on the keys a [`crate::Stream`] read.
+    pub fn from_stream(stream: &str, meta: &StreamMeta) -> Result<Self> {
+        Self::read(stream, meta, true)
+    }
+
+    /// As [`ThreadMeta::from_stream`], but a stream that is not finished is read on (with
+    /// `finished` false), so its other problems can be listed too.
+    pub fn from_stream_unfinished(stream: &str, meta: &StreamMeta) -> Result<Self> {
+        Self::read(stream, meta, false)
+    }
+
+    fn read(stream: &str, meta: &StreamMeta, strict: bool) -> Result<Self> {
+        let ovni = object(get(&meta.ovni, stream, "ovni")?, stream, "ovni")?;
+        let part = string(get(&ovni.part, stream, "ovni.part")?, stream, "ovni.part")?;
         if part != "thread" {
             return Err(Error::meta(stream, MetaProblem::UnknownPart(part)));
         }
-        let tid = int(get(ovni, stream, "ovni.tid")?, stream, "ovni.tid")?;
-        let pid = int(get(ovni, stream, "ovni.pid")?, stream, "ovni.pid")?;
+        let tid = int(get(&ovni.tid, stream, "ovni.tid")?, stream, "ovni.tid")?;
+        let pid = int(get(&ovni.pid, stream, "ovni.pid")?, stream, "ovni.pid")?;
         if tid == 0 {
             return Err(bad(stream, "ovni.tid", "non-zero"));
         }
         if pid == 0 {
             return Err(bad(stream, "ovni.pid", "non-zero"));
         }
-        let loom = string(get(ovni, stream, "ovni.loom")?, stream, "ovni.loom")?;
+        let loom = string(get(&ovni.loom, stream, "ovni.loom")?, stream, "ovni.loom")?;
         if loom.contains('/') {
             return Err(Error::meta(stream, MetaProblem::LoomHasSlash));
         }
-        let app_id = match ovni.get("app_id") {
+        let app_id = match &ovni.app_id {
             None => None,
             Some(v) => {
                 let a = int(v, stream, "ovni.app_id")?;
@@ -172,11 +186,15 @@ impl ThreadMeta {
                 Some(a)
             }
         };
-        let rank = match ovni.get("rank") {
+        let rank = match &ovni.rank {
             None => None,
             Some(r) => {
                 let rank = int(r, stream, "ovni.rank")?;
-                let nranks = int(get(ovni, stream, "ovni.nranks")?, stream, "ovni.nranks")?;
+                let nranks = int(
+                    get(&ovni.nranks, stream, "ovni.nranks")?,
+                    stream,
+                    "ovni.nranks",
+                )?;
                 if rank < 0 || rank >= nranks {
                     return Err(Error::meta(
                         stream,
@@ -186,39 +204,35 @@ impl ThreadMeta {
                 Some((rank, nranks))
             }
         };
-        let cpus = match ovni.get("loom_cpus") {
+        let finished = ovni.finished.as_ref().and_then(Scalar::as_f64) == Some(1.0);
+        if strict && !finished {
+            return Err(Error::meta(stream, MetaProblem::NotFinished));
+        }
+        let cpus = match &ovni.loom_cpus {
             None => None,
             Some(v) => Some(parse_cpus(v, stream)?),
         };
-        // ovniemu reads each model's entry as a string and treats anything else as "not
-        // required", so non-string entries are skipped rather than rejected.
-        let require = get(ovni, stream, "ovni.require")?
-            .as_object()
-            .ok_or_else(|| bad(stream, "ovni.require", "an object"))?
-            .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-            .collect::<BTreeMap<_, _>>();
-        let marks = match ovni.get("mark") {
+        let marks = match &ovni.mark {
             None => BTreeMap::new(),
             Some(v) => parse_marks(v, stream)?,
         };
-        let lib = get(ovni, stream, "ovni.lib")?
-            .as_object()
-            .ok_or_else(|| bad(stream, "ovni.lib", "an object"))?;
+        let lib = object(get(&ovni.lib, stream, "ovni.lib")?, stream, "ovni.lib")?;
         let lib_version = string(
-            get(lib, stream, "ovni.lib.version")?,
+            get(&lib.version, stream, "ovni.lib.version")?,
             stream,
             "ovni.lib.version",
         )?;
         let lib_commit = string(
-            get(lib, stream, "ovni.lib.commit")?,
+            get(&lib.commit, stream, "ovni.lib.commit")?,
             stream,
             "ovni.lib.commit",
         )?;
-        match ovni.get("finished").and_then(Value::as_f64) {
-            Some(1.0) => {}
-            _ => return Err(Error::meta(stream, MetaProblem::NotFinished)),
-        }
+        // ovniemu reads each model's entry as a string and treats anything else as "not
+        // required": only string entries are kept.
+        let require = match &ovni.require {
+            None => None,
+            Some(r) => Some(object(r, stream, "ovni.require")?.models.clone()),
+        };
         Ok(Self {
             stream: stream.to_string(),
             tid,
@@ -228,6 +242,7 @@ impl ThreadMeta {
             rank,
             cpus,
             require,
+            finished,
             marks,
             lib_version,
             lib_commit,
@@ -235,61 +250,33 @@ impl ThreadMeta {
     }
 }
 
-fn parse_cpus(v: &Value, stream: &str) -> Result<Vec<(i64, i64)>> {
-    let arr = v
-        .as_array()
+fn parse_cpus(v: &Typed<CpusMeta>, stream: &str) -> Result<Vec<(i64, i64)>> {
+    let c = v
+        .ok()
         .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array"))?;
-    if arr.is_empty() {
+    if c.len == 0 {
         return Err(Error::meta(stream, MetaProblem::EmptyCpus));
     }
-    arr.iter()
-        .map(|c| {
-            let o = c
-                .as_object()
-                .ok_or_else(|| bad(stream, "ovni.loom_cpus", "an array of objects"))?;
-            let index = int(
-                get(o, stream, "ovni.loom_cpus.index")?,
-                stream,
-                "ovni.loom_cpus.index",
-            )?;
-            let phyid = int(
-                get(o, stream, "ovni.loom_cpus.phyid")?,
-                stream,
-                "ovni.loom_cpus.phyid",
-            )?;
-            if index < 0 {
-                return Err(Error::meta(stream, MetaProblem::CpuIndexNegative(index)));
-            }
-            if phyid < 0 {
-                return Err(Error::meta(stream, MetaProblem::CpuPhyidNegative(phyid)));
-            }
-            Ok((index, phyid))
-        })
-        .collect()
+    if let Some(p) = &c.problem {
+        return Err(Error::meta(stream, p.clone()));
+    }
+    Ok(c.cpus.clone())
 }
 
-fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| bad(stream, "ovni.mark", "an object"))?;
+fn parse_marks(v: &Typed<MarksMeta>, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
+    let marks = object(v, stream, "ovni.mark")?;
     let mut out = BTreeMap::new();
-    for (k, m) in obj {
-        let ty: i64 = k
-            .parse()
-            .map_err(|_| bad(stream, "ovni.mark", "keyed by integer types"))?;
-        if !(0..100).contains(&ty) {
-            return Err(bad(stream, "ovni.mark", "keyed by types in [0, 100)"));
-        }
+    for (ty, m) in &marks.types {
         let m = m
-            .as_object()
+            .ok()
             .ok_or_else(|| bad(stream, "ovni.mark", "an object of objects"))?;
         let title = string(
-            get(m, stream, "ovni.mark.title")?,
+            get(&m.title, stream, "ovni.mark.title")?,
             stream,
             "ovni.mark.title",
         )?;
         let chan_type = string(
-            get(m, stream, "ovni.mark.chan_type")?,
+            get(&m.chan_type, stream, "ovni.mark.chan_type")?,
             stream,
             "ovni.mark.chan_type",
         )?;
@@ -301,25 +288,25 @@ fn parse_marks(v: &Value, stream: &str) -> Result<BTreeMap<i64, MarkType>> {
             ));
         }
         let mut labels = BTreeMap::new();
-        if let Some(l) = m.get("labels") {
-            let l = l
-                .as_object()
-                .ok_or_else(|| bad(stream, "ovni.mark.labels", "an object"))?;
-            for (val, label) in l {
-                let val: i64 = val
-                    .parse()
-                    .map_err(|_| bad(stream, "ovni.mark.labels", "keyed by integer values"))?;
-                labels.insert(val, string(label, stream, "ovni.mark.labels")?);
+        if let Some(l) = &m.labels {
+            let l = object(l, stream, "ovni.mark.labels")?;
+            if let Some(p) = &l.problem {
+                return Err(Error::meta(stream, p.clone()));
             }
+            labels.extend(l.iter().map(|(v, s)| (v, s.to_string())));
         }
         out.insert(
-            ty,
+            *ty,
             MarkType {
                 title,
                 chan_type,
                 labels,
             },
         );
+    }
+    // A bad key is reported after the types before it, as a walk in document order would.
+    if let Some(p) = &marks.problem {
+        return Err(Error::meta(stream, p.clone()));
     }
     Ok(out)
 }
@@ -351,6 +338,17 @@ fn merge_marks(into: &mut BTreeMap<i64, MarkType>, from: &ThreadMeta) -> Result<
     Ok(())
 }
 
+/// A loom being merged.
+#[derive(Default)]
+struct LoomAcc {
+    cpus: Vec<Cpu>,
+    /// phyid → index of the CPUs in `cpus`.
+    by_phyid: HashMap<i64, i64>,
+    procs: BTreeMap<i64, Process>,
+    /// (pid, tid) of the threads seen.
+    tids: HashSet<(i64, i64)>,
+}
+
 impl System {
     /// Builds the system from every stream of `trace`, checking each stream's keys and the
     /// merge rules; required model versions are checked against `table`.
@@ -358,7 +356,7 @@ impl System {
         let threads = trace
             .streams()
             .iter()
-            .map(|s| ThreadMeta::from_json(&s.name(), s.meta()))
+            .map(|s| ThreadMeta::from_stream(&s.name(), s.metadata()))
             .collect::<Result<Vec<_>>>()?;
         Self::from_threads(threads, table)
     }
@@ -373,24 +371,34 @@ impl System {
     /// Merges already parsed thread metadata (looms, CPUs, processes, marks) without looking
     /// at `require`, which ovniemu checks later ([`required_models`]); `require` is empty.
     pub fn merge(threads: Vec<ThreadMeta>) -> Result<Self> {
-        let mut looms: BTreeMap<String, (Vec<Cpu>, BTreeMap<i64, Process>)> = BTreeMap::new();
+        // Every step is a hash or tree lookup, so merging is O(n log n) in the number of
+        // CPUs, threads and processes (a loom may list hundreds of thousands of CPUs).
+        let mut looms: BTreeMap<String, LoomAcc> = BTreeMap::new();
         let mut marks = BTreeMap::new();
         for t in &threads {
-            let (cpus, procs) = looms.entry(t.loom.clone()).or_default();
+            let LoomAcc {
+                cpus,
+                by_phyid,
+                procs,
+                tids,
+            } = looms.entry(t.loom.clone()).or_default();
             for &(index, phyid) in t.cpus.iter().flatten() {
-                match cpus.iter().find(|c| c.phyid == phyid) {
-                    Some(c) if c.index != index => {
+                match by_phyid.get(&phyid) {
+                    Some(&known) if known != index => {
                         return Err(Error::meta(
                             &t.stream,
                             MetaProblem::CpuIndexMismatch {
                                 phyid,
-                                index: c.index,
+                                index: known,
                                 other: index,
                             },
                         ))
                     }
                     Some(_) => {}
-                    None => cpus.push(Cpu { index, phyid }),
+                    None => {
+                        by_phyid.insert(phyid, index);
+                        cpus.push(Cpu { index, phyid });
+                    }
                 }
             }
             let p = procs.entry(t.pid).or_insert_with(|| Process {
@@ -419,7 +427,7 @@ impl System {
                 (None, Some(b)) => p.rank = Some(b),
                 _ => {}
             }
-            if p.threads.contains(&t.tid) {
+            if !tids.insert((t.pid, t.tid)) {
                 return Err(Error::meta(&t.stream, MetaProblem::DuplicateThread(t.tid)));
             }
             p.threads.push(t.tid);
@@ -427,7 +435,12 @@ impl System {
         }
         let looms = looms
             .into_iter()
-            .map(|(name, (mut cpus, procs))| finish_loom(name, &mut cpus, procs))
+            .map(|(name, acc)| {
+                let LoomAcc {
+                    mut cpus, procs, ..
+                } = acc;
+                finish_loom(name, &mut cpus, procs)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             looms,
@@ -450,7 +463,13 @@ pub fn required_models(
     models.sort_by_key(|m| m.id);
     for m in models {
         for t in threads {
-            let Some(want) = t.require.get(&m.name) else {
+            let Some(require) = &t.require else {
+                return Err(Error::meta(
+                    &t.stream,
+                    MetaProblem::MissingKey("ovni.require"),
+                ));
+            };
+            let Some(want) = require.get(&m.name) else {
                 continue;
             };
             if parse_version(want).is_none() {
@@ -473,7 +492,7 @@ pub fn required_models(
     }
     let mut require: BTreeMap<String, String> = BTreeMap::new();
     for t in threads {
-        for (model, want) in &t.require {
+        for (model, want) in t.require.iter().flatten() {
             let e = require.entry(model.clone()).or_insert_with(|| want.clone());
             if parse_version(want) > parse_version(e) {
                 *e = want.clone();

@@ -960,3 +960,76 @@ fn limits_and_hostile_inputs() {
     assert!(codes.contains(&"incomplete-event"), "{codes:?}");
     assert_eq!(r.events, 52);
 }
+
+#[test]
+fn clock_below_zero_goes_backwards_from_zero() {
+    // ovniemu's streams start with a last clock of 0: a first event whose clock (plus the
+    // loom's offset) is negative goes backwards.
+    let tmp = tempfile::tempdir().unwrap();
+    Scenario::one(vec![ohx(0), ev(b"OHe")]).write(tmp.path());
+    let obs = tmp.path().join("loom.n0/proc.1/thread.1/stream.obs");
+    let mut b = fs::read(&obs).unwrap();
+    b[12..20].copy_from_slice(&u64::MAX.to_le_bytes());
+    fs::write(&obs, &b).unwrap();
+    let r = lint_dir(tmp.path(), &LintOptions::default());
+    let got: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert_eq!(got, ["loom.n0/proc.1/thread.1: offset 8: OHx at -1: clock goes backwards 0 -> -1 [clock-backwards]"]);
+    // A positive clock made negative by the loom's offset.
+    b[12..20].copy_from_slice(&5u64.to_le_bytes());
+    fs::write(&obs, &b).unwrap();
+    fs::write(tmp.path().join("clock-offsets.txt"), "h\n0 n0 -10 0 0\n").unwrap();
+    let r = lint_dir(tmp.path(), &LintOptions::default());
+    assert_eq!(r.problems.len(), 1, "{:?}", r.problems);
+    assert_eq!(r.problems[0].message(), "clock goes backwards 0 -> -5");
+}
+
+#[test]
+fn jumbo_flag_moves_the_arguments_after_the_size_field() {
+    // ovnidump reads the arguments of a jumbo-flagged event after its 4-byte size field, so
+    // a jumbo OM] with 12 payload bytes (size field + 8) lacks 4 bytes: both tools refuse it.
+    let mut data = 2i64.to_le_bytes().to_vec();
+    run_table(vec![
+        (
+            "jumbo pop with 8 data bytes",
+            Scenario::one(vec![
+                ohx(0),
+                om(b"OM[", 2, 2),
+                E::J(b"OM]", data.clone()),
+                ev(b"OHe"),
+            ]),
+            Some(("payload", "unexpected payload size 8 (expected 12)")),
+        ),
+        (
+            "jumbo pop with 12 data bytes",
+            Scenario::one(vec![
+                ohx(0),
+                om(b"OM[", 2, 2),
+                E::J(b"OM]", {
+                    data.extend_from_slice(&2i32.to_le_bytes());
+                    data.clone()
+                }),
+                ev(b"OHe"),
+            ]),
+            None,
+        ),
+    ]);
+}
+
+#[test]
+fn missing_finished_comes_before_missing_require() {
+    let tmp = tempfile::tempdir().unwrap();
+    Scenario::one(vec![ohx(0), ev(b"OHe")]).write(tmp.path());
+    let json = tmp.path().join("loom.n0/proc.1/thread.1/stream.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&fs::read(&json).unwrap()).unwrap();
+    let o = v["ovni"].as_object_mut().unwrap();
+    o.remove("finished");
+    o.remove("require");
+    fs::write(&json, v.to_string()).unwrap();
+    let r = lint_dir(tmp.path(), &LintOptions::default());
+    let codes: Vec<&str> = r.problems.iter().map(|p| p.code()).collect();
+    assert_eq!(codes, ["not-finished"]);
+    let r = lint_dir(tmp.path(), &all());
+    let got: Vec<String> = r.problems.iter().map(ToString::to_string).collect();
+    assert!(got.iter().any(|p| p.contains("[not-finished]")), "{got:?}");
+    assert!(got.iter().any(|p| p.contains("ovni.require")), "{got:?}");
+}

@@ -6,3 +6,4 @@ mod abi;
 mod fatal;
 mod trace;
 mod util;
+mod valgrind;

@@ -150,7 +150,10 @@ fn check_trace(dir: &Path, logs: &Path) {
     // Streams with automatic flushes: more OF[ than the thread's explicit flushes.
     let mut auto_flushed = Vec::new();
     for s in trace.streams() {
-        let meta = s.meta();
+        // The whole file: user attributes are not among the keys `Stream::meta` keeps.
+        let json_path = s.obs_path().with_file_name("stream.json");
+        let meta: Value = serde_json::from_slice(&fs::read(json_path).unwrap()).unwrap();
+        let meta = &meta;
         let tid = meta["ovni"]["tid"].as_i64().unwrap();
         let log = fs::read_to_string(logs.join(format!("log.{tid}"))).unwrap();
         let got = stream_events(s);

@@ -17,7 +17,11 @@ struct Args {
 
 fn run(args: &Args) -> anyhow::Result<()> {
     let trace = ovni_tools::load_trace("ovnitop", &args.dir)?;
-    let (counts, err) = ovni::tools::top(&trace, |n| eprintln!("ovnitop: ERROR: {n}"));
+    let (counts, err) = ovni::tools::top(&trace, |n| {
+        for l in n.lines() {
+            eprintln!("ovnitop: ERROR: {l}");
+        }
+    });
     // Like the original, the counts read before an error are still printed.
     let mut out = io::stdout().lock();
     counts.write(&mut out)?;

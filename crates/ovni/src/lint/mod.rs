@@ -24,7 +24,7 @@
 mod model;
 mod offsets;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -215,6 +215,7 @@ fn code(e: &Error) -> &'static str {
             MetaProblem::UnsupportedModelVersion { .. } | MetaProblem::BadVersionString(_) => {
                 "require-version"
             }
+            MetaProblem::FileTooLarge { .. } => "metadata-too-large",
         },
         Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {
@@ -379,6 +380,7 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         enabled,
         once: HashSet::new(),
         init_failed,
+        by_path: HashMap::new(),
     };
     ctx.run(offsets, ovni.as_mut(), sink)?;
     if let (Some(sys), Some(model)) = (&system, &ovni) {
@@ -398,7 +400,7 @@ fn build_system(
     let mut threads = Vec::new();
     let mut ok = complete;
     for (s, role) in streams.iter().zip(roles.iter_mut()) {
-        match ThreadMeta::from_json(&s.name(), s.meta()) {
+        match ThreadMeta::from_stream(&s.name(), s.metadata()) {
             Ok(t) => {
                 *role = Role::Thread(threads.len());
                 threads.push(t);
@@ -407,6 +409,25 @@ fn build_system(
                 problem: MetaProblem::UnknownPart(_),
                 ..
             }) => *role = Role::Other,
+            Err(
+                e @ Error::Metadata {
+                    problem: MetaProblem::NotFinished,
+                    ..
+                },
+            ) => {
+                ok = false;
+                sink.push(Problem::new(e).in_stream(s))?;
+                // The system is not built, so the model probe will not run: list the stream's
+                // other problems here, a missing `ovni.require` included.
+                match ThreadMeta::from_stream_unfinished(&s.name(), s.metadata()) {
+                    Ok(t) if t.require.is_none() => {
+                        let e = Error::meta(s.name(), MetaProblem::MissingKey("ovni.require"));
+                        sink.push(Problem::new(e).in_stream(s))?;
+                    }
+                    Ok(_) => {}
+                    Err(e) => sink.push(Problem::new(e).in_stream(s))?,
+                }
+            }
             Err(e) => {
                 ok = false;
                 sink.push(Problem::new(e).in_stream(s))?;
@@ -512,7 +533,8 @@ fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [
     for m in table.models() {
         enabled[usize::from(m.id)] = sys.threads.iter().any(|t| {
             t.require
-                .get(&m.name)
+                .as_ref()
+                .and_then(|r| r.get(&m.name))
                 .is_some_and(|w| version_compatible(w, &m.version) == Some(true))
         });
     }
@@ -546,6 +568,8 @@ struct Events<'a> {
     /// Problems reported once per stream and MCV, as every later event would repeat them.
     once: HashSet<(usize, [u8; 3], &'static str)>,
     init_failed: Vec<bool>,
+    /// Stream index by `stream.obs` path, built at the first stream error.
+    by_path: HashMap<&'a Path, usize>,
 }
 
 impl Events<'_> {
@@ -559,7 +583,9 @@ impl Events<'_> {
         if sink.all {
             merger = merger.keep_going();
         }
-        let mut last = vec![i64::MIN; self.streams.len()];
+        // ovniemu starts every stream with a last clock of 0, so a first event whose clock
+        // (plus its loom's offset) is negative already goes backwards.
+        let mut last = vec![0i64; self.streams.len()];
         let mut events = 0u64;
         let mut flow = ControlFlow::Continue(());
         for item in merger {
@@ -589,11 +615,19 @@ impl Events<'_> {
         flow
     }
 
-    fn stream_of(&self, e: &Error) -> Option<usize> {
+    fn stream_of(&mut self, e: &Error) -> Option<usize> {
         let Error::Stream { path, .. } = e else {
             return None;
         };
-        self.streams.iter().position(|s| s.obs_path() == path)
+        if self.by_path.is_empty() {
+            let streams = self.streams;
+            self.by_path = streams
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (s.obs_path(), i))
+                .collect();
+        }
+        self.by_path.get(path.as_path()).copied()
     }
 
     #[inline]
@@ -606,7 +640,8 @@ impl Events<'_> {
     ) -> ControlFlow<()> {
         let s = m.stream;
         let ev = &m.event;
-        let clock = ev.signed_clock();
+        // Compared with the loom's offset applied, as ovniemu's `stream_step` does.
+        let clock = m.sclock;
         if let Some(prev) = last.get_mut(s) {
             if clock < *prev {
                 let e = self.stream(s).error(

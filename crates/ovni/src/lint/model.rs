@@ -88,6 +88,13 @@ impl OvniModel {
         if sys.looms.iter().all(|l| min_rank(l).is_some()) {
             order.sort_by_key(|&i| sys.looms.get(i).and_then(min_rank));
         }
+        // Position of each loom in that order.
+        let mut gindex_of = vec![0; sys.looms.len()];
+        for (pos, &li) in order.iter().enumerate() {
+            if let Some(g) = gindex_of.get_mut(li) {
+                *g = pos;
+            }
+        }
         let mut looms = Vec::with_capacity(sys.looms.len());
         let mut cpus = Vec::new();
         let mut loom_ix: HashMap<&str, u32> = HashMap::new();
@@ -123,7 +130,7 @@ impl OvniModel {
             }
             looms.push(Loom {
                 name: l.name.clone(),
-                gindex: order.iter().position(|&o| o == li).unwrap_or(li),
+                gindex: gindex_of.get(li).copied().unwrap_or(li),
                 by_index,
                 vcpu,
             });
@@ -236,11 +243,14 @@ impl OvniModel {
     #[inline]
     pub(crate) fn event(&mut self, t: usize, ev: &Event<'_>) -> Result<(), EventProblem> {
         let [_, c, v] = ev.mcv.0;
+        // The arguments of a jumbo-flagged event follow its size field, where ovnidump reads
+        // them: the linter accepts the event only if the arguments are there.
+        let payload = ev.jumbo_data().unwrap_or(ev.payload);
         match c {
-            b'H' => self.thread_event(t, v, ev.payload),
+            b'H' => self.thread_event(t, v, payload),
             b'A' => match v {
-                b's' => self.affinity_set(t, ev.payload),
-                b'r' => self.affinity_remote(t, ev.payload),
+                b's' => self.affinity_set(t, payload),
+                b'r' => self.affinity_remote(t, payload),
                 _ => Err(EventProblem::UnknownValue {
                     category: "affinity",
                     value: v,
@@ -257,7 +267,7 @@ impl OvniModel {
             b'F' => self.flush(t, v),
             // Unordered-region markers are for ovnisort.
             b'U' => Ok(()),
-            b'M' => self.mark(t, v, ev.payload),
+            b'M' => self.mark(t, v, payload),
             _ => Err(EventProblem::UnknownCategory(c)),
         }
     }

@@ -2,7 +2,7 @@
 //! then `index hostname median mean stdev` per line; the median is added to the clocks of
 //! every loom whose hostname (loom name up to the first `.`) matches (SPEC §8.2 step 5).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::error::{Error, Result, TraceProblem};
@@ -83,13 +83,20 @@ pub(crate) fn loom_offsets(
     looms: &[String],
 ) -> Result<Vec<i64>> {
     let mut offsets = vec![0i64; looms.len()];
+    // Looms by hostname, so the table is matched in linear time.
+    let mut by_host: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, l) in looms.iter().enumerate() {
+        by_host
+            .entry(l.split('.').next().unwrap_or(l))
+            .or_default()
+            .push(i);
+    }
     for (host, off) in entries {
         let mut matched = false;
-        for (l, slot) in looms.iter().zip(offsets.iter_mut()) {
-            let hostname = l.split('.').next().unwrap_or(l);
-            if hostname != host {
+        for &i in by_host.get(host.as_str()).into_iter().flatten() {
+            let (Some(l), Some(slot)) = (looms.get(i), offsets.get_mut(i)) else {
                 continue;
-            }
+            };
             if *slot != 0 {
                 return Err(problem(
                     path,

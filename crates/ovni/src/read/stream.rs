@@ -2,11 +2,13 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::error::{Error, MetaProblem, Result, StreamProblem};
 use crate::raw::{self, Event, STREAM_HEADER_SIZE};
+use crate::read::meta::{StreamMeta, MAX_STREAM_JSON};
 
 /// The bytes of a `stream.obs`: a read-only mapping, or owned bytes (tests, tools).
 #[derive(Debug)]
@@ -29,7 +31,8 @@ impl Bytes {
 pub struct Stream {
     relpath: Vec<u8>,
     obs_path: PathBuf,
-    meta: Value,
+    meta: StreamMeta,
+    meta_value: OnceLock<Value>,
     bytes: Bytes,
 }
 
@@ -59,10 +62,16 @@ impl Stream {
         meta: Value,
         bytes: Vec<u8>,
     ) -> Result<Self> {
+        let meta = StreamMeta::from_value(&meta);
         Self::with_bytes(relpath.into(), obs_path.into(), meta, Bytes::Owned(bytes))
     }
 
-    fn with_bytes(relpath: Vec<u8>, obs_path: PathBuf, meta: Value, bytes: Bytes) -> Result<Self> {
+    fn with_bytes(
+        relpath: Vec<u8>,
+        obs_path: PathBuf,
+        meta: StreamMeta,
+        bytes: Bytes,
+    ) -> Result<Self> {
         raw::check_stream_header(bytes.as_slice()).map_err(|problem| Error::Stream {
             path: obs_path.clone(),
             offset: 0,
@@ -72,6 +81,7 @@ impl Stream {
             relpath,
             obs_path,
             meta,
+            meta_value: OnceLock::new(),
             bytes,
         })
     }
@@ -91,8 +101,14 @@ impl Stream {
         &self.obs_path
     }
 
-    /// Parsed `stream.json`.
+    /// The keys of `stream.json` this crate reads (`version` and the `ovni` keys of
+    /// SPEC §3.1), as JSON. Other keys are skipped when the file is read and are not here.
     pub fn meta(&self) -> &Value {
+        self.meta_value.get_or_init(|| self.meta.to_value())
+    }
+
+    /// The keys of `stream.json` this crate reads, typed.
+    pub fn metadata(&self) -> &StreamMeta {
         &self.meta
     }
 
@@ -133,17 +149,37 @@ fn map_file(file: &File) -> std::io::Result<Bytes> {
     Ok(Bytes::Map(map))
 }
 
-/// Reads `stream.json`, strips comments (the C tools tolerate them) and checks `version`.
-fn load_json(path: &Path, relpath: &[u8]) -> Result<Value> {
-    let text = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let text = strip_json_comments(&text);
-    let meta: Value = serde_json::from_slice(&text).map_err(|source| Error::Json {
-        path: path.to_path_buf(),
-        source,
-    })?;
+/// Reads `stream.json` (comments allowed, as the C tools do) into the typed keys and checks
+/// `version`. Memory stays proportional to the keys kept: other values are skipped as they are
+/// parsed. Files above [`MAX_STREAM_JSON`] are refused.
+fn load_json(path: &Path, relpath: &[u8]) -> Result<StreamMeta> {
     let name = String::from_utf8_lossy(relpath);
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if size > MAX_STREAM_JSON {
+        return Err(Error::meta(
+            name.as_ref(),
+            MetaProblem::FileTooLarge {
+                size,
+                limit: MAX_STREAM_JSON,
+            },
+        ));
+    }
+    let meta = StreamMeta::from_reader(std::io::BufReader::with_capacity(1 << 16, file)).map_err(
+        |source| {
+            if source.is_io() {
+                Error::io(path, std::io::Error::other(source))
+            } else {
+                Error::Json {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        },
+    )?;
     let version = meta
-        .get("version")
+        .version
+        .as_ref()
         .ok_or_else(|| Error::meta(name.as_ref(), MetaProblem::MissingKey("version")))?;
     let v = version.as_f64().ok_or_else(|| {
         Error::meta(
@@ -164,56 +200,6 @@ fn load_json(path: &Path, relpath: &[u8]) -> Result<Value> {
         ));
     }
     Ok(meta)
-}
-
-/// Replaces `//` and `/* */` comments outside strings by spaces.
-fn strip_json_comments(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len());
-    let mut it = text.iter().copied().peekable();
-    let mut in_str = false;
-    while let Some(b) = it.next() {
-        if in_str {
-            out.push(b);
-            if b == b'\\' {
-                if let Some(n) = it.next() {
-                    out.push(n);
-                }
-            } else if b == b'"' {
-                in_str = false;
-            }
-            continue;
-        }
-        match (b, it.peek()) {
-            (b'"', _) => {
-                in_str = true;
-                out.push(b);
-            }
-            (b'/', Some(b'/')) => {
-                for c in it.by_ref() {
-                    if c == b'\n' {
-                        out.push(b'\n');
-                        break;
-                    }
-                }
-            }
-            (b'/', Some(b'*')) => {
-                it.next();
-                let mut prev = 0u8;
-                for c in it.by_ref() {
-                    if prev == b'*' && c == b'/' {
-                        break;
-                    }
-                    if c == b'\n' {
-                        out.push(b'\n');
-                    }
-                    prev = c;
-                }
-                out.push(b' ');
-            }
-            _ => out.push(b),
-        }
-    }
-    out
 }
 
 /// Iterator over the events of one stream, yielding `(offset, event)`.
@@ -257,20 +243,5 @@ impl<'a> Iterator for EventIter<'a> {
                 }))
             }
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn comments_are_stripped_outside_strings() {
-        let t = br#"{ // c
-  "a": "x//y", /* z */ "b": "q\"/*"
-}"#;
-        let v: Value = serde_json::from_slice(&strip_json_comments(t)).unwrap();
-        assert_eq!(v["a"], "x//y");
-        assert_eq!(v["b"], "q\"/*");
     }
 }
