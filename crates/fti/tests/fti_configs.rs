@@ -39,7 +39,7 @@ impl Reporter for Captured {
 #[test]
 fn fti_s_example_config_runs_unchanged_on_eight_ranks() {
     let root = tempfile::tempdir().unwrap();
-    let path = config_in(root.path(), "fti-example-style.fti");
+    let path = config_in(root.path(), "fti-example-style.cfg");
     let cfg = Config::from_file(&path).unwrap();
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
     assert_eq!(cfg.notes.len(), 1, "{:?}", cfg.notes);
@@ -119,7 +119,7 @@ fn fti_s_example_config_runs_unchanged_on_eight_ranks() {
 #[test]
 fn fti_1_6_keys_bom_quotes_and_duplicates() {
     let root = tempfile::tempdir().unwrap();
-    let path = config_in(root.path(), "fti-1.6-style.fti");
+    let path = config_in(root.path(), "fti-1.6-style.cfg");
     let cfg = Config::from_file(&path).unwrap();
     // Quoted values are taken verbatim, comment characters included.
     assert_eq!(
@@ -199,7 +199,7 @@ fn run_child(root: &Path, verbosity: Option<&str>) -> (String, String) {
 #[test]
 fn the_log_is_fti_s() {
     let root = tempfile::tempdir().unwrap();
-    let path = config_in(root.path(), "fti-1.6-style.fti");
+    let path = config_in(root.path(), "fti-1.6-style.cfg");
     let text = std::fs::read_to_string(&path).unwrap();
     // A key this runtime does not know: one warning.
     std::fs::write(&path, text.replace("[restart]", "colour = blue\n[restart]")).unwrap();
