@@ -299,30 +299,9 @@ fn read_head(path: &Path) -> Option<(i64, [u8; 33])> {
     Some((fb.timestamp, fb.checksum))
 }
 
-/// The number of nodes a `Topology.fti` lists (its `[topology]` section: `<node index> =
-/// <node name>`). Opened only if it is a regular file.
+/// The number of nodes a `Topology.fti` lists (the runtime's reading of it).
 fn topology_nodes(path: &Path) -> Option<u32> {
-    let mut text = String::new();
-    ftiff::open_regular(path)
-        .ok()?
-        .take(1 << 20)
-        .read_to_string(&mut text)
-        .ok()?;
-    let mut in_topology = false;
-    let mut nodes = None;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_topology = line.eq_ignore_ascii_case("[topology]");
-        } else if in_topology {
-            let index = line
-                .split_once('=')
-                .and_then(|(k, _)| parse_digits(k.trim()));
-            if let Some(i) = index {
-                nodes = nodes.max(Some(i.saturating_add(1)));
-            }
-        }
-    }
-    nodes
+    fti::store::topology_nodes(path)
 }
 
 /// How a file is doing.

@@ -72,7 +72,9 @@ fn main() {
         call_m / memcpy,
         call_best / memcpy
     );
-    println!("async checkpoint: first call      {first:.3} s (staging memory allocated and faulted in)");
+    println!(
+        "async checkpoint: first call      {first:.3} s (staging memory allocated and faulted in)"
+    );
     println!("sync checkpoint                   {sync_m:.3} s ({sync_best:.3})");
     println!(
         "async: call to complete (idle)    {bg_m:.3} s ({bg_best:.3}) = {:.2}x sync ({:.2}x best)",

@@ -717,19 +717,7 @@ impl Fti {
         let waited = self.wait();
         let ready = waited
             .and_then(|()| self.check_level(level))
-            .and_then(|()| {
-                if self.icp.is_some() {
-                    return Err(Error::State(
-                        "an incremental checkpoint is open: finalize it first",
-                    ));
-                }
-                if matches!(self.status, Status::Restart(_)) {
-                    return Err(Error::State(
-                        "recover the restart's checkpoint before writing a new one",
-                    ));
-                }
-                check_unique_ids(vars)
-            });
+            .and_then(|()| self.ready_for(vars));
         let started = Instant::now();
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin_checkpoint(id, level)
@@ -765,6 +753,22 @@ impl Fti {
             return Err(e);
         }
         Ok(info)
+    }
+
+    /// Refuses a checkpoint while an incremental one is open or a restart is not recovered,
+    /// and variables protected twice.
+    fn ready_for(&self, vars: &[Var<'_>]) -> Result<()> {
+        if self.icp.is_some() {
+            return Err(Error::State(
+                "an incremental checkpoint is open: finalize it first",
+            ));
+        }
+        if matches!(self.status, Status::Restart(_)) {
+            return Err(Error::State(
+                "recover the restart's checkpoint before writing a new one",
+            ));
+        }
+        check_unique_ids(vars)
     }
 
     /// Whether this checkpoint runs asynchronously: `async_ckpt = 1`, a background
@@ -804,19 +808,7 @@ impl Fti {
     ) -> Result<CheckpointInfo> {
         let started = Instant::now();
         let waited = self.wait();
-        let ready = waited.and_then(|()| {
-            if self.icp.is_some() {
-                return Err(Error::State(
-                    "an incremental checkpoint is open: finalize it first",
-                ));
-            }
-            if matches!(self.status, Status::Restart(_)) {
-                return Err(Error::State(
-                    "recover the restart's checkpoint before writing a new one",
-                ));
-            }
-            check_unique_ids(vars)
-        });
+        let ready = waited.and_then(|()| self.ready_for(vars));
         let sizes: Vec<VarSize> = vars
             .iter()
             .map(|v| VarSize {

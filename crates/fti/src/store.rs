@@ -559,9 +559,14 @@ pub fn highest_rank(roots: &[PathBuf]) -> Option<u32> {
 }
 
 /// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
-/// name>`), if the file can be read.
+/// name>`), if the file can be read: a regular file (never a FIFO), at most its first MiB.
 pub fn topology_nodes(path: &Path) -> Option<u32> {
-    let text = fs::read_to_string(path).ok()?;
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(ftiff::open_regular(path).ok()?, 1 << 20),
+        &mut text,
+    )
+    .ok()?;
     let mut in_topology = false;
     let mut nodes = None;
     for line in text.lines().map(str::trim) {

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+#[path = "support/unwritable.rs"]
+mod unwritable;
+use unwritable::make_unwritable;
+
 use fti::{Config, Fti, Level, Status, Threads, Var};
 
 fn config(root: &Path, async_ckpt: bool) -> Config {
@@ -162,33 +166,6 @@ fn a_background_error_reaches_the_next_call() {
     assert_eq!(fti.last_checkpoint().unwrap().id, 3);
     assert!(std::fs::read_to_string(&path).unwrap().contains("failure"));
     fti.finalize().unwrap();
-}
-
-fn make_unwritable(dir: &Path) -> impl FnOnce() {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    let dir = dir.to_path_buf();
-    let (lock, unlock) = if root {
-        (["chattr", "+i"], ["chattr", "-i"])
-    } else {
-        (["chmod", "555"], ["chmod", "755"])
-    };
-    assert!(Command::new(lock[0])
-        .arg(lock[1])
-        .arg(&dir)
-        .status()
-        .unwrap()
-        .success());
-    move || {
-        assert!(Command::new(unlock[0])
-            .arg(unlock[1])
-            .arg(&dir)
-            .status()
-            .unwrap()
-            .success());
-    }
 }
 
 const KILL_SIZE: usize = 1 << 19;

@@ -9,6 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/unwritable.rs"]
+mod unwritable;
+use unwritable::make_unwritable;
+
 use fti::{Config, Error, Fti, Level, Status, Threads, Var};
 
 fn config(root: &Path) -> Config {
@@ -183,35 +187,6 @@ fn a_fresh_run_never_writes_into_an_earlier_execution() {
         .unwrap();
     third.finalize().unwrap();
     assert_eq!(std::fs::read(&old_file).unwrap(), bytes);
-}
-
-/// Makes `dir` unwritable for this process, root included: `chattr +i` as root (mode bits do
-/// not bind root), `chmod 555` otherwise. Returns the undo.
-fn make_unwritable(dir: &Path) -> impl FnOnce() {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    let dir = dir.to_path_buf();
-    let (lock, unlock): (Vec<&str>, Vec<&str>) = if root {
-        (vec!["chattr", "+i"], vec!["chattr", "-i"])
-    } else {
-        (vec!["chmod", "555"], vec!["chmod", "755"])
-    };
-    let status = Command::new(lock[0])
-        .args(&lock[1..])
-        .arg(&dir)
-        .status()
-        .unwrap();
-    assert!(status.success(), "{lock:?} {} failed", dir.display());
-    move || {
-        let status = Command::new(unlock[0])
-            .args(&unlock[1..])
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(status.success());
-    }
 }
 
 /// Until rank 0 has recorded `failure = 1` in the config file, every checkpoint fails on every
