@@ -693,6 +693,11 @@ impl Session {
     /// # Safety
     /// The protected buffers are valid.
     unsafe fn roll_back(&mut self) -> Result<(), Fail> {
+        // An asynchronous checkpoint in flight is the last one once complete.
+        self.fti
+            .wait()
+            .map_err(runtime("FTI_Recover"))
+            .map_err(Fail::nrec)?;
         let last = self.fti.last_checkpoint().cloned().ok_or_else(|| {
             Fail::nrec(Failure::Refused(
                 "no checkpoint to recover: this run is not a restart and has taken none".into(),
@@ -756,6 +761,10 @@ impl Session {
         };
         let fti = &mut self.fti;
         let restarting = matches!(fti.status(), Status::Restart(_));
+        // An asynchronous checkpoint in flight is the last one once complete.
+        fti.wait()
+            .map_err(runtime("FTI_RecoverVar"))
+            .map_err(Fail::nrec)?;
         let last = fti.last_checkpoint().map(|c| c.id);
         // SAFETY: the caller's contract.
         unsafe {
