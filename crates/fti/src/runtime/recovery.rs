@@ -1,0 +1,230 @@
+//! Recovery of the variables: all of them from the restart's checkpoint, one of them from it
+//! or from any kept checkpoint (verified in full first).
+
+use super::*;
+
+impl Fti {
+    /// Restores every variable from the restart's checkpoint. The variables must be the ones
+    /// checkpointed: same count, same ids in the same order, same byte sizes; this is checked
+    /// for all of them before any byte is copied. The file's hashes were all verified when
+    /// [`Fti::init`] chose it.
+    pub fn recover(&mut self, vars: &mut [Var<'_>]) -> Result<CheckpointInfo> {
+        let restart = self
+            .restart
+            .as_ref()
+            .ok_or(Error::State("recover: this run is not a restart"))?;
+        let stored: Vec<&ftiff::VarInfo> =
+            restart.ckpt.vars().iter().filter(|v| !v.removed).collect();
+        if stored.len() != vars.len() {
+            return Err(Error::Variable {
+                id: vars.get(stored.len()).or(vars.last()).map_or(-1, |v| v.id),
+                what: format!(
+                    "the checkpoint holds {} variables, {} are protected",
+                    stored.len(),
+                    vars.len()
+                ),
+            });
+        }
+        for (s, v) in stored.iter().zip(vars.iter()) {
+            check_matches(s, v)?;
+        }
+        // Every hash was verified when the checkpoint was chosen (both MD5 streams in
+        // parallel), so recovery only copies.
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin(Phase::Recover)
+        });
+        for v in vars.iter_mut() {
+            restart
+                .ckpt
+                .copy_var_into(restart.map.bytes(), v.id, v.bytes)
+                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
+        }
+        let info = restart.info.clone();
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Recover));
+        self.finish_recovery(&info)?;
+        Ok(info)
+    }
+
+    /// Restores one variable from the restart's checkpoint (by id), leaving the others and the
+    /// restart status alone, as `FTI_RecoverVar` does.
+    pub fn recover_var(&mut self, var: &mut Var<'_>) -> Result<()> {
+        let restart = self
+            .restart
+            .as_ref()
+            .ok_or(Error::State("recover_var: this run is not a restart"))?;
+        matching_var(&restart.ckpt, var)?;
+        restart
+            .ckpt
+            .copy_var_into(restart.map.bytes(), var.id, var.bytes)
+            .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+    }
+
+    /// Recovers one variable from the newest checkpoint of this run (or the one with id
+    /// `ckpt_id`) that holds it intact, in any level or archive. The whole file is verified
+    /// first (every hash, as at restart): `VMD.id` and `VMD.chunksize` are covered only by the
+    /// file checksum, so checking the variable's own chunks could return another variable's
+    /// bytes or a cut one. The last file verified is kept, so recovering several variables of
+    /// one checkpoint reads it once. Works in any run state and leaves the status alone.
+    pub fn recover_var_from(
+        &mut self,
+        ckpt_id: Option<i32>,
+        var: &mut Var<'_>,
+    ) -> Result<CheckpointInfo> {
+        self.wait()?;
+        let mut tried = Vec::new();
+        for found in store::find_checkpoints(&self.dirs) {
+            if ckpt_id.is_some_and(|id| id != found.id) {
+                continue;
+            }
+            match self.read_one_var(&found, var) {
+                Ok(info) => return Ok(info),
+                Err(e) => tried.push(format!("checkpoint {} at {}: {e}", found.id, found.level)),
+            }
+        }
+        Err(Error::NothingToRecover {
+            rank: self.cfg.rank,
+            tried,
+        })
+    }
+
+    /// Reads one variable from a candidate file verified in full by this process (now, or
+    /// earlier if the file has not changed since).
+    pub(super) fn read_one_var(
+        &mut self,
+        found: &Found,
+        var: &mut Var<'_>,
+    ) -> Result<CheckpointInfo> {
+        let key = FileKey::of(&found.path);
+        let cached = self
+            .verified
+            .as_ref()
+            .is_some_and(|v| Some(&v.key) == key.as_ref());
+        if !cached {
+            self.verified = None;
+            let file = open_verified(found, &|_| {})
+                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            self.verified = key.map(|key| VerifiedFile { key, file });
+        }
+        let Some(v) = &self.verified else {
+            return Err(Error::Io {
+                path: found.path.clone(),
+                err: std::io::Error::other("the file changed while it was read"),
+            });
+        };
+        matching_var(&v.file.ckpt, var)?;
+        v.file
+            .ckpt
+            .copy_var_into(v.file.map.bytes(), var.id, var.bytes)
+            .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+        Ok(found_info(found, &v.file.ckpt))
+    }
+
+    pub(super) fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
+        if let Some(r) = self.restart.take() {
+            self.layout = Some(r.ckpt.layout());
+        }
+        // Restarting from a chosen older checkpoint abandons the newer ones: they belong to
+        // a timeline this run no longer continues, and keeping them would make a later
+        // restart (or pruning by id) pick them over this run's own checkpoints.
+        if self.cfg.restart_id.is_some() {
+            for newer in store::find_checkpoints(&self.dirs)
+                .into_iter()
+                .filter(|f| f.id > info.id)
+            {
+                self.messages.warn(&format!(
+                    "checkpoint {} ({}) is newer than the chosen restart point: removed",
+                    newer.id, newer.level
+                ));
+                store::remove_file(&newer.path)?;
+            }
+            self.cfg.restart_id = None;
+        }
+        self.last = Some(info.clone());
+        // The config already names this execution for a restart.
+        self.restart_record_pending = false;
+        self.status = Status::Recovered(info.clone());
+        self.messages.info(&format!(
+            "recovered checkpoint {} from {}",
+            info.id, info.level
+        ));
+        Ok(())
+    }
+}
+
+pub(super) fn check_matches(stored: &ftiff::VarInfo, var: &Var<'_>) -> Result<()> {
+    if stored.id != var.id {
+        return Err(Error::Variable {
+            id: var.id,
+            what: format!(
+                "protected at position {} where the checkpoint has id {}",
+                stored.idx, stored.id
+            ),
+        });
+    }
+    if stored.size != var.size() {
+        return Err(Error::Variable {
+            id: var.id,
+            what: format!("the checkpoint holds {} bytes, the variable has {} (resize it to stored_size first)", stored.size, var.size()),
+        });
+    }
+    Ok(())
+}
+
+/// What identifies the content of a file on disk between two looks: a file replaced, moved
+/// back or rewritten since has another inode, size or modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct FileKey {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileKey {
+    pub(super) fn of(path: &Path) -> Option<FileKey> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path).ok()?;
+        Some(FileKey {
+            path: path.to_path_buf(),
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+}
+
+/// A checkpoint file verified in full by this process, kept for single-variable recovery:
+/// recovering the variables of one checkpoint one by one reads the file once.
+pub(super) struct VerifiedFile {
+    key: FileKey,
+    file: Restart,
+}
+
+/// The protected (not removed) variable of `ckpt` with `var`'s id and size.
+pub(super) fn matching_var(ckpt: &Checkpoint, var: &Var<'_>) -> Result<()> {
+    let stored = ckpt
+        .var(var.id)
+        .ok()
+        .filter(|v| !v.removed)
+        .ok_or_else(|| Error::Variable {
+            id: var.id,
+            what: "not in the checkpoint".into(),
+        })?;
+    check_matches(stored, var)
+}
+
+/// What is known of a checkpoint found on disk.
+pub(super) fn found_info(found: &Found, ckpt: &Checkpoint) -> CheckpointInfo {
+    CheckpointInfo {
+        id: found.id,
+        level: found.level,
+        path: found.path.clone(),
+        size: ckpt.fs(),
+        timestamp: ckpt.fb.timestamp,
+        bytes_written: 0,
+    }
+}
