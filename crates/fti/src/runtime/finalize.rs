@@ -1,0 +1,97 @@
+//! The end of a run: the last checkpoint kept in L4 or every file removed, and the restart
+//! record in the config file.
+
+use super::*;
+
+impl Fti {
+    /// Ends the run. With `keep_last_ckpt`, the last checkpoint is kept in L4 (copied there
+    /// if needed), local files are removed and the config records `failure = 2`; otherwise
+    /// every checkpoint file and directory of this execution is removed and the config records
+    /// `failure = 0`, as FTI does.
+    pub fn finalize(mut self) -> Result<()> {
+        let result = self.finalize_files();
+        if let Some(t) = self.tracer.take() {
+            t.finish().map_err(Error::Trace)?;
+        }
+        if result.is_ok() {
+            self.messages.info("FTI has been finalized.");
+        }
+        result
+    }
+
+    pub(super) fn finalize_files(&mut self) -> Result<()> {
+        self.wait()?;
+        // A restart that was never recovered still has its checkpoint to keep.
+        let last = self
+            .last
+            .clone()
+            .or_else(|| self.restart.as_ref().map(|r| r.info.clone()));
+        if self.cfg.keep_last_ckpt {
+            if let Some(last) = last {
+                // The local files go only once every rank's copy is in L4: a crash in between
+                // leaves the checkpoint complete at one level or the other.
+                let flushed = if last.level != Level::L4 {
+                    trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
+                    let done = store::begin(&self.dirs, Level::L4, last.id, None).and_then(|p| {
+                        let mut src =
+                            File::open(&last.path).map_err(|e| Error::io(&last.path, e))?;
+                        std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
+                        store::publish_pending(&self.dirs, p)
+                    });
+                    trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
+                    done.map(|_| ())
+                } else {
+                    Ok(())
+                };
+                agree(&*self.comm, "keeping the last checkpoint in L4", flushed)?;
+                store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
+                self.restart = None;
+                store::remove_rank_files(&self.dirs, true)?;
+                self.record_in_config(2)?;
+                return Ok(());
+            }
+        }
+        self.restart = None;
+        store::remove_rank_files(&self.dirs, false)?;
+        // Every rank is done with the run's directories before the meta directory goes: only
+        // the file the runtime wrote there, then the directory if nothing else is in it.
+        self.comm.barrier();
+        if self.cfg.rank == 0 {
+            store::remove_meta_files(&self.dirs)?;
+        }
+        self.record_in_config(0)
+    }
+
+    /// Writes `failure` and `exec_id` back into the config file (rank 0, when read from one).
+    pub(super) fn record_in_config(&mut self, failure: u8) -> Result<()> {
+        if self.cfg.rank != 0 {
+            return Ok(());
+        }
+        if let Some(path) = &self.cfg.path {
+            self.messages.debug(&format!(
+                "Updating configuration file ({})...",
+                path.display()
+            ));
+            config::record_restart(path, failure, &self.exec_id).map_err(|err| {
+                Error::RestartRecord {
+                    path: path.clone(),
+                    exec_id: self.exec_id.clone(),
+                    err: Box::new(err),
+                }
+            })?;
+        }
+        self.cfg.failure = Some(failure);
+        Ok(())
+    }
+
+    /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
+    pub(super) fn write_topology(&self) -> Result<()> {
+        store::create_dir_durable(&self.dirs.meta)?;
+        let mut text = String::from("\n[topology]\n");
+        for (i, name) in self.node_names.iter().enumerate() {
+            text.push_str(&format!("{i:<31}= {name}\n"));
+        }
+        text.push('\n');
+        store::replace_file(&self.dirs.meta.join("Topology.fti"), text.as_bytes())
+    }
+}

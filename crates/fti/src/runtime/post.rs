@@ -1,0 +1,254 @@
+//! Publishing a written checkpoint on every rank, and the work after it: partner copies (L2),
+//! Reed-Solomon encoding (L3), the L4 flush, retiring older checkpoints, inline or in the
+//! background thread.
+
+use super::*;
+
+impl Fti {
+    /// Publishes a written checkpoint file on every rank (collective): at L2 first sets
+    /// `ptFs` and sends the file to the right partner while receiving the left partner's
+    /// copy; then each rank publishes its files; only once every rank has, older checkpoints
+    /// are retired. An L4 checkpoint written locally (`inline_l4 = 0`) is then flushed to the
+    /// global directory the same way. Returns the published path and file block.
+    pub(super) fn publish_checkpoint(
+        &mut self,
+        id: i32,
+        level: Level,
+        write_level: Level,
+        pending: store::Pending,
+        fb: FileBlock,
+    ) -> Result<(PathBuf, FileBlock)> {
+        let keep = self.keep();
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin(Phase::Publish)
+        });
+        // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
+        // run has a communicator for it.
+        let background = self.bg_comm.is_some();
+        let (copy, fb, partner) = match write_level {
+            Level::L2 => {
+                trace::with(&mut self.tracer, &self.messages, |t| {
+                    t.begin(Phase::Partner)
+                });
+                let planned = self.partner_plan(&pending, fb);
+                let done = planned.and_then(|(plan, fb)| {
+                    if background && !self.cfg.inline_l2 {
+                        return Ok((None, fb, Some(plan)));
+                    }
+                    let copy = levels::exchange_copies(
+                        &*self.comm,
+                        &self.dirs,
+                        id,
+                        &plan,
+                        Some(&pending.file),
+                    );
+                    agree(&*self.comm, "L2 partner copy", copy).map(|c| (Some(c), fb, None))
+                });
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
+                done?
+            }
+            Level::L3 => {
+                trace::with(&mut self.tracer, &self.messages, |t| {
+                    t.begin(Phase::Partner)
+                });
+                let done = self.encode_l3(id, &pending, fb);
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
+                let (copy, fb) = done?;
+                (copy, fb, None)
+            }
+            _ => (None, fb, None),
+        };
+        let local = store::publish_pending(&self.dirs, pending).and_then(|path| match copy {
+            Some(c) => store::publish_pending(&self.dirs, c).map(|_| path),
+            None => Ok(path),
+        });
+        let mut path = agree(&*self.comm, "publishing the checkpoint", local)?;
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
+        if let Some(plan) = partner {
+            // Every rank's own file is published: the partner copies follow in the background,
+            // and only then are older checkpoints retired.
+            let (dirs, own) = (self.dirs.clone(), path.clone());
+            self.spawn_post(move |comm| {
+                let file = File::open(&own).map_err(|e| Error::io(&own, e));
+                let copy = levels::exchange_copies(comm, &dirs, id, &plan, file.as_ref().ok());
+                let published = file
+                    .and(copy)
+                    .and_then(|c| store::publish_pending(&dirs, c));
+                agree(comm, "L2 partner copy", published)?;
+                store::retire(&dirs, Level::L2, id, keep, true)
+            });
+            return Ok((path, fb));
+        }
+        store::retire(&self.dirs, write_level, id, keep, true)?;
+        if write_level != level {
+            let flush = move |comm: &dyn Comm, dirs: &Dirs, local: &Path| -> Result<PathBuf> {
+                let done = store::begin(dirs, level, id, None).and_then(|p| {
+                    let mut src = File::open(local).map_err(|e| Error::io(local, e))?;
+                    std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
+                    store::publish_pending(dirs, p)
+                });
+                let path = agree(comm, "flushing the checkpoint to L4", done)?;
+                store::retire(dirs, level, id, keep, false)?;
+                Ok(path)
+            };
+            if background {
+                let (dirs, local) = (self.dirs.clone(), path.clone());
+                path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
+                self.spawn_post(move |comm| flush(comm, &dirs, &local).map(|_| ()));
+            } else {
+                trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
+                path = flush(&*self.comm, &self.dirs, &path)?;
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
+            }
+        }
+        Ok((path, fb))
+    }
+
+    /// Runs post-processing in the background thread with the background communicator; the
+    /// next call that needs the files or the ranks waits for it ([`Fti::wait`]).
+    pub(super) fn spawn_post(
+        &mut self,
+        job: impl FnOnce(&dyn Comm) -> Result<()> + Send + 'static,
+    ) {
+        if let Some(comm) = self.bg_comm.take() {
+            self.bg_job = Some(std::thread::spawn(move || {
+                let result = job(&*comm).map(|()| None);
+                JobDone {
+                    comm,
+                    result,
+                    staging: Vec::new(),
+                }
+            }));
+        }
+    }
+
+    /// Whether post-processing runs in the background thread (asked by `inline_l2 = 0` or
+    /// `inline_l4 = 0`, and possible in this run).
+    pub fn background_post_processing(&self) -> bool {
+        self.bg_comm.is_some() || self.bg_job.is_some()
+    }
+
+    /// Waits for the post-processing of the last checkpoint (L2 partner copies with
+    /// `inline_l2 = 0`, the L4 flush with `inline_l4 = 0`) and returns its outcome. Until it
+    /// is done the checkpoint is recoverable from the ranks' own files; the previous checkpoint
+    /// is retired only after it. Every call that writes or recovers checkpoints waits first.
+    ///
+    /// With `async_ckpt = 1` it also completes the checkpoint in flight: once it returns Ok,
+    /// that checkpoint is published by every rank (and counts: [`Fti::last_checkpoint`]); an
+    /// error of its background work is returned here (and by the next checkpoint call).
+    pub fn wait(&mut self) -> Result<()> {
+        let Some(job) = self.bg_job.take() else {
+            return Ok(());
+        };
+        let done = match job.join() {
+            Ok(done) => done,
+            Err(_) => {
+                self.in_flight = None;
+                return Err(Error::State("the background thread panicked"));
+            }
+        };
+        self.bg_comm = Some(done.comm);
+        if !done.staging.is_empty() {
+            self.staging = done.staging;
+        }
+        let in_flight = self.in_flight.take();
+        match (done.result, in_flight) {
+            (Ok(Some((fb, recorded))), Some(f)) => {
+                let info = CheckpointInfo {
+                    timestamp: fb.timestamp,
+                    ..f.info
+                };
+                if recorded {
+                    self.restart_record_pending = false;
+                }
+                let data: u64 = self
+                    .layout
+                    .as_ref()
+                    .map_or(0, |l| l.vars().iter().map(|v| v.size).sum());
+                self.messages.info(&format!(
+                    "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. (asynchronous: the application was stopped {:.3} s)",
+                    info.id,
+                    info.level.number(),
+                    data as f64 / (1024.0 * 1024.0),
+                    f.started.elapsed().as_secs_f64(),
+                    f.stopped.as_secs_f64(),
+                ));
+                self.last = Some(info);
+                Ok(())
+            }
+            (Ok(_), _) => Ok(()),
+            (Err(e), f) => {
+                if let Some(f) = f {
+                    self.messages.warn(&format!(
+                        "Checkpoint with ID {} at Level {} failed.",
+                        f.info.id,
+                        f.info.level.number()
+                    ));
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// L2, first step: records the left partner's file size in `ptFs` and plans the exchange
+    /// of files within the group (collective).
+    pub(super) fn partner_plan(
+        &mut self,
+        pending: &store::Pending,
+        fb: FileBlock,
+    ) -> Result<(levels::PartnerPlan, FileBlock)> {
+        let place = self.my_place()?;
+        store::crash_point("partner");
+        let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
+        let plan = levels::PartnerPlan {
+            left: place.left(),
+            right: place.right(),
+            own_fs: fb.fs as u64,
+            left_fs: sizes[place.left() as usize],
+            rounds: levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
+        };
+        let fb = levels::set_fb(&pending.file, &pending.path, |b| {
+            b.pt_fs = plan.left_fs as i64
+        });
+        agree(&*self.comm, "L2 partner copy", fb.map(|fb| (plan, fb)))
+    }
+
+    /// L3: sets `maxFs` (the largest file of the group) in this rank's file, then encodes the
+    /// group's files into this rank's `Ckpt<id>-RSed<r>.fti` (FTI 1.1's Reed-Solomon code).
+    pub(super) fn encode_l3(
+        &mut self,
+        id: i32,
+        pending: &store::Pending,
+        fb: FileBlock,
+    ) -> Result<(Option<store::Pending>, FileBlock)> {
+        let place = self.my_place()?;
+        store::crash_point("partner");
+        let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
+        let max_fs = place
+            .group
+            .iter()
+            .map(|&r| sizes[r as usize])
+            .max()
+            .unwrap_or(0);
+        let fb = levels::set_fb(&pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+        let rsed = store::begin_named(
+            &self.dirs,
+            Level::L3,
+            id,
+            crate::l3::rsed_name(id, self.cfg.rank),
+            None,
+        );
+        let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
+        // Every rank takes part in the encoding even after a local error, so that the group's
+        // exchanges match; the error is reported after it.
+        let encoded = crate::l3::encode(
+            &*self.comm,
+            &place,
+            Some((&pending.file, pending.path.as_path(), own_fs)),
+            rsed.as_ref().ok(),
+            max_fs,
+        );
+        let local = fb.and_then(|fb| encoded.and(rsed.map(|r| (Some(r), fb))));
+        agree(&*self.comm, "L3 encoding", local)
+    }
+}

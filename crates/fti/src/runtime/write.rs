@@ -1,0 +1,158 @@
+//! Writing a checkpoint file: the write options the config asks for, the file a differential
+//! checkpoint updates in place, and the write itself.
+
+use super::*;
+
+impl Fti {
+    /// The write options the config asks for.
+    pub(super) fn write_options(&self) -> WriteOptions {
+        let integrity = if self.cfg.fast_integrity {
+            ftiff::Integrity::fast(self.cfg.dcp_block_size).unwrap_or(ftiff::Integrity::Md5)
+        } else {
+            ftiff::Integrity::Md5
+        };
+        let table =
+            (self.cfg.dcp && integrity == ftiff::Integrity::Md5).then_some(ftiff::Blocking {
+                size: self.cfg.dcp_block_size,
+                hash: self.cfg.dcp_hash,
+            });
+        WriteOptions {
+            integrity,
+            table,
+            ..WriteOptions::default()
+        }
+    }
+
+    /// Checkpoints kept per level: differential checkpoints need the one before the last as
+    /// the base of the next.
+    pub(super) fn keep(&self) -> usize {
+        if self.cfg.dcp {
+            self.cfg.keep_ckpts.max(2)
+        } else {
+            self.cfg.keep_ckpts
+        }
+    }
+
+    /// The file a differential checkpoint at `level` can update in place: the oldest of the
+    /// `keep` files kept (the one the new checkpoint would push out of the window), if this
+    /// process wrote it, it is still on disk exactly as written (same file block) and it is
+    /// not the newest checkpoint. With `keep = 2` the runtime alternates between two files.
+    pub(super) fn take_dcp_base(&mut self, level: Level) -> Option<(PathBuf, DcpFile)> {
+        let keep = self.keep();
+        if !self.cfg.dcp || self.dcp_files.len() < keep || self.dcp_files[0].level != level {
+            return None;
+        }
+        let base = self.dcp_files.pop_front()?;
+        let newest = self.dcp_files.back().map(|f| f.id);
+        if newest == Some(base.id) {
+            return None;
+        }
+        let all = store::find_checkpoints(&self.dirs);
+        let found = all
+            .iter()
+            .find(|f| f.id == base.id && f.level == level)?
+            .clone();
+        // Never give up the last checkpoint of this level or above (an L4 one must not leave
+        // the global file system empty while it is rewritten).
+        if !all.iter().any(|f| f.level >= level && f.path != found.path) {
+            return None;
+        }
+        let mut head = [0u8; ftiff::raw::fb::SIZE];
+        let file = ftiff::open_regular(&found.path).ok()?;
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).ok()?;
+        let fb = ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()?;
+        (fb == base.fb).then_some((found.path, base))
+    }
+
+    /// Plans, writes and publishes one checkpoint file (updating an older file in place for a
+    /// differential checkpoint); returns its path, its layout, its file block and the bytes
+    /// written.
+    pub(super) fn write_and_publish(
+        &mut self,
+        id: i32,
+        level: Level,
+        vars: &[Var<'_>],
+        ready: Result<()>,
+    ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
+        let sizes: Vec<VarSize> = vars
+            .iter()
+            .map(|v| VarSize {
+                id: v.id,
+                size: v.size(),
+            })
+            .collect();
+        let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
+            Ok(layout) => layout,
+            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+        };
+        let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
+        // Buffers by protect position; a removed variable has none.
+        let data: Vec<&[u8]> = layout
+            .vars()
+            .iter()
+            .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
+            .collect();
+        let opts = self.write_options();
+        let keep = self.keep();
+        let write_level = if level == Level::L4 && !self.cfg.inline_l4 {
+            Level::L1
+        } else {
+            level
+        };
+        let base = self.take_dcp_base(write_level);
+        let pending = match store::begin(
+            &self.dirs,
+            write_level,
+            id,
+            base.as_ref().map(|(p, _)| p.as_path()),
+        ) {
+            Ok(p) => p,
+            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+        };
+        let bar = progress_bar(
+            &self.cfg,
+            layout.file_size(),
+            format!("checkpoint {id} ({level})"),
+        );
+        let progress = |n| bar.set_position(n);
+        trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
+        let written = agree(
+            &*self.comm,
+            "writing the checkpoint",
+            match &base {
+                Some((_, b)) => ftiff::update_file(
+                    &pending.file,
+                    Some((&b.layout, &b.table)),
+                    &layout,
+                    &data,
+                    &opts,
+                    &progress,
+                ),
+                None => {
+                    ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+                }
+            }
+            .map_err(|e| Error::Format(e.with_path(&pending.path))),
+        )?;
+        bar.finish_and_clear();
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
+        let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
+        let written = ftiff::Written { fb, ..written };
+        match written.table {
+            Some(table) if self.cfg.dcp => {
+                self.dcp_files.push_back(DcpFile {
+                    id,
+                    level: write_level,
+                    layout: layout.clone(),
+                    table,
+                    fb: written.fb,
+                });
+                while self.dcp_files.len() > keep {
+                    self.dcp_files.pop_front();
+                }
+            }
+            _ => self.dcp_files.clear(),
+        }
+        Ok((path, layout, written.fb, written.bytes_written))
+    }
+}
