@@ -94,6 +94,14 @@ impl Fti {
         found: &Found,
         var: &mut Var<'_>,
     ) -> Result<CheckpointInfo> {
+        // The restart's checkpoint was verified in full at init: its mapped bytes are used.
+        if let Some(r) = self.restart.as_ref().filter(|r| r.info.path == found.path) {
+            matching_var(&r.ckpt, var)?;
+            r.ckpt
+                .copy_var_into(r.map.bytes(), var.id, var.bytes)
+                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            return Ok(found_info(found, &r.ckpt));
+        }
         let key = FileKey::of(&found.path);
         let cached = self
             .verified
