@@ -54,10 +54,7 @@ impl Fti {
         let layout = match agree(&*self.comm, "staging the checkpoint", planned) {
             Ok(layout) => layout,
             Err(e) => {
-                self.messages.warn(&format!(
-                    "Checkpoint with ID {id} at Level {} failed.",
-                    level.number()
-                ));
+                self.say_failed(id, level);
                 return Err(e);
             }
         };

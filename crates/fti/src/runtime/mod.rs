@@ -450,10 +450,7 @@ impl Fti {
             Ok(done) => done,
             Err(e) => {
                 trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
-                self.messages.warn(&format!(
-                    "Checkpoint with ID {id} at Level {} failed.",
-                    level.number()
-                ));
+                self.say_failed(id, level);
                 return Err(e);
             }
         };
@@ -469,13 +466,18 @@ impl Fti {
             path,
         };
         if let Err(e) = self.after_checkpoint(&info, layout, started) {
-            self.messages.warn(&format!(
-                "Checkpoint with ID {id} at Level {} failed.",
-                level.number()
-            ));
+            self.say_failed(id, level);
             return Err(e);
         }
         Ok(info)
+    }
+
+    /// FTI's warning for a checkpoint that failed.
+    fn say_failed(&self, id: i32, level: Level) {
+        self.messages.warn(&format!(
+            "Checkpoint with ID {id} at Level {} failed.",
+            level.number()
+        ));
     }
 
     /// Refuses a checkpoint while an incremental one is open or a restart is not recovered,

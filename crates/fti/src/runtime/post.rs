@@ -179,11 +179,7 @@ impl Fti {
             (Ok(_), _) => Ok(()),
             (Err(e), f) => {
                 if let Some(f) = f {
-                    self.messages.warn(&format!(
-                        "Checkpoint with ID {} at Level {} failed.",
-                        f.info.id,
-                        f.info.level.number()
-                    ));
+                    self.say_failed(f.info.id, f.info.level);
                 }
                 Err(e)
             }
