@@ -10,8 +10,6 @@ mod campaign;
 
 use std::ffi::OsStr;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use campaign::{Input, Mutant, Outcome};
 
@@ -21,25 +19,9 @@ const REFUSED: usize = 30;
 /// Kinds whose accepted mutants are run too: bytes covered by no hash a reader needs.
 const ACCEPTED_KINDS: [&str; 3] = ["fb.timestamp", "fb.mode", "append"];
 
-/// Runs `fti` with `args`; a run still going after 20 s is killed and fails the test.
-fn fti(args: &[&OsStr]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fti"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(20) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("fti {args:?} hangs");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
-}
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::fti;
 
 macro_rules! args {
     ($($a:expr),*) => { &[$(OsStr::new(&$a)),*] };

@@ -3,8 +3,7 @@
 //! did not create.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti")
@@ -14,26 +13,9 @@ fn seed(k: u32) -> PathBuf {
     fixtures().join(format!("seed-example/ckpt{k}-rank0.fti"))
 }
 
-/// Runs `fti` with `args`; a run still going after 20 s is killed and fails the test (a FIFO
-/// opened for reading blocks until a writer appears).
-fn fti(args: &[&std::ffi::OsStr]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fti"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > Duration::from_secs(20) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("fti {args:?} hangs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
-}
+#[path = "support/bounded.rs"]
+mod bounded;
+use bounded::fti;
 
 macro_rules! args {
     ($($a:expr),*) => { &[$(std::ffi::OsStr::new(&$a)),*] };
