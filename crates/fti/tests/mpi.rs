@@ -6,6 +6,9 @@
 //! (scripts/test).
 #![cfg(feature = "mpi")]
 
+#[path = "support/files.rs"]
+mod files;
+use files::files_below;
 #[path = "support/trees.rs"]
 mod trees;
 
@@ -299,23 +302,6 @@ fn rank_killed_during_background_post_processing_leaves_a_recoverable_checkpoint
             "{step}: {lines:?}"
         );
     }
-}
-
-/// Every file below `dir` with its bytes.
-fn files_below(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push((e.path(), std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A 4-rank checkpoint restarted on 2 or 8 ranks: init fails on every rank naming both

@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support/files.rs"]
+mod files;
+use files::files_below;
 #[path = "support/unwritable.rs"]
 mod unwritable;
 use unwritable::make_unwritable;
@@ -42,26 +45,6 @@ fn config_file(root: &Path, restart: &str) -> PathBuf {
     path
 }
 
-/// Every file below `dir` with its length and a hash of its bytes.
-fn snapshot(dir: &Path) -> Vec<(PathBuf, usize, u64)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                let bytes = std::fs::read(e.path()).unwrap_or_default();
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                std::hash::Hash::hash(&bytes, &mut h);
-                out.push((e.path(), bytes.len(), std::hash::Hasher::finish(&h)));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn a_restart_exec_id_that_is_a_path_is_a_config_error() {
     let root = tempfile::tempdir().unwrap();
@@ -69,7 +52,7 @@ fn a_restart_exec_id_that_is_a_path_is_a_config_error() {
     let victim = root.path().join("victim");
     std::fs::create_dir_all(victim.join("l1")).unwrap();
     std::fs::write(victim.join("thesis.tex"), b"years").unwrap();
-    let before = snapshot(&victim);
+    let before = files_below(&victim);
     let absolute = victim.display().to_string();
     for exec_id in [
         "../victim",
@@ -101,7 +84,7 @@ fn a_restart_exec_id_that_is_a_path_is_a_config_error() {
     }
     assert!(!root.path().join("Local").exists());
     assert!(!root.path().join("Meta").exists());
-    assert_eq!(snapshot(&victim), before);
+    assert_eq!(files_below(&victim), before);
 }
 
 #[test]
@@ -294,7 +277,7 @@ fn a_restart_on_another_number_of_ranks_fails_everywhere_and_writes_nothing() {
             .unwrap();
         fti.exec_id().to_owned()
     });
-    let before = snapshot(root.path());
+    let before = files_below(root.path());
     for (n, lose_topology) in [(2, false), (8, false), (3, false), (2, true), (8, true)] {
         if lose_topology {
             let _ =
@@ -319,7 +302,7 @@ fn a_restart_on_another_number_of_ranks_fails_everywhere_and_writes_nothing() {
                 "{n} ranks: rank {rank}: {err}"
             );
         }
-        let mut now = snapshot(root.path());
+        let mut now = files_below(root.path());
         if lose_topology {
             now.retain(|(p, ..)| !p.ends_with("Topology.fti"));
             let mut b = before.clone();
@@ -536,7 +519,7 @@ fn a_run_killed_while_its_config_is_unwritable() {
     assert!(std::fs::read_to_string(&path)
         .unwrap()
         .contains("failure = 0"));
-    let published = snapshot(&root.path().join("Local"));
+    let published = files_below(&root.path().join("Local"));
     assert!(
         published
             .iter()

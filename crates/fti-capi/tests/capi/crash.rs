@@ -12,6 +12,10 @@ use std::sync::mpsc;
 
 use crate::util::{self, Link};
 
+#[path = "../../../fti/tests/support/files.rs"]
+mod files;
+use files::files_below;
+
 /// Starts `crash write` (one rank), waits for "= ready", kills it with SIGKILL; returns what it
 /// printed.
 fn write_and_kill(exe: &Path, cfg: &Path, level: &str, cwd: &Path) -> Vec<String> {
@@ -133,23 +137,6 @@ fn four_ranks_killed_lose_a_node_and_recover_at_l2_l3_l4() {
         assert_eq!(restarted, expected, "L{level}: {stdout}");
         assert_eq!(util::restart_keys(&cfg).0, 0);
     }
-}
-
-/// Every file below `dir` with its bytes.
-fn files_below(dir: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            } else {
-                out.push((e.path(), std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// A 4-rank run killed after its checkpoints, restarted with the same config on 2 or 8 ranks:
