@@ -437,7 +437,7 @@ pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
                 writeln!(stdout, "would delete {}", path.display())?;
                 continue;
             }
-            fti::store::remove_file(&path)
+            fti::store::remove_file(&fti::storage::Disk, &path)
                 .with_context(|| format!("deleting {}", path.display()))?;
             writeln!(stdout, "deleted {}", path.display())?;
         }

@@ -229,10 +229,7 @@ fn diff_names_changed_containers() {
         &b,
         &ckpt.layout(),
         &slices,
-        &ftiff::WriteOptions {
-            sync: false,
-            ..Default::default()
-        },
+        &ftiff::WriteOptions::default(),
     )
     .unwrap();
     let out = stdout(&fti(args!["diff", seed(3), b]));
@@ -265,7 +262,6 @@ fn fast_integrity_files_are_understood() {
     let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let fast = dir.path().join("Ckpt3-Rank0.fti");
     let opts = ftiff::WriteOptions {
-        sync: false,
         integrity: ftiff::Integrity::fast(4096).unwrap(),
         ..Default::default()
     };

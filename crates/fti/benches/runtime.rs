@@ -89,6 +89,10 @@ fn main() {
                     &ftiff::WriteOptions::default(),
                 )
                 .unwrap();
+                // The format library never syncs: durability is the caller's.
+                std::fs::File::open(&direct_path)
+                    .and_then(|f| f.sync_all())
+                    .unwrap();
                 lib_times.push(t.elapsed().as_secs_f64());
             } else {
                 let vars: Vec<Var> = bufs

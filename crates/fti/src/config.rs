@@ -709,7 +709,12 @@ pub fn check_exec_id(exec_id: &str) -> std::result::Result<(), String> {
 /// program restarted with the same file recovers. Only those two lines of `[restart]` are
 /// replaced (or added); every other line is kept as the user wrote it. The new file replaces
 /// the old one atomically (temporary file, fsync, rename).
-pub fn record_restart(path: &Path, failure: u8, exec_id: &str) -> Result<()> {
+pub fn record_restart(
+    storage: &dyn crate::storage::Storage,
+    path: &Path,
+    failure: u8,
+    exec_id: &str,
+) -> Result<()> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
     let mut out = Vec::new();
     let mut in_restart = false;
@@ -768,7 +773,7 @@ pub fn record_restart(path: &Path, failure: u8, exec_id: &str) -> Result<()> {
     }
     let mut text = out.join("\n");
     text.push('\n');
-    crate::store::replace_file(path, text.as_bytes())
+    crate::store::replace_file(storage, path, text.as_bytes())
 }
 
 #[cfg(test)]
@@ -888,7 +893,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.fti");
         std::fs::write(&path, "# mine\n[basic]\nckpt_dir = x ; comment\n[restart]\nfailure = 0\nckpt_id = 3\n[advanced]\nlocal_test = 1\n").unwrap();
-        record_restart(&path, 1, "2026-01-02_03-04-05").unwrap();
+        record_restart(&crate::storage::Disk, &path, 1, "2026-01-02_03-04-05").unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(
             text.starts_with("# mine\n[basic]\nckpt_dir = x ; comment\n[restart]\n"),
@@ -900,7 +905,7 @@ mod tests {
         assert_eq!(cfg.restart_id, None);
         assert!(cfg.local_test);
         std::fs::write(&path, "[basic]\nckpt_dir = y\n").unwrap();
-        record_restart(&path, 2, "e").unwrap();
+        record_restart(&crate::storage::Disk, &path, 2, "e").unwrap();
         let cfg = Config::from_file(&path).unwrap();
         assert_eq!((cfg.failure, cfg.exec_id.as_deref()), (Some(2), Some("e")));
     }

@@ -8,8 +8,6 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use ftiff::hash::Md5Stream;
@@ -19,6 +17,7 @@ use ftiff::MappedFile;
 
 use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::storage::{Storage, StorageFile};
 use crate::store::Pending;
 use crate::topology::Place;
 
@@ -26,7 +25,9 @@ use crate::topology::Place;
 const BLOCK: u64 = 4 << 20;
 
 /// Reads `[at, at + len)` of a file of `fs` bytes, zero-extended past its end.
-fn read_block(file: &File, fs: u64, at: u64, len: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
+fn read_block(
+    file: &dyn StorageFile,
+    fs: u64, at: u64, len: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
     out.clear();
     out.resize(len as usize, 0);
     let have = fs.saturating_sub(at).min(len) as usize;
@@ -64,7 +65,7 @@ fn gather_group<'a>(
 pub(crate) fn encode(
     comm: &dyn Comm,
     place: &Place,
-    own: Option<(&File, &Path, u64)>,
+    own: Option<(&dyn StorageFile, &Path, u64)>,
     rsed: Option<&Pending>,
     max_fs: u64,
 ) -> Result<()> {
@@ -125,6 +126,8 @@ pub(crate) fn verify_rsed(path: &Path) -> Result<FileBlock> {
 
 /// What this rank brings to a group rebuild.
 pub(crate) struct Held<'a> {
+    /// Where its files are read from.
+    pub storage: &'a dyn Storage,
     /// Its verified Rank file and that file's size.
     pub own: Option<(&'a Path, u64)>,
     /// Its verified `RSed` file.
@@ -151,7 +154,7 @@ pub(crate) fn rebuild(
     let g = place.group_rank as usize;
     let code = Code::new(k).map_err(Error::Format)?;
     let open = |p: Option<&Path>| {
-        p.map(|p| File::open(p).map_err(|e| Error::io(p, e)))
+        p.map(|p| held.storage.open(p, false).map_err(|e| Error::io(p, e)))
             .transpose()
     };
     let mut first_error: Option<Error> = None;
@@ -172,12 +175,16 @@ pub(crate) fn rebuild(
             let n = len as usize;
             // Message: [has Rank block, has RSed block] + Rank block + RSed block.
             let mut msg = vec![u8::from(own_file.is_some()), u8::from(rsed_file.is_some())];
-            for (file, fs, buf) in [(&own_file, own_fs, &mut a), (&rsed_file, max_fs, &mut b)] {
+            let own_path = held.own.map(|(p, _)| p);
+            for (file, path, fs, buf) in [
+                (&own_file, own_path, own_fs, &mut a),
+                (&rsed_file, held.rsed, max_fs, &mut b),
+            ] {
                 buf.clear();
                 buf.resize(n, 0);
-                if let Some(f) = file {
-                    if let Err(e) = read_block(f, fs, at, len, buf) {
-                        first_error.get_or_insert(Error::io(Path::new("<own L3 file>"), e));
+                if let (Some(f), Some(path)) = (file, path) {
+                    if let Err(e) = read_block(&**f, fs, at, len, buf) {
+                        first_error.get_or_insert(Error::io(path, e));
                     }
                 }
                 msg.extend_from_slice(buf);
@@ -215,8 +222,8 @@ pub(crate) fn rebuild(
     }
     if rsed_lost {
         let own = match (new_own, &own_file, held.own) {
-            (Some(p), _, _) => Some((&p.file, p.path.as_path())),
-            (None, Some(f), Some((path, _))) => Some((f, path)),
+            (Some(p), _, _) => Some((&*p.file, p.path.as_path())),
+            (None, Some(f), Some((path, _))) => Some((&**f, path)),
             _ => None,
         };
         // Without a file to read (already failed), this rank takes part with zeros.
@@ -231,7 +238,7 @@ pub(crate) fn rebuild(
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
 /// returns `fs`.
 fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
-    let fb = crate::levels::read_fb(&p.file, &p.path)?;
+    let fb = crate::levels::read_fb(&*p.file, &p.path)?;
     let fs = u64::try_from(fb.fs)
         .ok()
         .filter(|&fs| fs <= max_fs)

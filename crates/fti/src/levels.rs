@@ -5,8 +5,6 @@
 //! order, and a rank that fails locally still takes part, so that no rank waits forever for
 //! one that gave up.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use ftiff::raw::{fb, Cursor, FileBlock};
@@ -14,7 +12,11 @@ use ftiff::raw::{fb, Cursor, FileBlock};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result};
+use crate::storage::StorageFile;
 use crate::store::{self, Dirs, Found};
+
+/// An open file and its path (for errors).
+pub(crate) type OpenFile<'a> = (&'a dyn StorageFile, &'a Path);
 use crate::topology::Topology;
 
 /// Files travel between ranks in messages of this size (FTI's default `transfer_size`, 16 MB).
@@ -55,8 +57,8 @@ pub(crate) fn gather_u64(comm: &dyn Comm, x: u64) -> Vec<u64> {
 /// middle, so that the partners' exchanges still match.
 pub(crate) fn transfer(
     comm: &dyn Comm,
-    (to, send, send_len): (u32, Option<&File>, u64),
-    (from, recv, recv_len): (u32, Option<(&File, &std::path::Path)>, u64),
+    (to, send, send_len): (u32, Option<OpenFile<'_>>, u64),
+    (from, recv, recv_len): (u32, Option<OpenFile<'_>>, u64),
     rounds: u64,
 ) -> Result<()> {
     // One buffer for every round, filled by the read: no zeroing per message.
@@ -65,10 +67,10 @@ pub(crate) fn transfer(
     for round in 0..rounds {
         let at = round * CHUNK;
         let mut n = 0;
-        if let Some(file) = send {
+        if let Some((file, path)) = send {
             n = send_len.saturating_sub(at).min(CHUNK) as usize;
             if let Err(e) = file.read_exact_at(&mut buf[..n], at) {
-                first_error.get_or_insert(Error::io(std::path::Path::new("<own checkpoint>"), e));
+                first_error.get_or_insert(Error::io(path, e));
             }
         }
         let got = comm.exchange(to, &buf[..n], from);
@@ -106,7 +108,7 @@ pub(crate) fn exchange_copies(
     dirs: &Dirs,
     id: i32,
     plan: &PartnerPlan,
-    own: Option<&File>,
+    own: Option<OpenFile<'_>>,
 ) -> Result<store::Pending> {
     let copy = store::begin_named(dirs, Level::L2, id, dirs.copy_name(id), None);
     let sent = transfer(
@@ -114,7 +116,7 @@ pub(crate) fn exchange_copies(
         (plan.right, own, plan.own_fs),
         (
             plan.left,
-            copy.as_ref().ok().map(|c| (&c.file, c.path.as_path())),
+            copy.as_ref().ok().map(|c| (&*c.file, c.path.as_path())),
             plan.left_fs,
         ),
         plan.rounds,
@@ -138,7 +140,7 @@ pub(crate) fn rounds_for(sizes: impl IntoIterator<Item = u64>) -> u64 {
 }
 
 /// Reads the file block of an open file.
-pub(crate) fn read_fb(file: &File, path: &std::path::Path) -> Result<FileBlock> {
+pub(crate) fn read_fb(file: &dyn StorageFile, path: &Path) -> Result<FileBlock> {
     let mut head = [0u8; fb::SIZE];
     file.read_exact_at(&mut head, 0)
         .map_err(|e| Error::io(path, e))?;
@@ -148,8 +150,8 @@ pub(crate) fn read_fb(file: &File, path: &std::path::Path) -> Result<FileBlock> 
 /// Changes fields of a written file's block (`ptFs` at L2, `maxFs` at L3) and the `myHash`
 /// that covers them; data and checksum are unchanged.
 pub(crate) fn set_fb(
-    file: &File,
-    path: &std::path::Path,
+    file: &dyn StorageFile,
+    path: &Path,
     change: impl FnOnce(&mut FileBlock),
 ) -> Result<FileBlock> {
     let mut block = read_fb(file, path)?;
@@ -303,15 +305,16 @@ fn move_file(
     ((to, send), (from, recv)): (Outgoing<'_>, Incoming),
     what: &str,
 ) -> Result<Option<PathBuf>> {
+    let send_path = send;
     let file = send
-        .map(|p| File::open(p).map_err(|e| Error::io(p, e)))
+        .map(|p| dirs.storage.open(p, false).map_err(|e| Error::io(p, e)))
         .transpose();
     let len = file
         .as_ref()
         .ok()
         .and_then(Option::as_ref)
-        .and_then(|f| f.metadata().ok())
-        .map_or(0, |m| m.len());
+        .and_then(|f| f.len().ok())
+        .unwrap_or(0);
     // sizes[r] = what rank r sends.
     let sizes = gather_u64(comm, len);
     let rounds = rounds_for(sizes.iter().copied());
@@ -322,10 +325,10 @@ fn move_file(
         (Err(e), _) | (_, Err(e)) => Err(Error::Ranks(format!("{what}: {e}"))),
         (Ok(send), Ok(recv)) => transfer(
             comm,
-            (to, send.as_ref(), len),
+            (to, send.as_deref().zip(send_path), len),
             (
                 from,
-                recv.as_ref().map(|p| (&p.file, p.path.as_path())),
+                recv.as_ref().map(|p| (&*p.file, p.path.as_path())),
                 sizes[from as usize],
             ),
             rounds,

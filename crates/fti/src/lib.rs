@@ -39,6 +39,7 @@ mod l3;
 mod levels;
 pub mod report;
 mod runtime;
+pub mod storage;
 pub mod store;
 pub mod topology;
 mod trace;

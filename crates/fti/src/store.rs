@@ -1,16 +1,17 @@
 //! Where checkpoint files live (FTI 1.1's directory layout) and how a new one is published
 //! without ever losing the previous one. The argument is in `docs/crash-safety.md`.
 
-use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::config::{Config, Level};
 use crate::error::{Error, Result};
+use crate::storage::{Disk, Kind, Storage, StorageFile};
+use ftiff::Sink as _;
 
-/// The directories of one execution (`exec_id`) for one rank.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The directories of one execution (`exec_id`) for one rank, and the storage they live on.
+#[derive(Debug, Clone)]
 pub struct Dirs {
     /// `<ckpt_dir>/node<N>/<exec_id>` (local_test = 1) or `<ckpt_dir>/<exec_id>`.
     pub local: PathBuf,
@@ -20,11 +21,27 @@ pub struct Dirs {
     pub meta: PathBuf,
     /// The rank whose files these are.
     pub rank: u32,
+    /// Where every file effect goes ([`Disk`] unless a test says otherwise).
+    pub storage: Arc<dyn Storage>,
 }
 
+impl PartialEq for Dirs {
+    fn eq(&self, other: &Dirs) -> bool {
+        (&self.local, &self.global, &self.meta, self.rank)
+            == (&other.local, &other.global, &other.meta, other.rank)
+    }
+}
+
+impl Eq for Dirs {}
+
 impl Dirs {
-    /// The directories of `exec_id` for the rank of `cfg`.
+    /// The directories of `exec_id` for the rank of `cfg`, on the real file system.
     pub fn new(cfg: &Config, exec_id: &str) -> Dirs {
+        Dirs::on(Arc::new(Disk), cfg, exec_id)
+    }
+
+    /// The directories of `exec_id` for the rank of `cfg`, on `storage`.
+    pub fn on(storage: Arc<dyn Storage>, cfg: &Config, exec_id: &str) -> Dirs {
         let local = if cfg.local_test {
             cfg.ckpt_dir
                 .join(format!("node{}", cfg.node()))
@@ -37,6 +54,7 @@ impl Dirs {
             global: cfg.glbl_dir.join(exec_id),
             meta: cfg.meta_dir.join(exec_id),
             rank: cfg.rank,
+            storage,
         }
     }
 
@@ -120,16 +138,15 @@ fn scan_into(dirs: &Dirs, levels: &[Level], kind: &str, each: &mut dyn FnMut(Fou
             (dirs.level_dir(level), false),
             (dirs.archive_dir(level), true),
         ] {
-            let Ok(entries) = fs::read_dir(&dir) else {
+            let Ok(entries) = dirs.storage.list(&dir) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                let parsed = parse_name(&entry.file_name().to_string_lossy(), kind);
+            for entry in entries {
+                let parsed = parse_name(&entry.name.to_string_lossy(), kind);
                 if let Some((id, _)) = parsed.filter(|&(_, rank)| rank == dirs.rank) {
-                    let path = entry.path();
-                    let regular = fs::metadata(&path).is_ok_and(|m| m.is_file());
+                    let regular = entry.kind == Kind::File;
                     let found = Found {
-                        path,
+                        path: entry.path,
                         id,
                         level,
                         archived,
@@ -234,42 +251,40 @@ pub(crate) fn crash_point(step: &str) {
 }
 
 /// `fsync` of a directory, so that entries created, renamed or removed in it are durable.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
+pub fn sync_dir(st: &dyn Storage, dir: &Path) -> Result<()> {
+    st.sync_dir(dir).map_err(|e| Error::io(dir, e))
 }
 
 /// Creates `dir` and its parents, making each new entry durable.
-pub fn create_dir_durable(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
+pub fn create_dir_durable(st: &dyn Storage, dir: &Path) -> Result<()> {
+    if st.kind(dir).is_ok_and(|k| k == Kind::Dir) {
         return Ok(());
     }
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        create_dir_durable(parent)?;
+        create_dir_durable(st, parent)?;
     }
-    match fs::create_dir(dir) {
+    match st.create_dir(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
         Err(e) => return Err(Error::io(dir, e)),
     }
     match dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => sync_dir(parent),
+        Some(parent) => sync_dir(st, parent),
         None => Ok(()),
     }
 }
 
 /// Removes a file (gone already is fine) and makes the removal durable.
-pub fn remove_file(path: &Path) -> Result<()> {
-    remove(path)?;
+pub fn remove_file(st: &dyn Storage, path: &Path) -> Result<()> {
+    remove(st, path)?;
     match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => sync_dir(dir),
+        Some(dir) if !dir.as_os_str().is_empty() => sync_dir(st, dir),
         _ => Ok(()),
     }
 }
 
-fn remove(path: &Path) -> Result<()> {
-    match fs::remove_file(path) {
+fn remove(st: &dyn Storage, path: &Path) -> Result<()> {
+    match st.remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(path, e)),
         _ => Ok(()),
     }
@@ -280,19 +295,20 @@ fn remove(path: &Path) -> Result<()> {
 #[derive(Debug)]
 pub struct Pending {
     /// The open file.
-    pub file: File,
+    pub file: Box<dyn StorageFile>,
     /// Its path under `tmp/`.
     pub path: PathBuf,
     level: Level,
     id: i32,
     name: String,
     published: bool,
+    storage: Arc<dyn Storage>,
 }
 
 impl Drop for Pending {
     fn drop(&mut self) {
         if !self.published {
-            let _ = fs::remove_file(&self.path);
+            let _ = self.storage.remove_file(&self.path);
         }
     }
 }
@@ -313,24 +329,24 @@ pub fn begin_named(
     name: String,
     reuse: Option<&Path>,
 ) -> Result<Pending> {
+    let st = &*dirs.storage;
     let tmp_dir = dirs.tmp_dir(level);
-    create_dir_durable(&tmp_dir)?;
-    create_dir_durable(&dirs.level_dir(level))?;
+    create_dir_durable(st, &tmp_dir)?;
+    create_dir_durable(st, &dirs.level_dir(level))?;
     let tmp = tmp_dir.join(&name);
-    remove(&tmp)?;
-    let mut open = OpenOptions::new();
-    open.read(true).write(true);
-    if let Some(old) = reuse {
-        fs::rename(old, &tmp).map_err(|e| Error::io(old, e))?;
-        sync_dir(&tmp_dir)?;
+    remove(st, &tmp)?;
+    let file = if let Some(old) = reuse {
+        st.rename(old, &tmp).map_err(|e| Error::io(old, e))?;
+        sync_dir(st, &tmp_dir)?;
         if let Some(parent) = old.parent() {
-            sync_dir(parent)?;
+            sync_dir(st, parent)?;
         }
         crash_point("reused");
+        st.open(&tmp, true)
     } else {
-        open.create_new(true);
+        st.create(&tmp)
     }
-    let file = open.open(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    .map_err(|e| Error::io(&tmp, e))?;
     Ok(Pending {
         file,
         path: tmp,
@@ -338,6 +354,7 @@ pub fn begin_named(
         id,
         name,
         published: false,
+        storage: Arc::clone(&dirs.storage),
     })
 }
 
@@ -369,17 +386,18 @@ pub fn commit_with(
 pub fn publish_pending(dirs: &Dirs, mut pending: Pending) -> Result<PathBuf> {
     let level = pending.level;
     let tmp = pending.path.clone();
+    let st = &*dirs.storage;
     crash_point("written");
-    pending.file.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    pending.file.sync().map_err(|e| Error::io(&tmp, e))?;
     crash_point("fsynced");
     let level_dir = dirs.level_dir(level);
     let target = level_dir.join(&pending.name);
-    fs::rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
+    st.rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
     pending.published = true;
     drop(pending);
     crash_point("renamed");
-    sync_dir(&level_dir)?;
-    sync_dir(&dirs.tmp_dir(level))?;
+    sync_dir(st, &level_dir)?;
+    sync_dir(st, &dirs.tmp_dir(level))?;
     crash_point("dir-fsynced");
     Ok(target)
 }
@@ -410,10 +428,19 @@ pub fn publish_copy(
     keep: usize,
     from: &Path,
 ) -> Result<PathBuf> {
-    let pending = begin(dirs, level, id, None)?;
-    let mut src = File::open(from).map_err(|e| Error::io(from, e))?;
-    std::io::copy(&mut src, &mut &pending.file).map_err(|e| Error::io(&pending.path, e))?;
+    let pending = copy_into(dirs, level, id, from)?;
     commit_with(dirs, pending, keep, false)
+}
+
+/// A new pending file of checkpoint `id` at `level` holding a copy of the file `from`.
+pub fn copy_into(dirs: &Dirs, level: Level, id: i32, from: &Path) -> Result<Pending> {
+    let pending = begin(dirs, level, id, None)?;
+    let src = dirs
+        .storage
+        .open(from, false)
+        .map_err(|e| Error::io(from, e))?;
+    crate::storage::copy(&*src, &*pending.file).map_err(|e| Error::io(&pending.path, e))?;
+    Ok(pending)
 }
 
 /// Publishes checkpoint `id` of `level` in one go: [`begin`] a new file, `write` fills it,
@@ -423,16 +450,17 @@ pub fn publish(
     level: Level,
     id: i32,
     keep: usize,
-    write: impl FnOnce(&File, &Path) -> Result<()>,
+    write: impl FnOnce(&dyn StorageFile, &Path) -> Result<()>,
 ) -> Result<PathBuf> {
     let pending = begin(dirs, level, id, None)?;
-    write(&pending.file, &pending.path)?;
+    write(&*pending.file, &pending.path)?;
     commit(dirs, pending, keep)
 }
 
 /// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for the levels
 /// `lowest ..= level`, so `lK/` holds exactly one file per rank, as FTI 1.1 expects.
 fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) -> Result<()> {
+    let st = &*dirs.storage;
     for found in find_all(dirs) {
         if found.archived
             || found.level > level
@@ -443,19 +471,19 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
         }
         if keep > 1 {
             let archive = dirs.archive_dir(found.level);
-            create_dir_durable(&archive)?;
+            create_dir_durable(st, &archive)?;
             let name = found
                 .path
                 .file_name()
                 .map(PathBuf::from)
                 .unwrap_or_default();
             let to = archive.join(name);
-            fs::rename(&found.path, &to).map_err(|e| Error::io(&to, e))?;
-            sync_dir(&archive)?;
+            st.rename(&found.path, &to).map_err(|e| Error::io(&to, e))?;
+            sync_dir(st, &archive)?;
         } else {
-            remove(&found.path)?;
+            remove(st, &found.path)?;
         }
-        sync_dir(&dirs.level_dir(found.level))?;
+        sync_dir(st, &dirs.level_dir(found.level))?;
     }
     Ok(())
 }
@@ -477,11 +505,11 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
         .skip(beyond)
         .chain(copies.iter().skip(beyond))
     {
-        remove(&old.path)?;
+        remove(&*dirs.storage, &old.path)?;
         removed = true;
     }
     if removed {
-        sync_dir(&dirs.archive_dir(level))?;
+        sync_dir(&*dirs.storage, &dirs.archive_dir(level))?;
     }
     Ok(())
 }
@@ -489,9 +517,10 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
 /// Removes this rank's checkpoint files (every level, archive and `tmp/`), then whichever of
 /// the run's directories are left empty. Other ranks' files in shared directories stay.
 pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
+    let st = &*dirs.storage;
     for found in find_all(dirs) {
         if !(local_only && found.level == Level::L4) {
-            remove(&found.path)?;
+            remove(st, &found.path)?;
         }
     }
     let levels: Vec<Level> = Level::ALL
@@ -499,14 +528,14 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
         .filter(|&l| !(local_only && l == Level::L4))
         .collect();
     for &level in &levels {
-        if let Ok(entries) = fs::read_dir(dirs.tmp_dir(level)) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
+        if let Ok(entries) = st.list(&dirs.tmp_dir(level)) {
+            for entry in entries {
+                let name = entry.name.to_string_lossy();
                 if parse_file_name(&name)
                     .or_else(|| parse_copy_name(&name))
                     .is_some_and(|(_, rank)| rank == dirs.rank)
                 {
-                    remove(&entry.path())?;
+                    remove(st, &entry.path)?;
                 }
             }
         }
@@ -525,14 +554,14 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
     }
     for dir in candidates {
         // Only empty directories go: another rank may still use a shared one.
-        let _ = fs::remove_dir(&dir);
+        let _ = st.remove_dir(&dir);
     }
     Ok(())
 }
 
 /// The highest rank named by a checkpoint file, partner copy or `RSed` file (any rank's) in
 /// the level and archive directories of the execution directories `roots`.
-pub fn highest_rank(roots: &[PathBuf]) -> Option<u32> {
+pub fn highest_rank(st: &dyn Storage, roots: &[PathBuf]) -> Option<u32> {
     let mut highest = None;
     for root in roots {
         for level in Level::ALL {
@@ -541,11 +570,11 @@ pub fn highest_rank(roots: &[PathBuf]) -> Option<u32> {
                 root.join(format!("l{n}")),
                 root.join(format!("l{n}_archive")),
             ] {
-                let Ok(entries) = fs::read_dir(&dir) else {
+                let Ok(entries) = st.list(&dir) else {
                     continue;
                 };
-                for entry in entries.flatten() {
-                    let name = entry.file_name().to_string_lossy().into_owned();
+                for entry in entries {
+                    let name = entry.name.to_string_lossy();
                     if let Some((_, rank)) =
                         parse_file_name(&name).or_else(|| parse_copy_name(&name))
                     {
@@ -592,15 +621,15 @@ const META_FILES: [&str; 2] = ["Topology.fti", ".Topology.fti.tmp"];
 /// empty. Nothing else in it is touched: it is never removed recursively.
 pub fn remove_meta_files(dirs: &Dirs) -> Result<()> {
     for name in META_FILES {
-        remove(&dirs.meta.join(name))?;
+        remove(&*dirs.storage, &dirs.meta.join(name))?;
     }
-    let _ = fs::remove_dir(&dirs.meta);
+    let _ = dirs.storage.remove_dir(&dirs.meta);
     Ok(())
 }
 
 /// Replaces a small file atomically: temporary file beside it, fsync, rename, fsync of the
 /// directory.
-pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn replace_file(st: &dyn Storage, path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -610,13 +639,15 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> Result<()> {
         path.file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
     ));
+    remove(st, &tmp)?;
     {
-        let mut f = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        std::io::Write::write_all(&mut f, bytes).map_err(|e| Error::io(&tmp, e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        let f = st.create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        f.write_all_at(bytes, 0)
+            .and_then(|()| f.sync())
+            .map_err(|e| Error::io(&tmp, e))?;
     }
-    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
-    sync_dir(dir)
+    st.rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    sync_dir(st, dir)
 }
 
 #[cfg(test)]
@@ -668,7 +699,7 @@ mod tests {
         let dirs = Dirs::new(&cfg, "E");
         let put = |id: i32, level, keep| {
             publish(&dirs, level, id, keep, |f, _| {
-                std::io::Write::write_all(&mut &*f, format!("ckpt {id}").as_bytes())
+                f.write_all_at(format!("ckpt {id}").as_bytes(), 0)
                     .map_err(|e| Error::io(Path::new("x"), e))
             })
             .unwrap()

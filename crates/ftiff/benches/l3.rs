@@ -216,11 +216,7 @@ fn tool(k: usize, mib: usize, repeats: usize) {
         let path = dir
             .path()
             .join(l3::file_name(1, l3::FileKind::Rank, r as u32));
-        let opts = ftiff::WriteOptions {
-            sync: false,
-            ..ftiff::WriteOptions::default()
-        };
-        ftiff::write_path(&path, &layout, &[&data], &opts).unwrap();
+        ftiff::write_path(&path, &layout, &[&data], &ftiff::WriteOptions::default()).unwrap();
         total += layout.file_size();
     }
     let group = l3::Group::find(dir.path(), None, None).unwrap();

@@ -28,6 +28,7 @@ mod layout;
 pub mod raw;
 mod read;
 mod rsed;
+mod sink;
 pub mod view;
 pub mod write;
 
@@ -36,6 +37,7 @@ pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
 pub use read::{open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::{is_rsed_name, RsedFile};
+pub use sink::Sink;
 pub use write::{
     update_file, write_file, write_file_with_progress, write_path, BlockTable, Incremental,
     WriteOptions, Written,

@@ -10,14 +10,15 @@
 //!    which hold the chunk hashes, so it starts on a block once that block's chunk hashes are
 //!    done, while the chunk hashes of the next block are computed;
 //! 3. copied into the file by a writer thread, block by block once hashed (so the copy uses
-//!    the core the serial checksum leaves free), which then `fsync`s the data while the
-//!    checksum is still running.
+//!    the core the serial checksum leaves free), which then tells the sink the data are
+//!    written ([`Sink::data_written`]: a durable sink syncs them there) while the checksum is
+//!    still running.
 //!
-//! Two MD5 streams over every byte are the format's own cost (SPEC §3); the copy and the
-//! `fsync` overlap with them.
+//! Two MD5 streams over every byte are the format's own cost (`docs/ftiff-format.md`); the
+//! copy and the sink's sync overlap with them. The writer never syncs: durability is the
+//! caller's policy.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+use std::fs::OpenOptions;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -29,6 +30,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::hash::{self, Digest, Md5Stream, ZEROS};
 use crate::layout::{Block, Chunk, Layout};
 use crate::raw::{BlockMeta, FileBlock, VarMeta};
+use crate::sink::Sink;
 
 /// Progress is reported every this many bytes of checksum.
 const PROGRESS_STEP: usize = 64 << 20;
@@ -42,8 +44,6 @@ pub struct WriteOptions {
     pub max_fs: i64,
     /// `FB.ptFs` (-1 except in L2 Rank files).
     pub pt_fs: i64,
-    /// `fsync` the data before returning (on by default; turn off only for scratch files).
-    pub sync: bool,
     /// MD5 (FTI 1.1, default) or fti-rs's fast block hashes.
     pub integrity: Integrity,
     /// Also return the block hashes of every container with this blocking, for a later
@@ -57,7 +57,6 @@ impl Default for WriteOptions {
             timestamp: None,
             max_fs: -1,
             pt_fs: -1,
-            sync: true,
             integrity: Integrity::Md5,
             table: None,
         }
@@ -188,7 +187,7 @@ fn check_data(layout: &Layout, data: &[&[u8]]) -> Result<()> {
 }
 
 /// Writes the containers of a block: chunk data then zero fill.
-fn write_containers(file: &File, block: &Block, data: &[&[u8]]) -> std::io::Result<()> {
+fn write_containers(file: &(impl Sink + ?Sized), block: &Block, data: &[&[u8]]) -> std::io::Result<()> {
     for c in &block.chunks {
         file.write_all_at(chunk_slice(data, c), c.fptr.0)?;
         let mut at = c.fptr.0 + c.chunk_size;
@@ -206,7 +205,7 @@ fn write_containers(file: &File, block: &Block, data: &[&[u8]]) -> std::io::Resu
 /// `data[idx]` is the buffer of the variable at protect position `idx`; its length must be the
 /// variable's size in the layout. Returns the file block written.
 pub fn write_file(
-    file: &File,
+    file: &(impl Sink + ?Sized),
     layout: &Layout,
     data: &[&[u8]],
     opts: &WriteOptions,
@@ -217,7 +216,7 @@ pub fn write_file(
 /// As [`write_file`], reporting progress: `progress` receives the number of file bytes the
 /// serial checksum (the last pass to finish) has covered so far.
 pub fn write_file_with_progress(
-    file: &File,
+    file: &(impl Sink + ?Sized),
     layout: &Layout,
     data: &[&[u8]],
     opts: &WriteOptions,
@@ -237,10 +236,7 @@ pub fn write_file_with_progress(
             for block in rx_write {
                 write_containers(file, block, data)?;
             }
-            if opts.sync {
-                file.sync_data()?;
-            }
-            Ok(())
+            file.data_written()
         });
         let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<(Digest, Vec<u128>)>>(1);
         s.spawn(move || {
@@ -305,9 +301,9 @@ pub fn write_file_with_progress(
     })
 }
 
-/// Writes the file block, cuts the file at `fs` and syncs.
+/// Writes the file block and cuts the file at `fs`.
 fn finish_file(
-    file: &File,
+    file: &(impl Sink + ?Sized),
     layout: &Layout,
     checksum: &Digest,
     integrity: Integrity,
@@ -325,16 +321,13 @@ fn finish_file(
     );
     file.write_all_at(&fb.encode(), 0)?;
     file.set_len(fs)?;
-    if opts.sync {
-        file.sync_data()?;
-    }
     Ok(fb)
 }
 
 /// Writes bytes `[start, end)` of a container (its chunk `chunk` followed by zeros) at its
 /// place in the file.
 fn write_container_range(
-    file: &File,
+    file: &(impl Sink + ?Sized),
     c: &Chunk,
     chunk: &[u8],
     start: u64,
@@ -402,7 +395,7 @@ fn check_continues(old: &Layout, layout: &Layout) -> Result<()> {
 /// of each chunk that changed and one MD5 of the whole file for the checksum, which
 /// dominates; in fast mode chunk and file hashes are over block hashes, so nothing else.
 pub fn update_file(
-    file: &File,
+    file: &(impl Sink + ?Sized),
     old: Option<(&Layout, &BlockTable)>,
     layout: &Layout,
     data: &[&[u8]],
@@ -500,7 +493,7 @@ fn update_blocking(opts: &WriteOptions) -> Result<Blocking> {
 /// Writes the runs of blocks of one container whose hash differs from `old` (all of them
 /// where `old` has none); returns the bytes written.
 fn write_changed_blocks(
-    file: &File,
+    file: &(impl Sink + ?Sized),
     c: &Chunk,
     chunk: &[u8],
     block_size: u64,
@@ -558,7 +551,7 @@ fn layout_checksum(
 
 /// Encodes and writes every block's meta data with the chunk hashes (file order); returns the
 /// encoded bytes, which fast checksums cover.
-fn write_metas(file: &File, layout: &Layout, chunk_hashes: &[Digest]) -> Result<Vec<Vec<u8>>> {
+fn write_metas(file: &(impl Sink + ?Sized), layout: &Layout, chunk_hashes: &[Digest]) -> Result<Vec<Vec<u8>>> {
     let mut metas = Vec::with_capacity(layout.blocks.len());
     let mut rest = chunk_hashes;
     for block in &layout.blocks {
@@ -645,7 +638,7 @@ impl Incremental {
     }
 
     /// Writes the containers of the variable at protect position `idx` from `data`.
-    pub fn add(&mut self, file: &File, idx: u32, data: &[u8]) -> Result<()> {
+    pub fn add(&mut self, file: &(impl Sink + ?Sized), idx: u32, data: &[u8]) -> Result<()> {
         let vars = self.layout.vars();
         let var = vars.get(idx as usize).ok_or_else(|| {
             Error::new(ErrorKind::Plan {
@@ -695,7 +688,7 @@ impl Incremental {
     /// Writes the meta data and the file block. Every protected variable must have been
     /// added. In MD5 mode the file checksum needs every byte in file order, so the data are
     /// read back from the file (from the page cache, normally) in one serial MD5 pass.
-    pub fn finish(self, file: &File, progress: &(dyn Fn(u64) + Sync)) -> Result<Written> {
+    pub fn finish(self, file: &(impl Sink + ?Sized), progress: &(dyn Fn(u64) + Sync)) -> Result<Written> {
         if let Some(idx) = self.added.iter().position(|a| !a) {
             let id = self.layout.vars()[idx].id;
             return Err(Error::new(ErrorKind::Plan {

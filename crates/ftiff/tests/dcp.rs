@@ -46,7 +46,6 @@ fn apply(buffers: &mut [Vec<u8>], step: &Step) -> Vec<usize> {
 fn opts(integrity: Integrity, hash: BlockHash) -> WriteOptions {
     WriteOptions {
         timestamp: Some(1_700_000_000_000_000_000),
-        sync: false,
         integrity,
         table: match integrity {
             Integrity::Md5 => Some(Blocking { size: 1024, hash }),

@@ -297,10 +297,7 @@ fn writer_refuses_layouts_its_reader_would_reject() {
     let data: [&[u8]; 2] = [&[1; 8], &[2; 4]];
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.fti");
-    let opts = ftiff::WriteOptions {
-        sync: false,
-        ..Default::default()
-    };
+    let opts = ftiff::WriteOptions::default();
     type Spoil = fn(&mut ftiff::Layout);
     let cases: [(&str, Spoil); 5] = [
         ("dptr", |l| l.blocks[0].chunks[0].dptr.0 = 4),
@@ -342,10 +339,7 @@ fn twenty_thousand_variables() {
         &path,
         &layout,
         &data,
-        &ftiff::WriteOptions {
-            sync: false,
-            ..Default::default()
-        },
+        &ftiff::WriteOptions::default(),
     )
     .unwrap();
     let bytes = std::fs::read(&path).unwrap();

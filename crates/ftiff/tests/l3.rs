@@ -515,7 +515,6 @@ fn own_group(sizes: &[Vec<u64>], ranks: Vec<u32>) -> GroupDir {
         let path = dir.path().join(l3::file_name(id, FileKind::Rank, ranks[g]));
         let opts = WriteOptions {
             timestamp: Some(1_700_000_000_000_000_000 + g as i64),
-            sync: false,
             ..WriteOptions::default()
         };
         ftiff::write_path(&path, &layout, &refs, &opts).unwrap();

@@ -59,7 +59,7 @@ proptest! {
             }
             let buffers: Vec<Vec<u8>> = vars.iter().map(|v| fill(v.id, step, v.size)).collect();
             let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
-            let opts = WriteOptions { sync: false, ..Default::default() };
+            let opts = WriteOptions::default();
             ftiff::write_path(&path, &next, &data, &opts).unwrap();
             let bytes = std::fs::read(&path).unwrap();
             let ckpt = Checkpoint::parse(&bytes).unwrap();
@@ -101,10 +101,7 @@ fn writer_progress_is_monotone_and_ends_at_the_file_size() {
     let dir = tempfile::tempdir().unwrap();
     let file = std::fs::File::create(dir.path().join("p.fti")).unwrap();
     let seen = std::sync::Mutex::new(Vec::new());
-    let opts = WriteOptions {
-        sync: false,
-        ..Default::default()
-    };
+    let opts = WriteOptions::default();
     ftiff::write_file_with_progress(&file, &b, &data, &opts, &|n| seen.lock().unwrap().push(n))
         .unwrap();
     let seen = seen.into_inner().unwrap();

@@ -122,7 +122,6 @@ fn writer_reproduces_model_written_files() {
         let out = dir.path().join(format!("ckpt{}.fti", k + 1));
         let opts = WriteOptions {
             timestamp: Some(1_700_000_000_000_000_000),
-            sync: false,
             ..Default::default()
         };
         ftiff::write_path(&out, &next, &data, &opts).unwrap();

@@ -145,7 +145,7 @@ impl AsyncJob {
     pub(super) fn run(self, comm: &dyn Comm, staged: &[Vec<u8>]) -> Result<(FileBlock, bool)> {
         let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
         let written = store::begin(&self.dirs, self.level, self.id, None).and_then(|p| {
-            ftiff::write_file(&p.file, &self.layout, &data, &self.opts)
+            ftiff::write_file(&*p.file, &self.layout, &data, &self.opts)
                 .map_err(|e| Error::Format(e.with_path(&p.path)))
                 .map(|fb| (p, fb))
         });
@@ -155,7 +155,7 @@ impl AsyncJob {
         if self.record_pending {
             let recorded = match &self.record {
                 Some((path, exec_id)) => {
-                    config::record_restart(path, 1, exec_id).map_err(|err| Error::RestartRecord {
+                    config::record_restart(&*self.dirs.storage, path, 1, exec_id).map_err(|err| Error::RestartRecord {
                         path: path.clone(),
                         exec_id: exec_id.clone(),
                         err: Box::new(err),

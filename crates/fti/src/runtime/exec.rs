@@ -19,7 +19,11 @@ pub fn format_utc(ns: i64) -> String {
 /// (`YYYY-MM-DD_HH-MM-SS`), with `-1`, `-2`, ... appended while any rank already has a
 /// directory of that name, so that a fresh run never writes into an earlier execution's files
 /// (two runs started in the same second, or a restart that could not recover).
-pub(super) fn fresh_exec_id(cfg: &Config, comm: &dyn Comm) -> String {
+pub(super) fn fresh_exec_id(
+    storage: &std::sync::Arc<dyn crate::storage::Storage>,
+    cfg: &Config,
+    comm: &dyn Comm,
+) -> String {
     let base = String::from_utf8(comm.broadcast(new_exec_id().as_bytes())).unwrap_or_default();
     let mut n = 0u64;
     loop {
@@ -28,7 +32,7 @@ pub(super) fn fresh_exec_id(cfg: &Config, comm: &dyn Comm) -> String {
         } else {
             format!("{base}-{n}")
         };
-        let dirs = Dirs::new(cfg, &id);
+        let dirs = Dirs::on(std::sync::Arc::clone(storage), cfg, &id);
         let taken = [&dirs.local, &dirs.global, &dirs.meta]
             .iter()
             .any(|d| d.symlink_metadata().is_ok());

@@ -32,12 +32,8 @@ impl Fti {
                 // leaves the checkpoint complete at one level or the other.
                 let flushed = if last.level != Level::L4 {
                     trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                    let done = store::begin(&self.dirs, Level::L4, last.id, None).and_then(|p| {
-                        let mut src =
-                            File::open(&last.path).map_err(|e| Error::io(&last.path, e))?;
-                        std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
-                        store::publish_pending(&self.dirs, p)
-                    });
+                    let done = store::copy_into(&self.dirs, Level::L4, last.id, &last.path)
+                        .and_then(|p| store::publish_pending(&self.dirs, p));
                     trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
                     done.map(|_| ())
                 } else {
@@ -72,7 +68,7 @@ impl Fti {
                 "Updating configuration file ({})...",
                 path.display()
             ));
-            config::record_restart(path, failure, &self.exec_id).map_err(|err| {
+            config::record_restart(&*self.dirs.storage, path, failure, &self.exec_id).map_err(|err| {
                 Error::RestartRecord {
                     path: path.clone(),
                     exec_id: self.exec_id.clone(),
@@ -86,12 +82,16 @@ impl Fti {
 
     /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
     pub(super) fn write_topology(&self) -> Result<()> {
-        store::create_dir_durable(&self.dirs.meta)?;
+        store::create_dir_durable(&*self.dirs.storage, &self.dirs.meta)?;
         let mut text = String::from("\n[topology]\n");
         for (i, name) in self.node_names.iter().enumerate() {
             text.push_str(&format!("{i:<31}= {name}\n"));
         }
         text.push('\n');
-        store::replace_file(&self.dirs.meta.join("Topology.fti"), text.as_bytes())
+        store::replace_file(
+            &*self.dirs.storage,
+            &self.dirs.meta.join("Topology.fti"),
+            text.as_bytes(),
+        )
     }
 }

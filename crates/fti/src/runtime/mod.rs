@@ -14,11 +14,11 @@ pub use exec::{format_utc, new_exec_id};
 use recovery::{found_info, VerifiedFile};
 use restart::{check_rank_count, newest_exec_with_checkpoints};
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
@@ -28,6 +28,7 @@ use crate::config::{self, Config, Level};
 use crate::error::{Error, Result};
 use crate::levels::{self, agree, Holds, Plan};
 use crate::report::{FtiPrint, Messages, Reporter};
+use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
 use crate::trace::{self, Phase, Tracer};
@@ -41,6 +42,8 @@ pub struct Options {
     /// The application's libovni, when it already traces the calling thread: with tracing on,
     /// the runtime's marks go into that stream instead of a stream of its own.
     pub app_ovni: Option<Box<dyn crate::trace::AppOvni>>,
+    /// Where the runtime's files go (default: the real file system, [`Disk`]).
+    pub storage: Arc<dyn Storage>,
 }
 
 impl Default for Options {
@@ -48,6 +51,7 @@ impl Default for Options {
         Options {
             reporter: std::sync::Arc::new(FtiPrint),
             app_ovni: None,
+            storage: Arc::new(Disk),
         }
     }
 }
@@ -219,7 +223,11 @@ impl Fti {
         comm: Box<dyn Comm>,
         options: Options,
     ) -> Result<Fti> {
-        let Options { reporter, app_ovni } = options;
+        let Options {
+            reporter,
+            app_ovni,
+            storage,
+        } = options;
         // A one-rank comm keeps the config's rank: one process may act as any rank of a run
         // (restarting that rank's files alone, as the tools do).
         if comm.size() > 1 {
@@ -280,18 +288,21 @@ impl Fti {
             }
             // A rank whose node was lost finds nothing: the newest any rank has wins.
             (None, _) => {
-                levels::agree_newest(&*comm, newest_exec_with_checkpoints(&cfg).as_deref())
+                levels::agree_newest(
+                    &*comm,
+                    newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
+                )
             }
         };
         let exec_id = match &restart_exec {
             Some(id) => id.clone(),
-            None => fresh_exec_id(&cfg, &*comm),
+            None => fresh_exec_id(&storage, &cfg, &*comm),
         };
         if restart_exec.is_some() {
             // Before anything is written, so that a refused restart leaves no trace.
-            check_rank_count(&cfg, &exec_id, &*comm)?;
+            check_rank_count(&storage, &cfg, &exec_id, &*comm)?;
         }
-        let dirs = Dirs::new(&cfg, &exec_id);
+        let dirs = Dirs::on(storage, &cfg, &exec_id);
         messages.info(&if restart_exec.is_some() {
             format!("This is a restart. The execution ID is: {exec_id}")
         } else {

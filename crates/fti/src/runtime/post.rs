@@ -40,7 +40,7 @@ impl Fti {
                         &self.dirs,
                         id,
                         &plan,
-                        Some(&pending.file),
+                        Some((&*pending.file, pending.path.as_path())),
                     );
                     agree(&*self.comm, "L2 partner copy", copy).map(|c| (Some(c), fb, None))
                 });
@@ -69,8 +69,9 @@ impl Fti {
             // and only then are older checkpoints retired.
             let (dirs, own) = (self.dirs.clone(), path.clone());
             self.spawn_post(move |comm| {
-                let file = File::open(&own).map_err(|e| Error::io(&own, e));
-                let copy = levels::exchange_copies(comm, &dirs, id, &plan, file.as_ref().ok());
+                let file = dirs.storage.open(&own, false).map_err(|e| Error::io(&own, e));
+                let own_file = file.as_ref().ok().map(|f| (&**f, own.as_path()));
+                let copy = levels::exchange_copies(comm, &dirs, id, &plan, own_file);
                 let published = file
                     .and(copy)
                     .and_then(|c| store::publish_pending(&dirs, c));
@@ -82,11 +83,8 @@ impl Fti {
         store::retire(&self.dirs, write_level, id, keep, true)?;
         if write_level != level {
             let flush = move |comm: &dyn Comm, dirs: &Dirs, local: &Path| -> Result<PathBuf> {
-                let done = store::begin(dirs, level, id, None).and_then(|p| {
-                    let mut src = File::open(local).map_err(|e| Error::io(local, e))?;
-                    std::io::copy(&mut src, &mut &p.file).map_err(|e| Error::io(&p.path, e))?;
-                    store::publish_pending(dirs, p)
-                });
+                let done = store::copy_into(dirs, level, id, local)
+                    .and_then(|p| store::publish_pending(dirs, p));
                 let path = agree(comm, "flushing the checkpoint to L4", done)?;
                 store::retire(dirs, level, id, keep, false)?;
                 Ok(path)
@@ -203,7 +201,7 @@ impl Fti {
             left_fs: sizes[place.left() as usize],
             rounds: levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
         };
-        let fb = levels::set_fb(&pending.file, &pending.path, |b| {
+        let fb = levels::set_fb(&*pending.file, &pending.path, |b| {
             b.pt_fs = plan.left_fs as i64
         });
         agree(&*self.comm, "L2 partner copy", fb.map(|fb| (plan, fb)))
@@ -226,7 +224,7 @@ impl Fti {
             .map(|&r| sizes[r as usize])
             .max()
             .unwrap_or(0);
-        let fb = levels::set_fb(&pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+        let fb = levels::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
         let rsed = store::begin_named(
             &self.dirs,
             Level::L3,
@@ -240,7 +238,7 @@ impl Fti {
         let encoded = crate::l3::encode(
             &*self.comm,
             &place,
-            Some((&pending.file, pending.path.as_path(), own_fs)),
+            Some((&*pending.file, pending.path.as_path(), own_fs)),
             rsed.as_ref().ok(),
             max_fs,
         );

@@ -143,7 +143,7 @@ impl Fti {
                     "checkpoint {} ({}) is newer than the chosen restart point: removed",
                     newer.id, newer.level
                 ));
-                store::remove_file(&newer.path)?;
+                store::remove_file(&*self.dirs.storage, &newer.path)?;
             }
             self.cfg.restart_id = None;
         }

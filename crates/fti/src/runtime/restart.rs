@@ -174,13 +174,13 @@ impl Fti {
         }
         // The fresh run gets its own execution: the files of the one that could not be
         // recovered stay as they are, for the user to inspect or repair.
-        let fresh = fresh_exec_id(&self.cfg, &*self.comm);
+        let fresh = fresh_exec_id(&self.dirs.storage, &self.cfg, &*self.comm);
         self.messages.warn(&format!(
                 "restart requested for execution {} but no checkpoint{} could be recovered by every rank: starting fresh as execution {fresh}",
                 self.exec_id,
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
             ));
-        self.dirs = Dirs::new(&self.cfg, &fresh);
+        self.dirs = Dirs::on(Arc::clone(&self.dirs.storage), &self.cfg, &fresh);
         self.exec_id = fresh;
     }
 
@@ -250,6 +250,7 @@ impl Fti {
                 })
                 .transpose();
             let held = crate::l3::Held {
+                storage: &*self.dirs.storage,
                 own: own.as_ref().map(|(p, fs)| (p.as_path(), *fs)),
                 rsed: rsed.as_deref(),
             };
@@ -303,24 +304,29 @@ impl Fti {
 /// process may hold a lost node's files nowhere, so a count below the listed nodes' is
 /// completed to full nodes. A process acting alone as one rank of a larger run (a one-rank
 /// comm with `rank >= nranks`) is not checked.
-pub(super) fn check_rank_count(cfg: &Config, exec_id: &str, comm: &dyn Comm) -> Result<()> {
+pub(super) fn check_rank_count(
+    storage: &std::sync::Arc<dyn crate::storage::Storage>,
+    cfg: &Config,
+    exec_id: &str,
+    comm: &dyn Comm,
+) -> Result<()> {
     if cfg.rank >= cfg.nranks {
         return Ok(());
     }
-    let dirs = Dirs::new(cfg, exec_id);
+    let dirs = Dirs::on(std::sync::Arc::clone(storage), cfg, exec_id);
     let mut roots = vec![dirs.local.clone(), dirs.global.clone()];
     if cfg.local_test {
         // Every node directory of the shared ckpt_dir, not only this rank's.
-        if let Ok(entries) = std::fs::read_dir(&cfg.ckpt_dir) {
+        if let Ok(entries) = dirs.storage.list(&cfg.ckpt_dir) {
             roots.extend(
                 entries
-                    .flatten()
-                    .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
-                    .map(|e| e.path().join(exec_id)),
+                    .into_iter()
+                    .filter(|e| e.name.to_string_lossy().starts_with("node"))
+                    .map(|e| e.path.join(exec_id)),
             );
         }
     }
-    let highest = store::highest_rank(&roots).map_or(0, |r| u64::from(r) + 1);
+    let highest = store::highest_rank(&*dirs.storage, &roots).map_or(0, |r| u64::from(r) + 1);
     let nodes = store::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
     let max = |all: Vec<u64>| all.into_iter().max().unwrap_or(0);
     let (highest, nodes) = (
@@ -348,7 +354,10 @@ pub(super) fn check_rank_count(cfg: &Config, exec_id: &str, comm: &dyn Comm) -> 
 }
 
 /// The newest execution directory (ids sort by time) with a checkpoint of this rank.
-pub(super) fn newest_exec_with_checkpoints(cfg: &Config) -> Option<String> {
+pub(super) fn newest_exec_with_checkpoints(
+    storage: &Arc<dyn crate::storage::Storage>,
+    cfg: &Config,
+) -> Option<String> {
     let mut execs: Vec<String> = Vec::new();
     let local_root = if cfg.local_test {
         cfg.ckpt_dir.join(format!("node{}", cfg.node()))
@@ -356,12 +365,12 @@ pub(super) fn newest_exec_with_checkpoints(cfg: &Config) -> Option<String> {
         cfg.ckpt_dir.clone()
     };
     for root in [local_root, cfg.glbl_dir.clone()] {
-        if let Ok(entries) = std::fs::read_dir(root) {
+        if let Ok(entries) = storage.list(&root) {
             execs.extend(
                 entries
-                    .flatten()
-                    .filter(|e| e.path().is_dir())
-                    .map(|e| e.file_name().to_string_lossy().into_owned()),
+                    .into_iter()
+                    .filter(|e| e.kind == crate::storage::Kind::Dir)
+                    .map(|e| e.name.to_string_lossy().into_owned()),
             );
         }
     }
@@ -370,5 +379,5 @@ pub(super) fn newest_exec_with_checkpoints(cfg: &Config) -> Option<String> {
     execs
         .into_iter()
         .rev()
-        .find(|exec| !store::find_checkpoints(&Dirs::new(cfg, exec)).is_empty())
+        .find(|exec| !store::find_checkpoints(&Dirs::on(Arc::clone(storage), cfg, exec)).is_empty())
 }

@@ -227,7 +227,6 @@ fn write_history(
         timestamp: Some(TIMESTAMP),
         max_fs: if fields.0 < 0 { -1 } else { fs + fields.0 },
         pt_fs: fields.1,
-        sync: false,
         integrity,
         table: None,
     };

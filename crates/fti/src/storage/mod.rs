@@ -1,0 +1,216 @@
+//! The storage layer: every file-system effect of the runtime goes through one [`Storage`].
+//!
+//! [`Disk`] is the real file system. [`PowerCut`] keeps, beside the real files, an image of
+//! what a disk would still hold after a power failure (only what was synced), and fails every
+//! operation after the n-th: the crash-consistency tests run checkpoints on it and restart from
+//! the durable image (`docs/crash-safety.md`).
+//!
+//! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) are not
+//! effects and stay on the file system through `ftiff`'s reader; the reads of the write path
+//! (a differential checkpoint's old file block, the sources of L2 and L4 copies) go through
+//! [`Storage::open`].
+
+mod power_cut;
+
+pub use power_cut::PowerCut;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// What a directory entry is (symbolic links followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Dir,
+    /// A FIFO, socket, device or a dangling link: never read as a checkpoint.
+    Other,
+}
+
+/// One entry of [`Storage::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The entry's name in its directory.
+    pub name: OsString,
+    /// Its full path.
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: Kind,
+}
+
+/// A file opened through a [`Storage`]: the checkpoint writer's [`ftiff::Sink`], plus sync.
+pub trait StorageFile: ftiff::Sink + Send + fmt::Debug {
+    /// Makes the file's data and size durable (`fsync`).
+    fn sync(&self) -> io::Result<()>;
+    /// The file's size in bytes.
+    fn len(&self) -> io::Result<u64>;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> io::Result<bool> {
+        self.len().map(|n| n == 0)
+    }
+}
+
+/// The file-system operations of the runtime. Errors are the OS's; callers add the path.
+pub trait Storage: Send + Sync + fmt::Debug {
+    /// Creates a new file (it must not exist), open for reading and writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>>;
+    /// Opens an existing regular file, for reading and, with `write`, writing. Anything else
+    /// (a FIFO, a directory) is refused without blocking.
+    fn open(&self, path: &Path, write: bool) -> io::Result<Box<dyn StorageFile>>;
+    /// Renames a file, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Creates a directory (its parent must exist).
+    fn create_dir(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, path: &Path) -> io::Result<()>;
+    /// The entries of a directory, in no particular order.
+    fn list(&self, dir: &Path) -> io::Result<Vec<Entry>>;
+    /// What `path` is (`stat`, never blocking).
+    fn kind(&self, path: &Path) -> io::Result<Kind>;
+    /// Makes a directory's entries durable (`fsync` of the directory).
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+}
+
+/// The real file system.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Disk;
+
+/// A file of [`Disk`].
+#[derive(Debug)]
+struct DiskFile(File);
+
+impl ftiff::Sink for DiskFile {
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        FileExt::write_all_at(&self.0, buf, offset)
+    }
+
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        FileExt::read_exact_at(&self.0, buf, offset)
+    }
+
+    fn set_len(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+
+    /// The data go to disk while the writer's checksum still runs; publishing syncs the rest.
+    fn data_written(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+}
+
+impl StorageFile for DiskFile {
+    fn sync(&self) -> io::Result<()> {
+        self.0.sync_all()
+    }
+
+    fn len(&self) -> io::Result<u64> {
+        self.0.metadata().map(|m| m.len())
+    }
+}
+
+/// `stat`'s answer as a [`Kind`].
+fn kind_of(meta: &fs::Metadata) -> Kind {
+    if meta.is_file() {
+        Kind::File
+    } else if meta.is_dir() {
+        Kind::Dir
+    } else {
+        Kind::Other
+    }
+}
+
+impl Storage for Disk {
+    fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(Box::new(DiskFile(file)))
+    }
+
+    fn open(&self, path: &Path, write: bool) -> io::Result<Box<dyn StorageFile>> {
+        let file = if write {
+            // Only files this runtime made are opened for writing; still, never block.
+            use std::os::unix::fs::OpenOptionsExt as _;
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)?;
+            if !file.metadata()?.is_file() {
+                return Err(not_regular());
+            }
+            file
+        } else {
+            ftiff::open_regular(path).map_err(|e| io::Error::other(e.to_string()))?
+        };
+        Ok(Box::new(DiskFile(file)))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
+    }
+
+    fn create_dir(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir(path)
+    }
+
+    fn remove_dir(&self, path: &Path) -> io::Result<()> {
+        fs::remove_dir(path)
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<Entry>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let kind = fs::metadata(&path).map_or(Kind::Other, |m| kind_of(&m));
+            out.push(Entry {
+                name: entry.file_name(),
+                path,
+                kind,
+            });
+        }
+        Ok(out)
+    }
+
+    fn kind(&self, path: &Path) -> io::Result<Kind> {
+        fs::metadata(path).map(|m| kind_of(&m))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")
+}
+
+/// Copies the whole of `from` into `to` (from offset 0), in 8 MiB pieces; returns the bytes
+/// copied.
+pub fn copy(from: &dyn StorageFile, to: &dyn StorageFile) -> io::Result<u64> {
+    let len = from.len()?;
+    let mut buf = vec![0u8; (8 << 20).min(len as usize)];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(buf.len() as u64) as usize;
+        from.read_exact_at(&mut buf[..n], at)?;
+        to.write_all_at(&buf[..n], at)?;
+        at += n as u64;
+    }
+    to.set_len(len)?;
+    Ok(len)
+}
