@@ -48,6 +48,10 @@ impl Fti {
             }
         }
         self.restart = None;
+        // The record says "fresh" before any file goes: a crash in between leaves a fresh
+        // start with files to spare, never a restart record with nothing to restart from.
+        let recorded = self.record_in_config(0);
+        agree(&*self.comm, "recording the end of the run", recorded)?;
         store::remove_rank_files(&self.dirs, false)?;
         // Every rank is done with the run's directories before the meta directory goes: only
         // the file the runtime wrote there, then the directory if nothing else is in it.
@@ -55,7 +59,7 @@ impl Fti {
         if self.cfg.rank == 0 {
             store::remove_meta_files(&self.dirs)?;
         }
-        self.record_in_config(0)
+        Ok(())
     }
 
     /// Writes `failure` and `exec_id` back into the config file (rank 0, when read from one).

@@ -29,6 +29,8 @@ struct State {
     ops: u64,
     /// The operation whose turn cuts the power (0-based), if any.
     cut_at: Option<u64>,
+    /// Whether an operation (or a read) was refused: the power is off.
+    cut: bool,
     next_ino: u64,
     /// Every name under the root, as the running system sees it.
     live: BTreeMap<PathBuf, Node>,
@@ -41,16 +43,18 @@ struct State {
 impl State {
     /// Counts one operation; fails it if the power is (now) off.
     fn op(&mut self) -> io::Result<()> {
-        let n = self.ops;
-        if self.cut_at.is_some_and(|cut| n >= cut) {
-            return Err(io::Error::other("power cut (simulated)"));
-        }
+        self.powered()?;
         self.ops += 1;
         Ok(())
     }
 
-    fn off(&self) -> bool {
-        self.cut_at.is_some_and(|cut| self.ops >= cut)
+    /// Fails once the operation whose turn cuts the power has come.
+    fn powered(&mut self) -> io::Result<()> {
+        if self.cut_at.is_some_and(|cut| self.ops >= cut) {
+            self.cut = true;
+            return Err(io::Error::other("power cut (simulated)"));
+        }
+        Ok(())
     }
 
     fn new_ino(&mut self) -> u64 {
@@ -125,9 +129,9 @@ impl PowerCut {
         self.lock().ops
     }
 
-    /// Whether the power has been cut.
+    /// Whether the power has been cut (an operation was refused).
     pub fn is_cut(&self) -> bool {
-        self.lock().off()
+        self.lock().cut
     }
 
     /// Writes what survives the power failure (or would survive one now) under `dest`, which
@@ -208,9 +212,7 @@ impl Storage for PowerCut {
     fn open(&self, path: &Path, write: bool) -> io::Result<Box<dyn StorageFile>> {
         self.inside(path)?;
         let mut state = self.lock();
-        if state.off() {
-            return Err(io::Error::other("power cut (simulated)"));
-        }
+        state.powered()?;
         let inner = Disk.open(path, write)?;
         let ino = state.ino(path);
         drop(state);
@@ -261,17 +263,13 @@ impl Storage for PowerCut {
 
     fn list(&self, dir: &Path) -> io::Result<Vec<Entry>> {
         self.inside(dir)?;
-        if self.is_cut() {
-            return Err(io::Error::other("power cut (simulated)"));
-        }
+        self.lock().powered()?;
         Disk.list(dir)
     }
 
     fn kind(&self, path: &Path) -> io::Result<Kind> {
         self.inside(path)?;
-        if self.is_cut() {
-            return Err(io::Error::other("power cut (simulated)"));
-        }
+        self.lock().powered()?;
         Disk.kind(path)
     }
 
@@ -323,9 +321,7 @@ impl ftiff::Sink for PowerCutFile {
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        if self.lock().off() {
-            return Err(io::Error::other("power cut (simulated)"));
-        }
+        self.lock().powered()?;
         self.inner.read_exact_at(buf, offset)
     }
 
