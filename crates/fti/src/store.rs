@@ -2,8 +2,7 @@
 //! without ever losing the previous one. The argument is in `docs/crash-safety.md`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::config::{Config, Level};
 use crate::error::{Error, Result};
@@ -227,12 +226,16 @@ pub const STEPS: &[&str] = &[
     "pruned",
 ];
 
-/// Test hook (also at step `partner`, before an L2 checkpoint sends any byte to the partner):
-/// when the environment variable `FTI_STOP_AT` is `<step>` or `<step>:<n>` (a step
-/// of [`STEPS`], reached for the n-th time, default 1), the process announces
-/// `FTI_STOPPED <step>` on stderr there and waits to be killed. Crash tests use it to kill a
-/// real process at every step of the protocol. Without the variable it costs one comparison.
+/// Test hook of builds with the `crash-points` feature (the crate's own tests and examples;
+/// never a release): at a step of [`STEPS`] (also `reused`, when a differential checkpoint
+/// takes an older file, and `partner`, before an L2 checkpoint sends any byte to the partner),
+/// when the environment variable `FTI_STOP_AT` is `<step>` or `<step>:<n>` (reached for the
+/// n-th time, default 1), the process announces `FTI_STOPPED <step>` on stderr and waits to be
+/// killed. Crash tests use it to kill a real process at every step of the protocol.
+#[cfg(feature = "crash-points")]
 pub(crate) fn crash_point(step: &str) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::OnceLock;
     static STOP_AT: OnceLock<Option<(String, usize)>> = OnceLock::new();
     static REACHED: AtomicUsize = AtomicUsize::new(0);
     let target = STOP_AT.get_or_init(|| {
@@ -249,6 +252,11 @@ pub(crate) fn crash_point(step: &str) {
         }
     }
 }
+
+/// Without the `crash-points` feature the hook is nothing.
+#[cfg(not(feature = "crash-points"))]
+#[inline(always)]
+pub(crate) fn crash_point(_step: &str) {}
 
 /// `fsync` of a directory, so that entries created, renamed or removed in it are durable.
 pub fn sync_dir(st: &dyn Storage, dir: &Path) -> Result<()> {
