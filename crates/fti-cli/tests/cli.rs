@@ -225,13 +225,7 @@ fn diff_names_changed_containers() {
     data[2][13000] ^= 0xff;
     let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let b = dir.path().join("b.fti");
-    ftiff::write_path(
-        &b,
-        &ckpt.layout(),
-        &slices,
-        &ftiff::WriteOptions::default(),
-    )
-    .unwrap();
+    ftiff::write_path(&b, &ckpt.layout(), &slices, &ftiff::WriteOptions::default()).unwrap();
     let out = stdout(&fti(args!["diff", seed(3), b]));
     assert!(
         out.contains("id 3: changed (28000 bytes; containers 1 differ)\n"),

@@ -27,7 +27,11 @@ const BLOCK: u64 = 4 << 20;
 /// Reads `[at, at + len)` of a file of `fs` bytes, zero-extended past its end.
 fn read_block(
     file: &dyn StorageFile,
-    fs: u64, at: u64, len: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
+    fs: u64,
+    at: u64,
+    len: u64,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
     out.clear();
     out.resize(len as usize, 0);
     let have = fs.saturating_sub(at).min(len) as usize;

@@ -110,7 +110,7 @@ pub(crate) fn exchange_copies(
     plan: &PartnerPlan,
     own: Option<OpenFile<'_>>,
 ) -> Result<store::Pending> {
-    let copy = store::begin_named(dirs, Level::L2, id, dirs.copy_name(id), None);
+    let copy = store::begin_named(dirs, Level::L2, dirs.copy_name(id), None);
     let sent = transfer(
         comm,
         (plan.right, own, plan.own_fs),
@@ -256,13 +256,7 @@ pub(crate) fn rebuild_l2(
         (left, files.contains(&left).then_some(copy_path).flatten()),
         (right, files.contains(&me).then(|| dirs.file_name(id))),
     );
-    rebuilt.extend(move_file(
-        comm,
-        dirs,
-        id,
-        round,
-        "rebuilding lost L2 files",
-    )?);
+    rebuilt.extend(move_file(comm, dirs, round, "rebuilding lost L2 files")?);
     // Round 2: the left partner's file (possibly just rebuilt) comes back as the copy this rank
     // keeps.
     let own_path = if files.contains(&me) {
@@ -283,7 +277,6 @@ pub(crate) fn rebuild_l2(
     rebuilt.extend(move_file(
         comm,
         dirs,
-        id,
         round,
         "rebuilding lost L2 partner copies",
     )?);
@@ -301,7 +294,6 @@ type Incoming = (u32, Option<String>);
 fn move_file(
     comm: &dyn Comm,
     dirs: &Dirs,
-    id: i32,
     ((to, send), (from, recv)): (Outgoing<'_>, Incoming),
     what: &str,
 ) -> Result<Option<PathBuf>> {
@@ -319,7 +311,7 @@ fn move_file(
     let sizes = gather_u64(comm, len);
     let rounds = rounds_for(sizes.iter().copied());
     let pending = recv
-        .map(|name| store::begin_named(dirs, Level::L2, id, name, None))
+        .map(|name| store::begin_named(dirs, Level::L2, name, None))
         .transpose();
     let local = match (&file, &pending) {
         (Err(e), _) | (_, Err(e)) => Err(Error::Ranks(format!("{what}: {e}"))),

@@ -299,7 +299,7 @@ fn remove(st: &dyn Storage, path: &Path) -> Result<()> {
 }
 
 /// A checkpoint file being written under `tmp/`, not yet published. Dropped without
-/// [`commit`] (an error, an abandoned incremental checkpoint), it removes its file.
+/// [`publish_pending`] (an error, an abandoned incremental checkpoint), it removes its file.
 #[derive(Debug)]
 pub struct Pending {
     /// The open file.
@@ -307,7 +307,6 @@ pub struct Pending {
     /// Its path under `tmp/`.
     pub path: PathBuf,
     level: Level,
-    id: i32,
     name: String,
     published: bool,
     storage: Arc<dyn Storage>,
@@ -326,14 +325,13 @@ impl Drop for Pending {
 /// checkpoint). Moving it out of `lK/` or the archive first means a crash can never leave a
 /// half-updated file under a published name.
 pub fn begin(dirs: &Dirs, level: Level, id: i32, reuse: Option<&Path>) -> Result<Pending> {
-    begin_named(dirs, level, id, dirs.file_name(id), reuse)
+    begin_named(dirs, level, dirs.file_name(id), reuse)
 }
 
 /// As [`begin`], for a file named `name` (a partner copy).
 pub fn begin_named(
     dirs: &Dirs,
     level: Level,
-    id: i32,
     name: String,
     reuse: Option<&Path>,
 ) -> Result<Pending> {
@@ -359,33 +357,10 @@ pub fn begin_named(
         file,
         path: tmp,
         level,
-        id,
         name,
         published: false,
         storage: Arc::clone(&dirs.storage),
     })
-}
-
-/// Publishes a pending checkpoint whose content is complete: fsync, rename into `lK/` and
-/// fsync of the directory (the commit point); only then are this rank's older checkpoints in
-/// `lK/` (and in lower levels' directories, as FTI does) moved to their archives, or deleted
-/// when `keep` is 1, and the archives pruned to `keep - 1`. Returns the published path.
-pub fn commit(dirs: &Dirs, pending: Pending, keep: usize) -> Result<PathBuf> {
-    commit_with(dirs, pending, keep, true)
-}
-
-/// As [`commit`]; `retire_lower = false` leaves lower levels' files alone (the L4 copy of an
-/// L1 checkpoint does not retire that L1 checkpoint).
-pub fn commit_with(
-    dirs: &Dirs,
-    pending: Pending,
-    keep: usize,
-    retire_lower: bool,
-) -> Result<PathBuf> {
-    let (level, id) = (pending.level, pending.id);
-    let target = publish_pending(dirs, pending)?;
-    retire(dirs, level, id, keep, retire_lower)?;
-    Ok(target)
 }
 
 /// The commit point of one file: fsync, rename into `lK/`, fsync of the directory. Older
@@ -400,7 +375,8 @@ pub fn publish_pending(dirs: &Dirs, mut pending: Pending) -> Result<PathBuf> {
     crash_point("fsynced");
     let level_dir = dirs.level_dir(level);
     let target = level_dir.join(&pending.name);
-    st.rename(&tmp, &target).map_err(|e| Error::io(&target, e))?;
+    st.rename(&tmp, &target)
+        .map_err(|e| Error::io(&target, e))?;
     pending.published = true;
     drop(pending);
     crash_point("renamed");
@@ -427,19 +403,6 @@ pub fn retire(dirs: &Dirs, level: Level, id: i32, keep: usize, retire_lower: boo
     Ok(())
 }
 
-/// Publishes the copy of an already published file as checkpoint `id` of `level` (an L4
-/// flush): like [`publish`], but lower levels' files are not retired.
-pub fn publish_copy(
-    dirs: &Dirs,
-    level: Level,
-    id: i32,
-    keep: usize,
-    from: &Path,
-) -> Result<PathBuf> {
-    let pending = copy_into(dirs, level, id, from)?;
-    commit_with(dirs, pending, keep, false)
-}
-
 /// A new pending file of checkpoint `id` at `level` holding a copy of the file `from`.
 pub fn copy_into(dirs: &Dirs, level: Level, id: i32, from: &Path) -> Result<Pending> {
     let pending = begin(dirs, level, id, None)?;
@@ -449,20 +412,6 @@ pub fn copy_into(dirs: &Dirs, level: Level, id: i32, from: &Path) -> Result<Pend
         .map_err(|e| Error::io(from, e))?;
     crate::storage::copy(&*src, &*pending.file).map_err(|e| Error::io(&pending.path, e))?;
     Ok(pending)
-}
-
-/// Publishes checkpoint `id` of `level` in one go: [`begin`] a new file, `write` fills it,
-/// [`commit`].
-pub fn publish(
-    dirs: &Dirs,
-    level: Level,
-    id: i32,
-    keep: usize,
-    write: impl FnOnce(&dyn StorageFile, &Path) -> Result<()>,
-) -> Result<PathBuf> {
-    let pending = begin(dirs, level, id, None)?;
-    write(&*pending.file, &pending.path)?;
-    commit(dirs, pending, keep)
 }
 
 /// Moves (or deletes) this rank's checkpoints other than `id` out of `lK/` for the levels
@@ -706,11 +655,14 @@ mod tests {
         };
         let dirs = Dirs::new(&cfg, "E");
         let put = |id: i32, level, keep| {
-            publish(&dirs, level, id, keep, |f, _| {
-                f.write_all_at(format!("ckpt {id}").as_bytes(), 0)
-                    .map_err(|e| Error::io(Path::new("x"), e))
-            })
-            .unwrap()
+            let pending = begin(&dirs, level, id, None).unwrap();
+            pending
+                .file
+                .write_all_at(format!("ckpt {id}").as_bytes(), 0)
+                .unwrap();
+            let path = publish_pending(&dirs, pending).unwrap();
+            retire(&dirs, level, id, keep, true).unwrap();
+            path
         };
         for id in 1..=5 {
             put(id, Level::L1, 3);

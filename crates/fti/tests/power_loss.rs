@@ -101,14 +101,17 @@ fn run(root: &Path, mode: Mode, storage: &PowerCut) -> Seen {
                     size: data.len() as u64,
                 },
             ];
-            fti.init_icp(k, Level::L1, &sizes)
-                .and_then(|()| fti.add_var_icp(&Var::slice(1, &mut data)))
-                .and_then(|()| fti.add_var_icp(&Var::new(0, &mut id)))
-                .and_then(|()| fti.finalize_icp().map(|_| ()))
-                .is_ok()
+            fti.init_icp(k, Level::L1, &sizes).is_ok()
+                && fti.add_var_icp(&Var::slice(1, &mut data)).is_ok()
+                && fti.add_var_icp(&Var::new(0, &mut id)).is_ok()
+                && fti.finalize_icp().is_ok()
         } else {
-            fti.checkpoint(k, Level::L1, &[Var::new(0, &mut id), Var::slice(1, &mut data)])
-                .is_ok()
+            fti.checkpoint(
+                k,
+                Level::L1,
+                &[Var::new(0, &mut id), Var::slice(1, &mut data)],
+            )
+            .is_ok()
         };
         if !ok {
             return seen;
@@ -177,9 +180,15 @@ fn cut_everywhere(mode: Mode) {
     write_config(dir.path());
     let whole = PowerCut::new(dir.path(), None).unwrap();
     let seen = run(dir.path(), mode, &whole);
-    assert_eq!(seen.done, COUNT, "{mode:?}: the run without a power cut failed");
+    assert_eq!(
+        seen.done, COUNT,
+        "{mode:?}: the run without a power cut failed"
+    );
     let total = whole.ops();
-    assert!(total > 20, "{mode:?}: only {total} operations: not on the storage?");
+    assert!(
+        total > 20,
+        "{mode:?}: only {total} operations: not on the storage?"
+    );
     for n in 0..=total {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("run");
@@ -199,11 +208,21 @@ fn cut_everywhere(mode: Mode) {
         let live = dir.path().join("live");
         std::fs::rename(&root, &live).unwrap();
         std::fs::rename(&image, &root).unwrap();
-        check_restart(&root, mode, &seen, &format!("{mode:?}, power cut at operation {n} of {total}"));
+        check_restart(
+            &root,
+            mode,
+            &seen,
+            &format!("{mode:?}, power cut at operation {n} of {total}"),
+        );
         // Process crash: every write the run made, synced or not.
         std::fs::remove_dir_all(&root).unwrap();
         std::fs::rename(&live, &root).unwrap();
-        check_restart(&root, mode, &seen, &format!("{mode:?}, crash at operation {n} of {total}"));
+        check_restart(
+            &root,
+            mode,
+            &seen,
+            &format!("{mode:?}, crash at operation {n} of {total}"),
+        );
     }
 }
 
@@ -264,7 +283,10 @@ fn durable_image_keeps_only_what_was_synced() {
     st2.create_dir(&root.join("e")).unwrap();
     let c = st2.create(&root.join("e/c")).unwrap();
     c.sync().unwrap();
-    assert!(st2.sync_dir(&root.join("e")).is_err(), "power is cut at op 3");
+    assert!(
+        st2.sync_dir(&root.join("e")).is_err(),
+        "power is cut at op 3"
+    );
     assert!(st2.is_cut());
     let image2 = dir.path().join("img2");
     std::fs::create_dir(&image2).unwrap();

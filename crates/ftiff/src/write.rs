@@ -187,7 +187,11 @@ fn check_data(layout: &Layout, data: &[&[u8]]) -> Result<()> {
 }
 
 /// Writes the containers of a block: chunk data then zero fill.
-fn write_containers(file: &(impl Sink + ?Sized), block: &Block, data: &[&[u8]]) -> std::io::Result<()> {
+fn write_containers(
+    file: &(impl Sink + ?Sized),
+    block: &Block,
+    data: &[&[u8]],
+) -> std::io::Result<()> {
     for c in &block.chunks {
         file.write_all_at(chunk_slice(data, c), c.fptr.0)?;
         let mut at = c.fptr.0 + c.chunk_size;
@@ -551,7 +555,11 @@ fn layout_checksum(
 
 /// Encodes and writes every block's meta data with the chunk hashes (file order); returns the
 /// encoded bytes, which fast checksums cover.
-fn write_metas(file: &(impl Sink + ?Sized), layout: &Layout, chunk_hashes: &[Digest]) -> Result<Vec<Vec<u8>>> {
+fn write_metas(
+    file: &(impl Sink + ?Sized),
+    layout: &Layout,
+    chunk_hashes: &[Digest],
+) -> Result<Vec<Vec<u8>>> {
     let mut metas = Vec::with_capacity(layout.blocks.len());
     let mut rest = chunk_hashes;
     for block in &layout.blocks {
@@ -688,7 +696,11 @@ impl Incremental {
     /// Writes the meta data and the file block. Every protected variable must have been
     /// added. In MD5 mode the file checksum needs every byte in file order, so the data are
     /// read back from the file (from the page cache, normally) in one serial MD5 pass.
-    pub fn finish(self, file: &(impl Sink + ?Sized), progress: &(dyn Fn(u64) + Sync)) -> Result<Written> {
+    pub fn finish(
+        self,
+        file: &(impl Sink + ?Sized),
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Written> {
         if let Some(idx) = self.added.iter().position(|a| !a) {
             let id = self.layout.vars()[idx].id;
             return Err(Error::new(ErrorKind::Plan {

@@ -335,13 +335,7 @@ fn twenty_thousand_variables() {
     let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("many.fti");
-    ftiff::write_path(
-        &path,
-        &layout,
-        &data,
-        &ftiff::WriteOptions::default(),
-    )
-    .unwrap();
+    ftiff::write_path(&path, &layout, &data, &ftiff::WriteOptions::default()).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let ckpt = Checkpoint::parse(&bytes).unwrap();
     assert!(ckpt.verify(&bytes, &no_progress).is_empty());

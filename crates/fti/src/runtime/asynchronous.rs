@@ -155,10 +155,12 @@ impl AsyncJob {
         if self.record_pending {
             let recorded = match &self.record {
                 Some((path, exec_id)) => {
-                    config::record_restart(&*self.dirs.storage, path, 1, exec_id).map_err(|err| Error::RestartRecord {
-                        path: path.clone(),
-                        exec_id: exec_id.clone(),
-                        err: Box::new(err),
+                    config::record_restart(&*self.dirs.storage, path, 1, exec_id).map_err(|err| {
+                        Error::RestartRecord {
+                            path: path.clone(),
+                            exec_id: exec_id.clone(),
+                            err: Box::new(err),
+                        }
                     })
                 }
                 None => Ok(()),

@@ -72,13 +72,13 @@ impl Fti {
                 "Updating configuration file ({})...",
                 path.display()
             ));
-            config::record_restart(&*self.dirs.storage, path, failure, &self.exec_id).map_err(|err| {
-                Error::RestartRecord {
+            config::record_restart(&*self.dirs.storage, path, failure, &self.exec_id).map_err(
+                |err| Error::RestartRecord {
                     path: path.clone(),
                     exec_id: self.exec_id.clone(),
                     err: Box::new(err),
-                }
-            })?;
+                },
+            )?;
         }
         self.cfg.failure = Some(failure);
         Ok(())

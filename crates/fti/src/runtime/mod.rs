@@ -287,12 +287,10 @@ impl Fti {
                 })
             }
             // A rank whose node was lost finds nothing: the newest any rank has wins.
-            (None, _) => {
-                levels::agree_newest(
-                    &*comm,
-                    newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
-                )
-            }
+            (None, _) => levels::agree_newest(
+                &*comm,
+                newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
+            ),
         };
         let exec_id = match &restart_exec {
             Some(id) => id.clone(),

@@ -69,7 +69,10 @@ impl Fti {
             // and only then are older checkpoints retired.
             let (dirs, own) = (self.dirs.clone(), path.clone());
             self.spawn_post(move |comm| {
-                let file = dirs.storage.open(&own, false).map_err(|e| Error::io(&own, e));
+                let file = dirs
+                    .storage
+                    .open(&own, false)
+                    .map_err(|e| Error::io(&own, e));
                 let own_file = file.as_ref().ok().map(|f| (&**f, own.as_path()));
                 let copy = levels::exchange_copies(comm, &dirs, id, &plan, own_file);
                 let published = file
@@ -228,7 +231,6 @@ impl Fti {
         let rsed = store::begin_named(
             &self.dirs,
             Level::L3,
-            id,
             crate::l3::rsed_name(id, self.cfg.rank),
             None,
         );

@@ -240,13 +240,7 @@ impl Fti {
             let new_rsed = lost_copies
                 .contains(&me)
                 .then(|| {
-                    store::begin_named(
-                        &self.dirs,
-                        Level::L3,
-                        id,
-                        crate::l3::rsed_name(id, me),
-                        None,
-                    )
+                    store::begin_named(&self.dirs, Level::L3, crate::l3::rsed_name(id, me), None)
                 })
                 .transpose();
             let held = crate::l3::Held {
