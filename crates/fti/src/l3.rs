@@ -246,12 +246,10 @@ fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
     let fs = u64::try_from(fb.fs)
         .ok()
         .filter(|&fs| fs <= max_fs)
-        .ok_or_else(|| {
-            Error::Ranks(format!(
-                "rebuilt file {} has fs {} beyond maxFs {max_fs}",
-                p.path.display(),
-                fb.fs
-            ))
+        .ok_or_else(|| Error::RebuiltSize {
+            path: p.path.clone(),
+            fs: fb.fs,
+            max_fs,
         })?;
     p.file.set_len(fs).map_err(|e| Error::io(&p.path, e))?;
     if fs == max_fs && fs % 2 == 1 {

@@ -47,7 +47,7 @@ mod var;
 
 pub use comm::{Comm, SelfComm, Threads};
 pub use config::{check_exec_id, record_restart, Config, Level};
-pub use error::{Error, Result};
+pub use error::{Candidate, Error, Result, Skipped, Step};
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Options, Snapshot, Status};
 pub use trace::AppOvni;
 pub use var::Var;

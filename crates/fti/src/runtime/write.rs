@@ -83,7 +83,7 @@ impl Fti {
             .collect();
         let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
             Ok(layout) => layout,
-            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+            Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
         let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
         // Buffers by protect position; a removed variable has none.
@@ -107,7 +107,7 @@ impl Fti {
             base.as_ref().map(|(p, _)| p.as_path()),
         ) {
             Ok(p) => p,
-            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+            Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
         let bar = progress_bar(
             &self.cfg,
@@ -118,7 +118,7 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
         let written = agree(
             &*self.comm,
-            "writing the checkpoint",
+            Step::Write,
             match &base {
                 Some((_, b)) => ftiff::update_file(
                     &pending.file,
