@@ -72,8 +72,8 @@ pub struct GroupArgs {
     #[arg(long, value_delimiter = ',', value_name = "R0,R1,...")]
     group: Option<Vec<u32>>,
     /// Checkpoint id (needed when DIR holds files of several checkpoints).
-    #[arg(long, value_name = "N")]
-    id: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
+    id: Option<i32>,
 }
 
 impl GroupArgs {

@@ -274,7 +274,8 @@ fn file_name(path: &Path) -> String {
 
 fn is_rsed(path: &Path, kind: Kind) -> bool {
     match kind {
-        Kind::Auto => ftiff::is_rsed_name(&file_name(path)),
+        Kind::Auto => ftiff::FileName::parse(&file_name(path))
+            .is_some_and(|n| n.kind == ftiff::FileKind::Rsed),
         Kind::Ckpt => false,
         Kind::Rsed => true,
     }

@@ -262,8 +262,3 @@ fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
     }
     Ok(fs)
 }
-
-/// The name of this rank's `RSed` file of checkpoint `id`.
-pub(crate) fn rsed_name(id: i32, rank: u32) -> String {
-    format!("Ckpt{id}-RSed{rank}.fti")
-}

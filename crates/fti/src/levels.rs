@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ftiff::raw::{fb, Cursor, FileBlock};
+use ftiff::raw::FileBlock;
 
 use crate::comm::Comm;
 use crate::config::Level;
@@ -135,10 +135,7 @@ pub(crate) fn rounds_for(sizes: impl IntoIterator<Item = u64>) -> u64 {
 
 /// Reads the file block of an open file.
 pub(crate) fn read_fb(file: &dyn StorageFile, path: &Path) -> Result<FileBlock> {
-    let mut head = [0u8; fb::SIZE];
-    file.read_exact_at(&mut head, 0)
-        .map_err(|e| Error::io(path, e))?;
-    FileBlock::parse(&mut Cursor::new(&head, 0)).map_err(|e| Error::Format(e.with_path(path)))
+    FileBlock::read_from(file, 0).map_err(|e| Error::Format(e.with_path(path)))
 }
 
 /// Changes fields of a written file's block (`ptFs` at L2, `maxFs` at L3) and the `myHash`
@@ -150,7 +147,7 @@ pub(crate) fn set_fb(
 ) -> Result<FileBlock> {
     let mut block = read_fb(file, path)?;
     change(&mut block);
-    block.my_hash = ftiff::hash::my_hash(&block);
+    block.seal();
     file.write_all_at(&block.encode(), 0)
         .map_err(|e| Error::io(path, e))?;
     Ok(block)

@@ -215,7 +215,7 @@ fn tool(k: usize, mib: usize, repeats: usize) {
         let layout = ftiff::Layout::plan(None, &vars).unwrap();
         let path = dir
             .path()
-            .join(l3::file_name(1, l3::FileKind::Rank, r as u32));
+            .join(ftiff::FileName::new(1, ftiff::FileKind::Rank, r as u32).to_string());
         ftiff::write_path(&path, &layout, &[&data], &ftiff::WriteOptions::default()).unwrap();
         total += layout.file_size();
     }

@@ -6,6 +6,7 @@
 //! chunk meta data record (VMD) per container, then the containers. Containers are added when a
 //! variable grows, partly emptied when it shrinks, and never moved. See `docs/ftiff-format.md`.
 //!
+//! - [`FileName`]: `Ckpt<id>-Rank<r>.fti`, `Pcof` and `RSed` names.
 //! - [`raw`]: the records, encoded and decoded little-endian at named offsets.
 //! - [`hash`]: chunk MD5, file checksum, FB self-hash.
 //! - [`Layout::plan`]: the container planner.
@@ -25,6 +26,7 @@ mod error;
 pub mod hash;
 pub mod l3;
 mod layout;
+mod name;
 pub mod raw;
 mod read;
 mod rsed;
@@ -35,8 +37,9 @@ pub mod write;
 pub use blocks::{BlockHash, Blocking, Integrity};
 pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
+pub use name::{FileKind, FileName};
 pub use read::{open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
-pub use rsed::{is_rsed_name, RsedFile};
+pub use rsed::RsedFile;
 pub use sink::Sink;
 pub use write::{
     update_file, write_file, write_file_with_progress, write_path, BlockTable, Incremental,

@@ -266,18 +266,7 @@ impl Checkpoint {
     /// `progress` receives the number of checksum bytes done so far.
     pub fn verify(&self, bytes: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Vec<Error> {
         let mut problems = Vec::new();
-        let computed_my_hash = hash::my_hash(&self.fb);
-        if computed_my_hash != self.fb.my_hash {
-            problems.push(Error::at(
-                fb::MY_HASH as u64,
-                ErrorKind::HashMismatch {
-                    record: Record::FileBlock,
-                    field: "myHash",
-                    stored: hash::to_hex(&self.fb.my_hash),
-                    computed: hash::to_hex(&computed_my_hash),
-                },
-            ));
-        }
+        problems.extend(self.fb.check_my_hash(0).err());
         // `fs` was checked against the length by `parse`.
         let body = bytes.get(fb::SIZE..self.fs() as usize).unwrap_or_default();
         let (checksum, mut chunk_problems) = rayon::join(

@@ -116,7 +116,7 @@ pub fn file_block_mode(
         pt_fs,
         timestamp,
     };
-    fb.my_hash = hash::my_hash(&fb);
+    fb.seal();
     fb
 }
 

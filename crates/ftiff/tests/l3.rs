@@ -7,9 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use ftiff::l3::{self, gf, FileKind, FileStatus, Group, Options, Survey};
+use ftiff::l3::{self, gf, FileStatus, Group, Options, Survey};
 use ftiff::raw::{fb, Cursor, FileBlock};
-use ftiff::{hash, ErrorKind, Layout, RsedFile, VarSize, WriteOptions};
+use ftiff::{hash, ErrorKind, FileKind, FileName, Layout, RsedFile, VarSize, WriteOptions};
 
 // Scratch files: no fsync, to keep the thousands of rebuilds quick.
 const STAMP: Options = Options {
@@ -86,7 +86,7 @@ fn reference_code(ranks: &[Vec<u8>], row: usize) -> Vec<u8> {
 /// A directory holding a group's files, flat, as the tools expect.
 struct GroupDir {
     dir: tempfile::TempDir,
-    id: u32,
+    id: i32,
     ranks: Vec<u32>,
     /// (kind, group rank) -> original bytes.
     originals: Vec<(FileKind, usize, Vec<u8>)>,
@@ -96,7 +96,7 @@ impl GroupDir {
     fn path(&self, kind: FileKind, g: usize) -> PathBuf {
         self.dir
             .path()
-            .join(l3::file_name(self.id, kind, self.ranks[g]))
+            .join(FileName::new(self.id, kind, self.ranks[g]).to_string())
     }
 
     fn group(&self) -> Group {
@@ -132,7 +132,7 @@ impl GroupDir {
                 .unwrap_or_else(|e| panic!("{what}: {kind:?} {g}: {e}"));
             match kind {
                 FileKind::Rank => assert!(now == *bytes, "{what}: Rank {g} differs"),
-                FileKind::Rsed => {
+                FileKind::Rsed | FileKind::Pcof => {
                     let n = bytes.len() - fb::SIZE;
                     assert_eq!(now.len(), bytes.len(), "{what}: RSed {g} length");
                     assert!(now[..n] == bytes[..n], "{what}: RSed {g} code differs");
@@ -512,7 +512,9 @@ fn own_group(sizes: &[Vec<u64>], ranks: Vec<u32>) -> GroupDir {
             .collect();
         let refs: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
         let layout = Layout::plan(None, &vs).unwrap();
-        let path = dir.path().join(l3::file_name(id, FileKind::Rank, ranks[g]));
+        let path = dir
+            .path()
+            .join(FileName::new(id, FileKind::Rank, ranks[g]).to_string());
         let opts = WriteOptions {
             timestamp: Some(1_700_000_000_000_000_000 + g as i64),
             ..WriteOptions::default()

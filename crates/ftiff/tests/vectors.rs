@@ -32,7 +32,7 @@ fn every_vector_parses_verifies_and_matches_its_view() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let expected = expected_view(path)
             .unwrap_or_else(|| panic!("no expected view for {}", path.display()));
-        if ftiff::is_rsed_name(&name) {
+        if ftiff::FileName::parse(&name).is_some_and(|n| n.kind == ftiff::FileKind::Rsed) {
             rsed += 1;
             let r = RsedFile::parse(&bytes).unwrap();
             let problems = r.verify(&bytes, &no_progress);

@@ -228,12 +228,7 @@ impl Fti {
             .max()
             .unwrap_or(0);
         let fb = levels::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
-        let rsed = store::begin_named(
-            &self.dirs,
-            Level::L3,
-            crate::l3::rsed_name(id, self.cfg.rank),
-            None,
-        );
+        let rsed = store::begin_named(&self.dirs, Level::L3, self.dirs.rsed_name(id), None);
         let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
         // Every rank takes part in the encoding even after a local error, so that the group's
         // exchanges match; the error is reported after it.

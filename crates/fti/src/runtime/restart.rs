@@ -248,9 +248,7 @@ impl Fti {
                 .transpose();
             let new_rsed = lost_copies
                 .contains(&me)
-                .then(|| {
-                    store::begin_named(&self.dirs, Level::L3, crate::l3::rsed_name(id, me), None)
-                })
+                .then(|| store::begin_named(&self.dirs, Level::L3, self.dirs.rsed_name(id), None))
                 .transpose();
             let held = crate::l3::Held {
                 storage: &*self.dirs.storage,

@@ -57,10 +57,8 @@ impl Fti {
         if !all.iter().any(|f| f.level >= level && f.path != found.path) {
             return None;
         }
-        let mut head = [0u8; ftiff::raw::fb::SIZE];
         let file = ftiff::open_regular(&found.path).ok()?;
-        std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).ok()?;
-        let fb = ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()?;
+        let fb = ftiff::raw::FileBlock::read_from(&file, 0).ok()?;
         (fb == base.fb).then_some((found.path, base))
     }
 

@@ -17,45 +17,11 @@ use super::matrix::Matrix;
 use crate::blocks::Integrity;
 use crate::error::{Error, ErrorKind, Record, Result};
 use crate::hash::{self, Digest, Md5Stream};
-use crate::raw::{fb, Cursor, FileBlock};
+use crate::name::{FileKind, FileName};
+use crate::raw::{fb, FileBlock};
 use crate::read::{Checkpoint, MappedFile};
 use crate::rsed::RsedFile;
 use crate::write;
-
-/// The two kinds of files of an L3 group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum FileKind {
-    /// `Ckpt<id>-Rank<r>.fti`, the rank's checkpoint (with `maxFs` set).
-    Rank,
-    /// `Ckpt<id>-RSed<r>.fti`, the rank's Reed-Solomon code and trailer.
-    Rsed,
-}
-
-/// Parses `Ckpt<id>-Rank<r>.fti` or `Ckpt<id>-RSed<r>.fti` into (id, kind, rank).
-pub fn parse_name(name: &str) -> Option<(u32, FileKind, u32)> {
-    let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
-    let (id, kind, rank) = if let Some((id, rank)) = rest.split_once("-Rank") {
-        (id, FileKind::Rank, rank)
-    } else {
-        let (id, rank) = rest.split_once("-RSed")?;
-        (id, FileKind::Rsed, rank)
-    };
-    let number = |s: &str| {
-        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        s.parse::<u32>().ok()
-    };
-    Some((number(id)?, kind, number(rank)?))
-}
-
-/// The file name of a group member.
-pub fn file_name(id: u32, kind: FileKind, rank: u32) -> String {
-    match kind {
-        FileKind::Rank => format!("Ckpt{id}-Rank{rank}.fti"),
-        FileKind::Rsed => format!("Ckpt{id}-RSed{rank}.fti"),
-    }
-}
 
 /// A group: its directory, checkpoint id and global ranks in group order (group rank = index).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +29,7 @@ pub struct Group {
     /// Directory holding the group's files.
     pub dir: PathBuf,
     /// Checkpoint id (from the file names).
-    pub id: u32,
+    pub id: i32,
     /// Global ranks; position = group rank, i.e. row and column of the code matrix.
     pub ranks: Vec<u32>,
 }
@@ -73,13 +39,16 @@ impl Group {
     /// only. Without `ranks`, the group is every rank with a Rank or `RSed` file of that
     /// checkpoint, in ascending order (a rank whose two files are both lost is then unknown:
     /// give `ranks` for it).
-    pub fn find(dir: &Path, id: Option<u32>, ranks: Option<&[u32]>) -> Result<Group> {
+    pub fn find(dir: &Path, id: Option<i32>, ranks: Option<&[u32]>) -> Result<Group> {
         let mut found = Vec::new();
         let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).with_path(dir))?;
         for entry in entries {
             let entry = entry.map_err(|e| Error::from(e).with_path(dir))?;
-            if let Some(parsed) = entry.file_name().to_str().and_then(parse_name) {
-                found.push(parsed);
+            // Pcof files (L2) may share the directory; they are no part of the group.
+            if let Some(name) = entry.file_name().to_str().and_then(FileName::parse) {
+                if name.kind != FileKind::Pcof {
+                    found.push(name);
+                }
             }
         }
         if let Some(ranks) = ranks {
@@ -91,9 +60,9 @@ impl Group {
                 })
                 .with_path(dir));
             }
-            found.retain(|(_, _, r)| ranks.contains(r));
+            found.retain(|f| ranks.contains(&f.rank));
         }
-        let ids: BTreeSet<u32> = found.iter().map(|f| f.0).collect();
+        let ids: BTreeSet<i32> = found.iter().map(|f| f.id).collect();
         let id = match (id, ids.len()) {
             (Some(id), _) if ids.contains(&id) => id,
             (Some(id), _) => {
@@ -114,8 +83,8 @@ impl Group {
             Some(r) => r.to_vec(),
             None => found
                 .iter()
-                .filter(|f| f.0 == id)
-                .map(|f| f.2)
+                .filter(|f| f.id == id)
+                .map(|f| f.rank)
                 .collect::<BTreeSet<u32>>()
                 .into_iter()
                 .collect(),
@@ -135,7 +104,8 @@ impl Group {
     /// Path of the file of group rank `g`.
     pub fn path(&self, kind: FileKind, g: usize) -> PathBuf {
         let rank = self.ranks.get(g).copied().unwrap_or_default();
-        self.dir.join(file_name(self.id, kind, rank))
+        self.dir
+            .join(FileName::new(self.id, kind, rank).to_string())
     }
 }
 
@@ -144,7 +114,7 @@ impl Group {
 pub fn rsed_trailer(code_md5: &Digest, max_fs: u64, ckpt_size: u64, timestamp: i64) -> FileBlock {
     let mut trailer = write::file_block(code_md5, max_fs, max_fs as i64, -1, timestamp);
     trailer.ckpt_size = ckpt_size as i64;
-    trailer.my_hash = hash::my_hash(&trailer);
+    trailer.seal();
     trailer
 }
 
@@ -259,17 +229,8 @@ fn open_rank(path: &Path) -> Result<(Checkpoint, MappedFile)> {
 /// The first problem with a file block at `fb_offset`: its `myHash`, then its checksum as the
 /// MD5 of `covered`.
 fn fb_problem(fb: &FileBlock, fb_offset: u64, covered: &[u8]) -> Option<Error> {
-    let my_hash = hash::my_hash(fb);
-    if my_hash != fb.my_hash {
-        return Some(Error::at(
-            fb_offset + fb::MY_HASH as u64,
-            ErrorKind::HashMismatch {
-                record: Record::FileBlock,
-                field: "myHash",
-                stored: hash::to_hex(&fb.my_hash),
-                computed: hash::to_hex(&my_hash),
-            },
-        ));
+    if let Err(e) = fb.check_my_hash(fb_offset) {
+        return Some(e);
     }
     let checksum = hash::md5(covered);
     (hash::checksum_field(&checksum) != fb.checksum).then(|| {
@@ -288,7 +249,7 @@ fn fb_problem(fb: &FileBlock, fb_offset: u64, covered: &[u8]) -> Option<Error> {
 /// Rewrites a Rank file with `FB.maxFs = max_fs` (new `myHash`, same data and timestamp).
 fn set_max_fs(path: &Path, fb: &mut FileBlock, max_fs: u64, sync: bool) -> Result<MappedFile> {
     fb.max_fs = max_fs as i64;
-    fb.my_hash = hash::my_hash(fb);
+    fb.seal();
     let temp = TempFile::create(path)?;
     std::fs::copy(path, &temp.path).map_err(|e| Error::from(e).with_path(&temp.path))?;
     let io = |e| Error::from(e).with_path(&temp.path);
@@ -511,7 +472,7 @@ impl Survey {
             let Some((_, map)) = &self.ranks[g] else {
                 continue;
             };
-            let fs = read_fb(map.bytes(), 0)?.max_fs as u64;
+            let fs = FileBlock::read_at(map.bytes(), 0)?.max_fs as u64;
             match max_fs {
                 None => max_fs = Some((fs, g)),
                 Some((m, _)) if m == fs => {}
@@ -804,13 +765,6 @@ fn open_rsed(path: &Path) -> Result<(RsedFile, MappedFile)> {
     }
 }
 
-fn read_fb(bytes: &[u8], offset: u64) -> Result<FileBlock> {
-    FileBlock::parse(&mut Cursor::new(
-        bytes.get(offset as usize..).unwrap_or_default(),
-        offset,
-    ))
-}
-
 /// The last byte of a rebuilt Rank file, when the code could not determine it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LastByte {
@@ -857,21 +811,8 @@ fn finish_rank(
         })
     };
     let io = |e| Error::from(e).with_path(&temp.path);
-    let mut head = [0u8; fb::SIZE];
-    temp.file.read_exact_at(&mut head, 0).map_err(io)?;
-    let fb = read_fb(&head, 0)?;
-    let my_hash = hash::my_hash(&fb);
-    if my_hash != fb.my_hash {
-        return Err(invalid(Error::at(
-            fb::MY_HASH as u64,
-            ErrorKind::HashMismatch {
-                record: Record::FileBlock,
-                field: "myHash",
-                stored: hash::to_hex(&fb.my_hash),
-                computed: hash::to_hex(&my_hash),
-            },
-        )));
-    }
+    let fb = FileBlock::read_from(&temp.file, 0).map_err(|e| e.with_path(&temp.path))?;
+    fb.check_my_hash(0).map_err(invalid)?;
     let fs = fb.fs as u64;
     let mismatch = |offset: usize, field, value: i64, expected: i64| {
         invalid(Error::at(
@@ -929,7 +870,7 @@ fn finish_rank(
 /// is computed once and finished with each of the 256 values; in fti-rs's fast files each
 /// value is tried by verifying the whole file.
 pub fn restore_last_byte(bytes: &[u8]) -> Result<u8> {
-    let fb = read_fb(bytes, 0)?;
+    let fb = FileBlock::read_at(bytes, 0)?;
     let Some(body) = bytes.get(fb::SIZE..bytes.len().saturating_sub(1)) else {
         return Err(Error::at(
             0,
@@ -971,31 +912,4 @@ pub fn restore_last_byte(bytes: &[u8]) -> Result<u8> {
             },
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names() {
-        assert_eq!(parse_name("Ckpt1-Rank0.fti"), Some((1, FileKind::Rank, 0)));
-        assert_eq!(
-            parse_name("Ckpt12-RSed31.fti"),
-            Some((12, FileKind::Rsed, 31))
-        );
-        for bad in [
-            "Ckpt1-Rank0.fti.l3tmp",
-            ".Ckpt1-Rank0.fti.l3tmp",
-            "Ckpt-Rank0.fti",
-            "Ckpt1-Rank.fti",
-            "Ckpt1-Pcof0.fti",
-            "Ckpt+1-Rank0.fti",
-            "Ckpt1-Rank-1.fti",
-            "Ckpt99999999999-Rank0.fti",
-        ] {
-            assert_eq!(parse_name(bad), None, "{bad}");
-        }
-        assert_eq!(file_name(3, FileKind::Rsed, 7), "Ckpt3-RSed7.fti");
-    }
 }

@@ -24,7 +24,7 @@ mod matrix;
 
 pub use code::{apply, Code, Decoder, Shard, CHUNK};
 pub use group::{
-    encode_group, file_name, parse_name, restore_last_byte, rsed_trailer, Encoded, FileKind,
-    FileState, FileStatus, Group, LastByte, Options, Rebuilt, RebuiltFile, Survey,
+    encode_group, restore_last_byte, rsed_trailer, Encoded, FileState, FileStatus, Group, LastByte,
+    Options, Rebuilt, RebuiltFile, Survey,
 };
 pub use matrix::Matrix;
