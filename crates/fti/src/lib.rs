@@ -35,7 +35,7 @@ pub mod comm;
 mod config;
 mod error;
 pub mod heatdis;
-mod l3;
+pub mod l3;
 mod levels;
 pub mod report;
 mod runtime;

@@ -13,11 +13,12 @@
 //! - [`mod@write`]: streaming writer.
 //! - [`Checkpoint`]: validating reader, verifier and variable reassembly; [`RsedFile`] for L3
 //!   trailers.
-//! - [`l3`]: the L3 Reed-Solomon code, and encoding and rebuilding a group's files.
+//! - [`l3`]: the L3 Reed-Solomon code, the `RSed` trailer and the lost last byte.
 //! - [`view`], [`diff`]: what the `fti` tool prints.
 //!
-//! This crate holds no policy: file names, directories and levels belong to the runtime (the
-//! L3 helpers know one thing: a group's files side by side in one directory).
+//! This crate holds no policy and no file-system effect besides opening files to read them:
+//! directories, levels, durability and the files of an L3 group belong to the runtime (`fti`).
+//! The writer writes to a [`Sink`] and never syncs.
 #![deny(missing_docs)]
 
 pub mod blocks;

@@ -2,16 +2,20 @@
 //! code, and every loss of up to k of a group's 2k files is rebuilt byte for byte, for odd and
 //! even `maxFs`, uneven sizes and groups of 2 to 5.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
-use ftiff::l3::{self, gf, FileStatus, Group, Options, Survey};
+use fti::l3::group::{self as l3, FileStatus, Group, Options, Survey};
+use fti::storage::Disk;
+use ftiff::l3::gf;
 use ftiff::raw::{fb, Cursor, FileBlock};
 use ftiff::{hash, ErrorKind, FileKind, FileName, Layout, RsedFile, VarSize, WriteOptions};
 
 // Scratch files: no fsync, to keep the thousands of rebuilds quick.
+/// Root of the FTI-FF test vectors.
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti")
+}
+
 const STAMP: Options = Options {
     timestamp: Some(1_700_000_000_000_000_000),
     sync: false,
@@ -100,7 +104,7 @@ impl GroupDir {
     }
 
     fn group(&self) -> Group {
-        Group::find(self.dir.path(), None, Some(&self.ranks)).unwrap()
+        Group::find(&Disk, self.dir.path(), None, Some(&self.ranks)).unwrap()
     }
 
     fn k(&self) -> usize {
@@ -163,7 +167,7 @@ impl GroupDir {
         let survey = Survey::new(&self.group()).unwrap();
         assert_eq!(survey.lost(), mask.count_ones() as usize);
         let report = survey
-            .rebuild(&STAMP)
+            .rebuild(&Disk, &STAMP)
             .unwrap_or_else(|e| panic!("mask {mask:b}: {e}"));
         assert_eq!(report.files.len(), mask.count_ones() as usize);
         self.assert_as_original(&format!("k {} mask {mask:b}", self.k()));
@@ -192,12 +196,14 @@ fn encoding_the_fti_rank_files_reproduces_the_fti_code() {
     let files = fixture_files();
     let ranks: Vec<Vec<u8>> = files[..4].iter().map(|f| f.2.clone()).collect();
     let refs: Vec<&[u8]> = ranks.iter().map(Vec::as_slice).collect();
-    let in_memory = l3::Code::new(4).unwrap().encode(&refs, &[0, 1, 2, 3]);
+    let in_memory = ftiff::l3::Code::new(4)
+        .unwrap()
+        .encode(&refs, &[0, 1, 2, 3]);
     let g = fixture_dir();
     for r in 0..4 {
         std::fs::remove_file(g.path(FileKind::Rsed, r)).unwrap();
     }
-    let enc = l3::encode_group(&g.group(), &STAMP).unwrap();
+    let enc = l3::encode_group(&Disk, &g.group(), &STAMP).unwrap();
     assert_eq!(enc.max_fs, 15236);
     assert!(
         enc.max_fs_set.is_empty(),
@@ -252,7 +258,7 @@ fn every_loss_of_up_to_four_fti_files_is_rebuilt() {
             std::fs::remove_file(g.index_path(i)).unwrap();
         }
         let survey = Survey::new(&g.group()).unwrap();
-        let err = survey.rebuild(&STAMP).unwrap_err();
+        let err = survey.rebuild(&Disk, &STAMP).unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::TooManyLost { k: 4, .. }),
             "{err}"
@@ -263,7 +269,7 @@ fn every_loss_of_up_to_four_fti_files_is_rebuilt() {
     for i in 0..8 {
         std::fs::remove_file(g.index_path(i)).unwrap();
     }
-    let err = Group::find(g.dir.path(), None, Some(&[0, 1, 2, 3])).unwrap_err();
+    let err = Group::find(&Disk, g.dir.path(), None, Some(&[0, 1, 2, 3])).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::NoGroupFiles { id: None }),
         "{err}"
@@ -309,7 +315,7 @@ fn corrupted_files_are_detected_and_treated_as_lost() {
         );
         assert_eq!(e.offset(), Some(15236), "the trailer's checksum field");
     }
-    let report = survey.rebuild(&STAMP).unwrap();
+    let report = survey.rebuild(&Disk, &STAMP).unwrap();
     assert_eq!(report.files.len(), 4);
     g.assert_as_original("four corrupted");
 
@@ -325,7 +331,7 @@ fn corrupted_files_are_detected_and_treated_as_lost() {
     std::fs::remove_file(g.path(FileKind::Rsed, 3)).unwrap();
     let err = Survey::new(&g.group())
         .unwrap()
-        .rebuild(&STAMP)
+        .rebuild(&Disk, &STAMP)
         .unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::TooManyLost { lost: 5, k: 4 }),
@@ -349,7 +355,7 @@ fn empty_short_and_odd_files_are_unusable() {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(unusable, [1, 4, 6], "{:#?}", survey.files);
-    survey.rebuild(&STAMP).unwrap();
+    survey.rebuild(&Disk, &STAMP).unwrap();
     g.assert_as_original("empty, short, cut");
 
     std::fs::remove_file(g.path(FileKind::Rsed, 3)).unwrap();
@@ -357,7 +363,7 @@ fn empty_short_and_odd_files_are_unusable() {
     let survey = Survey::new(&g.group()).unwrap();
     assert!(matches!(survey.files[7].status, FileStatus::Unusable(_)));
     // It cannot be replaced: an error, not a panic.
-    assert!(survey.rebuild(&STAMP).is_err());
+    assert!(survey.rebuild(&Disk, &STAMP).is_err());
 }
 
 #[test]
@@ -369,7 +375,7 @@ fn stale_code_with_valid_hashes_is_found_and_rebuilt() {
     b[100] ^= 1;
     let n = b.len() - fb::SIZE;
     let old = trailer(&b);
-    let t = l3::rsed_trailer(
+    let t = ftiff::l3::rsed_trailer(
         &hash::md5(&b[..n]),
         n as u64,
         old.ckpt_size as u64,
@@ -387,14 +393,17 @@ fn stale_code_with_valid_hashes_is_found_and_rebuilt() {
         }
         s => panic!("stale RSed not found: {s:?}"),
     }
-    survey.rebuild(&STAMP).unwrap();
+    survey.rebuild(&Disk, &STAMP).unwrap();
     g.assert_as_original("stale RSed 2");
 
     // The same stale file, while a Rank file is lost: found after the Rank file is rebuilt
     // from the other code files.
     std::fs::write(&path, &b).unwrap();
     std::fs::remove_file(g.path(FileKind::Rank, 0)).unwrap();
-    let report = Survey::new(&g.group()).unwrap().rebuild(&STAMP).unwrap();
+    let report = Survey::new(&g.group())
+        .unwrap()
+        .rebuild(&Disk, &STAMP)
+        .unwrap();
     assert_eq!(report.stale, vec![path.clone()]);
     assert!(report.files.iter().any(|f| f.path == path && f.stale_code));
     g.assert_as_original("stale RSed 2, lost Rank 0");
@@ -404,11 +413,14 @@ fn stale_code_with_valid_hashes_is_found_and_rebuilt() {
 fn a_wrong_group_order_is_an_error_not_a_rebuild() {
     let g = fixture_dir();
     let dir = g.dir.path();
-    let swapped = Group::find(dir, None, Some(&[1, 0, 2, 3])).unwrap();
+    let swapped = Group::find(&Disk, dir, None, Some(&[1, 0, 2, 3])).unwrap();
     let err = Survey::new(&swapped).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::WrongGroup), "{err}");
     std::fs::remove_file(g.path(FileKind::Rank, 3)).unwrap();
-    let err = Survey::new(&swapped).unwrap().rebuild(&STAMP).unwrap_err();
+    let err = Survey::new(&swapped)
+        .unwrap()
+        .rebuild(&Disk, &STAMP)
+        .unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::RebuiltInvalid { .. }),
         "{err}"
@@ -421,7 +433,10 @@ fn a_wrong_group_order_is_an_error_not_a_rebuild() {
         .collect();
     assert_eq!(names.len(), 7, "{names:?}");
     // With the right group, the same files rebuild.
-    Survey::new(&g.group()).unwrap().rebuild(&STAMP).unwrap();
+    Survey::new(&g.group())
+        .unwrap()
+        .rebuild(&Disk, &STAMP)
+        .unwrap();
     g.assert_as_original("after a wrong order");
 }
 
@@ -464,21 +479,21 @@ fn a_max_fs_no_file_has_is_refused() {
 fn group_discovery_by_name() {
     let g = fixture_dir();
     let dir = g.dir.path();
-    let found = Group::find(dir, None, None).unwrap();
+    let found = Group::find(&Disk, dir, None, None).unwrap();
     assert_eq!((found.id, found.ranks.clone()), (1, vec![0, 1, 2, 3]));
     std::fs::write(dir.join("Ckpt2-Rank9.fti"), b"x").unwrap();
-    let err = Group::find(dir, None, None).unwrap_err();
+    let err = Group::find(&Disk, dir, None, None).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::SeveralCheckpoints { ids } if ids == &[1, 2]),
         "{err}"
     );
-    assert_eq!(Group::find(dir, Some(1), None).unwrap(), found);
-    let err = Group::find(dir, Some(3), None).unwrap_err();
+    assert_eq!(Group::find(&Disk, dir, Some(1), None).unwrap(), found);
+    let err = Group::find(&Disk, dir, Some(3), None).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::NoGroupFiles { id: Some(3) }),
         "{err}"
     );
-    let err = Group::find(dir, None, Some(&[0, 0])).unwrap_err();
+    let err = Group::find(&Disk, dir, None, Some(&[0, 0])).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::InvalidGroup { .. }),
         "{err}"
@@ -486,7 +501,10 @@ fn group_discovery_by_name() {
     // A rank whose files are both gone is only known from the group given.
     std::fs::remove_file(g.path(FileKind::Rank, 3)).unwrap();
     std::fs::remove_file(g.path(FileKind::Rsed, 3)).unwrap();
-    assert_eq!(Group::find(dir, Some(1), None).unwrap().ranks, [0, 1, 2]);
+    assert_eq!(
+        Group::find(&Disk, dir, Some(1), None).unwrap().ranks,
+        [0, 1, 2]
+    );
 }
 
 /// Writes a group of our own: rank g holds variables of the given byte sizes (content
@@ -530,7 +548,7 @@ fn own_group(sizes: &[Vec<u64>], ranks: Vec<u32>) -> GroupDir {
     let before: Vec<Vec<u8>> = (0..g.k())
         .map(|r| std::fs::read(g.path(FileKind::Rank, r)).unwrap())
         .collect();
-    let enc = l3::encode_group(&g.group(), &STAMP).unwrap();
+    let enc = l3::encode_group(&Disk, &g.group(), &STAMP).unwrap();
     let max_fs = before.iter().map(Vec::len).max().unwrap() as u64;
     assert_eq!(enc.max_fs, max_fs);
     assert_eq!(enc.max_fs_set.len(), g.k(), "every Rank file gets maxFs");
@@ -563,7 +581,7 @@ fn own_group(sizes: &[Vec<u64>], ranks: Vec<u32>) -> GroupDir {
             .is_empty());
     }
     // Encoding again changes nothing but the trailers' timestamps (here fixed): same bytes.
-    let again = l3::encode_group(&g.group(), &STAMP).unwrap();
+    let again = l3::encode_group(&Disk, &g.group(), &STAMP).unwrap();
     assert!(again.max_fs_set.is_empty());
     for kind in [FileKind::Rank, FileKind::Rsed] {
         for r in 0..g.k() {
@@ -636,7 +654,7 @@ fn groups_of_two_to_five_with_odd_and_even_max_fs() {
 #[test]
 fn large_odd_files_across_chunks() {
     // Files longer than two chunks of the streaming encoder, one much shorter.
-    let big = 2 * l3::CHUNK as u64 + 12_345;
+    let big = 2 * ftiff::l3::CHUNK as u64 + 12_345;
     let sizes = vec![
         vec![big + 1],
         vec![5000, 77],

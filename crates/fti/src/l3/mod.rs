@@ -5,6 +5,9 @@
 //! in k-1 ring rounds (round s: send to group rank g+s, receive from g-s), and each rank computes
 //! what it needs from the k blocks (`ftiff::l3::Code`). Memory is k blocks per rank, whatever the
 //! file sizes. Blocks start at even offsets, so the 16-bit words of the code never straddle two.
+//!
+//! [`group`] does the same for one group's files side by side in one directory, in one
+//! process: what the offline tools `fti l3-encode` and `fti l3-rebuild` use.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -18,6 +21,8 @@ use ftiff::MappedFile;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::storage::{Storage, StorageFile};
+
+pub mod group;
 use crate::store::Pending;
 use crate::topology::Place;
 

@@ -2,15 +2,6 @@
 
 use super::*;
 
-/// The trailer of an `RSed` file (SPEC §5): `fs = maxFs`, `ckptSize` = the rank's own Rank
-/// file size, `ptFs = -1`, checksum over the code, zero padding.
-pub fn rsed_trailer(code_md5: &Digest, max_fs: u64, ckpt_size: u64, timestamp: i64) -> FileBlock {
-    let mut trailer = write::file_block(code_md5, max_fs, max_fs as i64, -1, timestamp);
-    trailer.ckpt_size = ckpt_size as i64;
-    trailer.seal();
-    trailer
-}
-
 /// Values of the files written that are not derived from the data, and durability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Options {
@@ -50,7 +41,7 @@ pub struct Encoded {
 /// Writes the `RSed` files of a group from its Rank files, as FTI 1.1 does at L3: every Rank
 /// file must verify; those whose `FB.maxFs` is not the group's largest file size get it set
 /// first (the code covers the file block, so this comes before encoding).
-pub fn encode_group(group: &Group, opts: &Options) -> Result<Encoded> {
+pub fn encode_group(storage: &dyn Storage, group: &Group, opts: &Options) -> Result<Encoded> {
     let code = Code::new(group.k())?;
     // One MD5 stream per file: check them in parallel.
     let mut files = (0..group.k())
@@ -65,7 +56,8 @@ pub fn encode_group(group: &Group, opts: &Options) -> Result<Encoded> {
     let mut max_fs_set = Vec::new();
     for (path, fb, map) in &mut files {
         if fb.max_fs != max_fs as i64 {
-            *map = set_max_fs(path, fb, max_fs, opts.sync).map_err(|e| e.with_path(path))?;
+            *map =
+                set_max_fs(storage, path, fb, max_fs, opts.sync).map_err(|e| e.with_path(path))?;
             max_fs_set.push(path.clone());
         }
     }
@@ -79,10 +71,17 @@ pub fn encode_group(group: &Group, opts: &Options) -> Result<Encoded> {
         .map(|(g, (_, fb, _))| (group.path(FileKind::Rsed, g), fb.fs as u64))
         .collect();
     let all: Vec<usize> = (0..group.k()).collect();
-    let temps = write_code(&code.encoder(&all), &inputs, max_fs, &targets, opts)?;
+    let temps = write_code(
+        storage,
+        &code.encoder(&all),
+        &inputs,
+        max_fs,
+        &targets,
+        opts,
+    )?;
     drop(files);
     let written = temps.iter().map(|t| t.target.clone()).collect();
-    publish(temps, &group.dir, opts.sync)?;
+    publish(storage, temps, &group.dir, opts.sync)?;
     Ok(Encoded {
         max_fs,
         max_fs_set,
@@ -141,6 +140,7 @@ pub(super) fn fb_problem(fb: &FileBlock, fb_offset: u64, covered: &[u8]) -> Opti
 
 /// Rewrites a Rank file with `FB.maxFs = max_fs` (new `myHash`, same data and timestamp).
 pub(super) fn set_max_fs(
+    storage: &dyn Storage,
     path: &Path,
     fb: &mut FileBlock,
     max_fs: u64,
@@ -148,41 +148,44 @@ pub(super) fn set_max_fs(
 ) -> Result<MappedFile> {
     fb.max_fs = max_fs as i64;
     fb.seal();
-    let temp = TempFile::create(path)?;
-    std::fs::copy(path, &temp.path).map_err(|e| Error::from(e).with_path(&temp.path))?;
+    let temp = TempFile::create(storage, path)?;
+    let source = storage
+        .open(path, false)
+        .map_err(|e| Error::from(e).with_path(path))?;
     let io = |e| Error::from(e).with_path(&temp.path);
+    crate::storage::copy(&*source, &*temp.file).map_err(io)?;
     temp.file.write_all_at(&fb.encode(), 0).map_err(io)?;
     if sync {
-        temp.file.sync_all().map_err(io)?;
+        temp.file.sync().map_err(io)?;
     }
     let dir = path.parent().unwrap_or(Path::new("."));
-    publish(vec![temp], dir, sync)?;
+    publish(storage, vec![temp], dir, sync)?;
     MappedFile::open(path)
 }
 
 /// A file being written under a temporary name next to its target; removed unless published.
-pub(super) struct TempFile {
+pub(super) struct TempFile<'s> {
+    storage: &'s dyn Storage,
     pub(super) path: PathBuf,
     pub(super) target: PathBuf,
-    pub(super) file: File,
-    pub(super) published: bool,
+    pub(super) file: Box<dyn StorageFile>,
+    published: bool,
 }
 
-impl TempFile {
-    pub(super) fn create(target: &Path) -> Result<TempFile> {
+impl<'s> TempFile<'s> {
+    /// A new temporary file for `target` (one left by an interrupted run is replaced).
+    pub(super) fn create(storage: &'s dyn Storage, target: &Path) -> Result<TempFile<'s>> {
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let path = target.with_file_name(format!(".{name}.l3tmp"));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
+        let _ = storage.remove_file(&path);
+        let file = storage
+            .create(&path)
             .map_err(|e| Error::from(e).with_path(&path))?;
         Ok(TempFile {
+            storage,
             path,
             target: target.to_path_buf(),
             file,
@@ -191,25 +194,32 @@ impl TempFile {
     }
 }
 
-impl Drop for TempFile {
+impl Drop for TempFile<'_> {
     fn drop(&mut self) {
         if !self.published {
-            let _ = std::fs::remove_file(&self.path);
+            let _ = self.storage.remove_file(&self.path);
         }
     }
 }
 
 /// Renames synced temporary files over their targets, then syncs the directory.
-pub(super) fn publish(temps: Vec<TempFile>, dir: &Path, sync: bool) -> Result<()> {
+pub(super) fn publish(
+    storage: &dyn Storage,
+    temps: Vec<TempFile<'_>>,
+    dir: &Path,
+    sync: bool,
+) -> Result<()> {
     for mut t in temps {
-        std::fs::rename(&t.path, &t.target).map_err(|e| Error::from(e).with_path(&t.target))?;
+        storage
+            .rename(&t.path, &t.target)
+            .map_err(|e| Error::from(e).with_path(&t.target))?;
         t.published = true;
     }
     if !sync {
         return Ok(());
     }
-    File::open(dir)
-        .and_then(|d| d.sync_all())
+    storage
+        .sync_dir(dir)
         .map_err(|e| Error::from(e).with_path(dir))
 }
 
@@ -234,17 +244,18 @@ pub(super) fn for_each_output<T: Send>(
 
 /// Encodes the rows of `m` into new `RSed` files: code, MD5 of the code (one stream per file,
 /// in parallel), trailer, sync. `targets` = (final path, the rank's Rank file size).
-pub(super) fn write_code(
+pub(super) fn write_code<'s>(
+    storage: &'s dyn Storage,
     m: &Matrix,
     inputs: &[&[u8]],
     max_fs: u64,
     targets: &[(PathBuf, u64)],
     opts: &Options,
-) -> Result<Vec<TempFile>> {
+) -> Result<Vec<TempFile<'s>>> {
     let timestamp = opts.timestamp();
     let mut outs = targets
         .iter()
-        .map(|(path, _)| Ok((TempFile::create(path)?, Md5Stream::default())))
+        .map(|(path, _)| Ok((TempFile::create(storage, path)?, Md5Stream::default())))
         .collect::<Result<Vec<_>>>()?;
     apply(m, inputs, max_fs as usize, |offset, pieces| {
         for_each_output(&mut outs, pieces, |(temp, md5), piece| {
@@ -262,7 +273,7 @@ pub(super) fn write_code(
             .write_all_at(&trailer.encode(), max_fs)
             .map_err(io)?;
         if opts.sync {
-            temp.file.sync_all().map_err(io)?;
+            temp.file.sync().map_err(io)?;
         }
         temps.push(temp);
     }

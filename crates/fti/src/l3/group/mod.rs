@@ -1,36 +1,29 @@
 //! One L3 group's files in one directory: writing its `RSed` files and rebuilding what is lost.
 //!
-//! This is what the offline tools need; which node directory a file lives in is the runtime's
-//! business. Every file is written under a temporary name (`.<name>.l3tmp`), synced, and
-//! renamed over its final name, then the directory is synced: a crash leaves either the old
-//! file or the complete new one.
+//! This is what the offline tools (`fti l3-encode`, `fti l3-rebuild`) need. Every file effect
+//! goes through a [`Storage`]: each file is written under a temporary name (`.<name>.l3tmp`),
+//! synced, and renamed over its final name, then the directory is synced, so a crash leaves
+//! either the old file or the complete new one. Files are read through `ftiff`'s mapped
+//! reader.
 
 mod encode;
 mod rebuild;
 
 use std::collections::BTreeSet;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use ftiff::l3::{apply, restore_last_byte, rsed_trailer, Code, Matrix, Shard};
+use ftiff::raw::{fb, FileBlock};
+use ftiff::{hash, write, Checkpoint, Integrity, MappedFile, RsedFile, Sink as _};
+use ftiff::{Error, ErrorKind, FileKind, FileName, Record, Result};
+use hash::Md5Stream;
 use rayon::prelude::*;
 
-use super::code::{apply, Code, Shard};
-use super::matrix::Matrix;
-use crate::blocks::Integrity;
-use crate::error::{Error, ErrorKind, Record, Result};
-use crate::hash::{self, Digest, Md5Stream};
-use crate::name::{FileKind, FileName};
-use crate::raw::{fb, FileBlock};
-use crate::read::{Checkpoint, MappedFile};
-use crate::rsed::RsedFile;
-use crate::write;
+use crate::storage::{Kind, Storage, StorageFile};
 
-pub use encode::{encode_group, rsed_trailer, Encoded, Options};
+pub use encode::{encode_group, Encoded, Options};
 use encode::{for_each_output, open_rank, prefix, publish, write_code, TempFile};
-pub use rebuild::{
-    restore_last_byte, FileState, FileStatus, LastByte, Rebuilt, RebuiltFile, Survey,
-};
+pub use rebuild::{FileState, FileStatus, LastByte, Rebuilt, RebuiltFile, Survey};
 
 /// A group: its directory, checkpoint id and global ranks in group order (group rank = index).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,13 +41,19 @@ impl Group {
     /// only. Without `ranks`, the group is every rank with a Rank or `RSed` file of that
     /// checkpoint, in ascending order (a rank whose two files are both lost is then unknown:
     /// give `ranks` for it).
-    pub fn find(dir: &Path, id: Option<i32>, ranks: Option<&[u32]>) -> Result<Group> {
+    pub fn find(
+        storage: &dyn Storage,
+        dir: &Path,
+        id: Option<i32>,
+        ranks: Option<&[u32]>,
+    ) -> Result<Group> {
         let mut found = Vec::new();
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::from(e).with_path(dir))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::from(e).with_path(dir))?;
+        let entries = storage
+            .list(dir)
+            .map_err(|e| Error::from(e).with_path(dir))?;
+        for entry in entries.iter().filter(|e| e.kind != Kind::Dir) {
             // Pcof files (L2) may share the directory; they are no part of the group.
-            if let Some(name) = entry.file_name().to_str().and_then(FileName::parse) {
+            if let Some(name) = entry.name.to_str().and_then(FileName::parse) {
                 if name.kind != FileKind::Pcof {
                     found.push(name);
                 }

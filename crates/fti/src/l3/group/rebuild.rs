@@ -232,7 +232,7 @@ impl Survey {
     }
 
     /// Rebuilds every missing or unusable file, if at most k are, and publishes them.
-    pub fn rebuild(mut self, opts: &Options) -> Result<Rebuilt> {
+    pub fn rebuild(mut self, storage: &dyn Storage, opts: &Options) -> Result<Rebuilt> {
         let k = self.group.k();
         let lost = self.lost();
         let max_fs = match self.max_fs {
@@ -267,7 +267,7 @@ impl Survey {
             let mut temps = dec
                 .lost
                 .iter()
-                .map(|&g| TempFile::create(&self.group.path(FileKind::Rank, g)))
+                .map(|&g| TempFile::create(storage, &self.group.path(FileKind::Rank, g)))
                 .collect::<Result<Vec<_>>>()?;
             apply(&dec.matrix, &inputs, max_fs as usize, |offset, pieces| {
                 for_each_output(&mut temps, pieces, |temp, piece| {
@@ -316,7 +316,14 @@ impl Survey {
                     (self.group.path(FileKind::Rsed, g), fs)
                 })
                 .collect();
-            code_temps = write_code(&code.encoder(&lost_code), &inputs, max_fs, &targets, opts)?;
+            code_temps = write_code(
+                storage,
+                &code.encoder(&lost_code),
+                &inputs,
+                max_fs,
+                &targets,
+                opts,
+            )?;
             for (path, _) in targets {
                 let stale_code = report.stale.contains(&path);
                 report.files.push(RebuiltFile {
@@ -330,7 +337,7 @@ impl Survey {
         // Unmap the temporary Rank files before renaming them.
         self.ranks.clear();
         rank_temps.append(&mut code_temps);
-        publish(rank_temps, &self.group.dir, opts.sync)?;
+        publish(storage, rank_temps, &self.group.dir, opts.sync)?;
         Ok(report)
     }
 }
@@ -431,7 +438,7 @@ pub struct Rebuilt {
 /// Cuts a decoded Rank file (written as `max_fs` bytes) to the size its own file block gives,
 /// restores its last byte when the code lost it, and verifies it.
 fn finish_rank(
-    temp: &TempFile,
+    temp: &TempFile<'_>,
     max_fs: u64,
     expected_fs: Option<u64>,
     sync: bool,
@@ -485,7 +492,7 @@ fn finish_rank(
         None
     };
     if sync {
-        temp.file.sync_all().map_err(io)?;
+        temp.file.sync().map_err(io)?;
     }
     let map = MappedFile::open(&temp.path)?;
     let ckpt = Checkpoint::parse(map.bytes()).map_err(invalid)?;
@@ -493,54 +500,4 @@ fn finish_rank(
         return Err(invalid(p));
     }
     Ok((fs, last_byte))
-}
-
-/// The true last byte of a Rank file whose last byte is unknown (a rebuilt file of odd size
-/// `maxFs`: the code keeps only the low half of its last word). The file's own hashes decide:
-/// in FTI 1.1 files the checksum covers bytes `[96, fs)`, so the MD5 of all but the last byte
-/// is computed once and finished with each of the 256 values; in fti-rs's fast files each
-/// value is tried by verifying the whole file.
-pub fn restore_last_byte(bytes: &[u8]) -> Result<u8> {
-    let fb = FileBlock::read_at(bytes, 0)?;
-    let Some(body) = bytes.get(fb::SIZE..bytes.len().saturating_sub(1)) else {
-        return Err(Error::at(
-            0,
-            ErrorKind::Truncated {
-                len: bytes.len() as u64,
-                needed: fb::SIZE as u64 + 1,
-                what: "a file block and at least one byte after it",
-            },
-        ));
-    };
-    let found = match Integrity::from_fb_mode(&fb.mode)? {
-        Integrity::Md5 => {
-            let mut stream = Md5Stream::default();
-            stream.update(body);
-            (0..=255u8).find(|&b| {
-                let mut s = stream.clone();
-                s.update(&[b]);
-                hash::checksum_field(&s.finish()) == fb.checksum
-            })
-        }
-        Integrity::Fast { .. } => {
-            let mut copy = bytes.to_vec();
-            (0..=255u8).find(|&b| {
-                if let Some(last) = copy.last_mut() {
-                    *last = b;
-                }
-                Checkpoint::parse(&copy).is_ok_and(|c| c.verify(&copy, &|_| {}).is_empty())
-            })
-        }
-    };
-    found.ok_or_else(|| {
-        Error::at(
-            fb::CHECKSUM as u64,
-            ErrorKind::HashMismatch {
-                record: Record::FileBlock,
-                field: "checksum",
-                stored: fb.checksum_display(),
-                computed: "none of the 256 values of the last byte gives it".into(),
-            },
-        )
-    })
 }
