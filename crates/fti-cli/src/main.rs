@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ftiff::diff::Change;
 use ftiff::{view, Checkpoint, MappedFile, RsedFile};
 
+mod heatdis;
 mod l3;
 mod list;
 mod tree;
@@ -175,8 +176,8 @@ struct DemoArgs {
 }
 
 impl DemoArgs {
-    fn params(&self, crash_at: Option<i32>) -> fti::heatdis::Params {
-        fti::heatdis::Params {
+    fn params(&self, crash_at: Option<i32>) -> heatdis::Params {
+        heatdis::Params {
             size: self.size,
             iters: self.iters,
             every: self.every,
@@ -469,8 +470,8 @@ fn heatdis(demo: &DemoArgs, crash_at: Option<i32>) -> Result<ExitCode> {
     #[cfg(not(feature = "mpi"))]
     let comm: Box<dyn fti::Comm> = Box::new(fti::SelfComm);
     let (rank, ranks) = (comm.rank(), comm.size());
-    let cfg = fti::heatdis::config(&demo.dir);
-    let out = fti::heatdis::run_with(cfg, comm, demo.params(crash_at), &mut |line| {
+    let cfg = heatdis::config(&demo.dir);
+    let out = heatdis::run_with(cfg, comm, demo.params(crash_at), &mut |line| {
         if rank == 0 {
             println!("{line}");
         }

@@ -34,7 +34,6 @@
 pub mod comm;
 mod config;
 mod error;
-pub mod heatdis;
 pub mod l3;
 mod levels;
 pub mod report;

@@ -181,7 +181,8 @@ pub enum ErrorKind {
 pub struct Error {
     path: Option<PathBuf>,
     offset: Option<u64>,
-    kind: ErrorKind,
+    // Boxed: errors travel inside `Result`s of every reader call, which stay small.
+    kind: Box<ErrorKind>,
 }
 
 /// Result with [`Error`].
@@ -193,7 +194,7 @@ impl Error {
         Error {
             path: None,
             offset: Some(offset),
-            kind,
+            kind: Box::new(kind),
         }
     }
 
@@ -202,7 +203,7 @@ impl Error {
         Error {
             path: None,
             offset: None,
-            kind,
+            kind: Box::new(kind),
         }
     }
 

@@ -7,8 +7,7 @@
 //! * grid: `size` × `size` doubles (row-major), two arrays `h` (current) and `g` (next);
 //! * initial values: every cell 0.0 except the first row, held at 100.0 (the heat source);
 //!   the other border cells stay 0.0;
-//! * iteration: for every interior cell, `g[i][j] = 0.25 * (h[i-1][j] + h[i+1][j] + h[i][j-1]
-//!   + h[i][j+1])` (borders copied), then `h` and `g` swap roles; `iters` iterations;
+//! * iteration: for every interior cell, `g[i][j] = 0.25 * (h[i-1][j] + h[i+1][j] + h[i][j-1] + h[i][j+1])` (borders copied), then `h` and `g` swap roles; `iters` iterations;
 //! * ranks: with `n` ranks, rank `r` owns `size / n` consecutive rows (one more for the first
 //!   `size % n` ranks), in rank order, and keeps one halo row above and below them; before
 //!   each iteration every rank sends its first owned row to the rank above and its last to the
@@ -23,8 +22,8 @@
 
 use std::path::Path;
 
-use crate::comm::{Comm, SelfComm};
-use crate::{Config, Fti, Level, Result, Status, Var};
+use fti::comm::{Comm, SelfComm};
+use fti::{Config, Fti, Level, Result, Status, Var};
 
 /// Parameters of one run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +142,8 @@ fn exchange_halos(comm: &dyn Comm, size: usize, rows: usize, h: &mut [f64]) {
 
 /// Runs the demo in this process (one rank) with the runtime configured by `cfg`; `report`
 /// receives progress lines (recovery, checkpoints).
+// The tests and benchmarks run it; the tool itself uses `run_with`.
+#[allow(dead_code)]
 pub fn run(cfg: Config, p: Params, report: &mut dyn FnMut(&str)) -> Result<Outcome> {
     run_with(cfg, Box::new(SelfComm), p, report)
 }
@@ -225,82 +226,4 @@ pub fn run_with(
         checkpoints,
         checksum,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heat_flows_down_from_the_top_row() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = Params {
-            size: 16,
-            iters: 50,
-            every: 10,
-            crash_at: None,
-            partner_level: Level::L2,
-        };
-        let out = run(config(dir.path()), p, &mut |_| {}).unwrap();
-        assert_eq!(
-            (out.computed, out.checkpoints, out.recovered),
-            (50, 4, None)
-        );
-        assert_eq!(out.checksum.len(), 32);
-        // Same parameters, fresh directory: same result.
-        let dir2 = tempfile::tempdir().unwrap();
-        assert_eq!(
-            run(config(dir2.path()), p, &mut |_| {}).unwrap().checksum,
-            out.checksum
-        );
-        // A run that restarts from checkpoint 4 (iteration 40) computes only 10 iterations and
-        // ends bitwise identical.
-        let again = run(config(dir.path()), p, &mut |_| {}).unwrap();
-        assert_eq!(again.recovered, Some((4, 40)));
-        assert_eq!(again.computed, 10);
-        assert_eq!(again.checksum, out.checksum);
-    }
-
-    #[test]
-    fn any_number_of_ranks_computes_the_same_grid() {
-        let p = Params {
-            size: 16,
-            iters: 50,
-            every: 10,
-            crash_at: None,
-            partner_level: Level::L2,
-        };
-        let one = run(config(tempfile::tempdir().unwrap().path()), p, &mut |_| {}).unwrap();
-        for n in [2, 3, 5] {
-            let dir = tempfile::tempdir().unwrap();
-            let go = || {
-                std::thread::scope(|s| {
-                    let handles: Vec<_> = crate::Threads::new(n, "h")
-                        .into_iter()
-                        .map(|c| {
-                            let cfg = Config {
-                                trace: false,
-                                ..config(dir.path())
-                            };
-                            s.spawn(move || run_with(cfg, Box::new(c), p, &mut |_| {}).unwrap())
-                        })
-                        .collect();
-                    handles
-                        .into_iter()
-                        .map(|h| h.join().unwrap())
-                        .collect::<Vec<_>>()
-                })
-            };
-            let first = go();
-            assert!(
-                first.iter().all(|o| o.checksum == one.checksum),
-                "{n} ranks"
-            );
-            // Checkpoint 2 was L2, 4 was L4; the rerun restarts from 4 on every rank.
-            let again = go();
-            assert!(again
-                .iter()
-                .all(|o| o.recovered == Some((4, 40)) && o.checksum == one.checksum));
-        }
-    }
 }
