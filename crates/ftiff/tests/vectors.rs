@@ -154,7 +154,8 @@ fn writer_reproduces_model_written_files() {
     }
 }
 
-/// Restarting from a real FTI 1.1 file continues its structure exactly (SPEC §4).
+/// Restarting from a real FTI 1.1 file continues its structure exactly (`docs/ftiff-format.md`,
+/// *How containers are planned*).
 #[test]
 fn planning_from_a_real_file_continues_it() {
     let dir = fixtures().join("seed-example");
