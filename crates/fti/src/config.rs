@@ -716,6 +716,13 @@ pub fn record_restart(
     exec_id: &str,
 ) -> Result<()> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = restart_text(&text, failure, exec_id);
+    crate::store::replace_file(storage, path, text.as_bytes())
+}
+
+/// The config text `text` with `failure` and `exec_id` recorded in `[restart]` and its
+/// `ckpt_id` dropped, every other line kept: what [`record_restart`] writes.
+pub fn restart_text(text: &str, failure: u8, exec_id: &str) -> String {
     let mut out = Vec::new();
     let mut in_restart = false;
     let mut seen_restart = false;
@@ -773,7 +780,7 @@ pub fn record_restart(
     }
     let mut text = out.join("\n");
     text.push('\n');
-    crate::store::replace_file(storage, path, text.as_bytes())
+    text
 }
 
 #[cfg(test)]
