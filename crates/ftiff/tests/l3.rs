@@ -2,11 +2,9 @@
 //! code, and every loss of up to k of a group's 2k files is rebuilt byte for byte, for odd and
 //! even `maxFs`, uneven sizes and groups of 2 to 5.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::util::*;
 use ftiff::l3::{self, gf, FileKind, FileStatus, Group, Options, Survey};
 use ftiff::raw::{fb, Cursor, FileBlock};
 use ftiff::{hash, ErrorKind, Layout, RsedFile, VarSize, WriteOptions};

@@ -2,14 +2,10 @@
 //! hashes verify, data equals the documented formula, and the writer reproduces the model files
 //! byte for byte.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::util::*;
 use ftiff::{view, Checkpoint, Layout, RsedFile, WriteOptions};
-
-fn no_progress(_: u64) {}
 
 /// The expected view of a fixture file.
 fn expected_view(path: &Path) -> Option<String> {

@@ -1,0 +1,10 @@
+//! The integration tests of `ftiff`, in one test binary: a module per subject, helpers in
+//! [`util`].
+
+mod dcp;
+mod hostile;
+mod l3;
+mod mutants;
+mod roundtrip;
+mod util;
+mod vectors;
