@@ -7,7 +7,9 @@
 //! * grid: `size` × `size` doubles (row-major), two arrays `h` (current) and `g` (next);
 //! * initial values: every cell 0.0 except the first row, held at 100.0 (the heat source);
 //!   the other border cells stay 0.0;
-//! * iteration: for every interior cell, `g[i][j] = 0.25 * (h[i-1][j] + h[i+1][j] + h[i][j-1] + h[i][j+1])` (borders copied), then `h` and `g` swap roles; `iters` iterations;
+//! * iteration: for every interior cell,
+//!   `g[i][j] = 0.25 * (h[i-1][j] + h[i+1][j] + h[i][j-1] + h[i][j+1])` (borders copied),
+//!   then `h` and `g` swap roles; `iters` iterations;
 //! * ranks: with `n` ranks, rank `r` owns `size / n` consecutive rows (one more for the first
 //!   `size % n` ranks), in rank order, and keeps one halo row above and below them; before
 //!   each iteration every rank sends its first owned row to the rank above and its last to the

@@ -1,7 +1,7 @@
-//! The checkpoints below a directory, in FTI 1.1's layout (SPEC §5): every rank's `Rank` file
-//! and its level's redundancy (`Pcof` partner copies at L2, `RSed` Reed-Solomon code at L3),
-//! whether each file verifies, whether a checkpoint could be restored after losing a node, and
-//! which archived checkpoints `fti prune` deletes.
+//! The checkpoints below a directory, in FTI 1.1's layout (`docs/runtime.md`, *Files and
+//! directories*): every rank's `Rank` file and its level's redundancy (`Pcof` partner copies at L2,
+//! `RSed` Reed-Solomon code at L3), whether each file verifies, whether a checkpoint could be
+//! restored after losing a node, and which archived checkpoints `fti prune` deletes.
 //!
 //! Where files live: `<ckpt_dir>/node<N>/<exec_id>/lK[_archive]/` for L1..L3 (without
 //! `node<N>/` when FTI's `local_test = 0`), `<glbl_dir>/<exec_id>/l4[_archive]/` for L4, and

@@ -195,11 +195,8 @@ fn parse_ini(path: &Path, text: &str, warnings: &mut Vec<String>) -> Result<Ini>
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
         }
-        if let Some(name) = line.strip_prefix('[').and_then(|l| {
-            let end = l.find(']')?;
-            Some(&l[..end])
-        }) {
-            section = name.trim().to_ascii_lowercase();
+        if let Some(name) = section_header(line) {
+            section = name;
             ini.entry(section.clone()).or_default();
             continue;
         }
@@ -224,6 +221,15 @@ fn parse_ini(path: &Path, text: &str, warnings: &mut Vec<String>) -> Result<Ini>
         keys.insert(key, (value, n + 1));
     }
     Ok(ini)
+}
+
+/// The section a trimmed line opens (`[name]`, anything after the `]` ignored), lower-cased;
+/// `None` for any other line (`[name` without `]` is a key). The parser and
+/// [`restart_text`] both use it, so they agree on where `[restart]` begins and ends.
+fn section_header(line: &str) -> Option<String> {
+    let rest = line.strip_prefix('[')?;
+    let end = rest.find(']')?;
+    Some(rest.get(..end)?.trim().to_ascii_lowercase())
 }
 
 /// The value after `=`: quoted (`"..."` or `'...'`, taken verbatim) or up to a `;` or `#`
@@ -716,6 +722,18 @@ pub fn record_restart(
     exec_id: &str,
 ) -> Result<()> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = restart_text(&text, failure, exec_id);
+    crate::store::replace_file(storage, path, text.as_bytes())
+}
+
+/// The config text `text` with `failure` and `exec_id` recorded in `[restart]` and its
+/// `ckpt_id` dropped, every other line kept: what [`record_restart`] writes.
+pub fn restart_text(text: &str, failure: u8, exec_id: &str) -> String {
+    // A byte-order mark is kept, and skipped as the parser skips it.
+    let (bom, text) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => ("\u{feff}", rest),
+        None => ("", text),
+    };
     let mut out = Vec::new();
     let mut in_restart = false;
     let mut seen_restart = false;
@@ -733,13 +751,14 @@ pub fn record_restart(
     };
     for line in text.lines() {
         let trimmed = line.trim();
-        if trimmed.starts_with('[') {
+        let comment = trimmed.starts_with('#') || trimmed.starts_with(';');
+        if let Some(section) = section_header(trimmed) {
             if in_restart {
                 flush_missing(&mut out, &mut wrote_failure, &mut wrote_exec);
             }
-            in_restart = trimmed.eq_ignore_ascii_case("[restart]");
+            in_restart = section == "restart";
             seen_restart |= in_restart;
-        } else if in_restart {
+        } else if in_restart && !comment {
             let key = trimmed
                 .split('=')
                 .next()
@@ -771,9 +790,9 @@ pub fn record_restart(
         out.push("[restart]".into());
         flush_missing(&mut out, &mut wrote_failure, &mut wrote_exec);
     }
-    let mut text = out.join("\n");
+    let mut text = bom.to_owned() + &out.join("\n");
     text.push('\n');
-    crate::store::replace_file(storage, path, text.as_bytes())
+    text
 }
 
 #[cfg(test)]
@@ -908,5 +927,34 @@ mod tests {
         record_restart(&crate::storage::Disk, &path, 2, "e").unwrap();
         let cfg = Config::from_file(&path).unwrap();
         assert_eq!((cfg.failure, cfg.exec_id.as_deref()), (Some(2), Some("e")));
+    }
+
+    /// Fuzzing (fti_config): a line `[=` is a key for the parser, but ended `[restart]` for
+    /// the writer, so the `exec_id` after it overrode the one recorded. Both now read section
+    /// headers with `section_header`, spaces, case and text after `]` included, and skip a
+    /// byte-order mark alike.
+    #[test]
+    fn restart_text_and_the_parser_agree_on_sections() {
+        for text in [
+            "[Restart]\n[=\nExec_ID=",
+            "[restart]\n[x = 1\nfailure = 0\nexec_id = old\n",
+            "[ Restart ] ; FTI's comment\nfailure = 0\nckpt_id = 4\n[basic]\nckpt_dir = d\n",
+            "\u{feff}[restart]\nfailure = 0\nexec_id = old\n",
+            "[basic]\nckpt_dir = d\n[RESTART]junk\n; failure = 2\n",
+        ] {
+            let recorded = restart_text(text, 1, "2026-01-02_03-04-05");
+            let cfg = parse(&recorded).unwrap_or_else(|e| panic!("{e}\n{recorded}"));
+            assert_eq!(cfg.failure, Some(1), "{recorded}");
+            assert_eq!(
+                cfg.exec_id.as_deref(),
+                Some("2026-01-02_03-04-05"),
+                "{recorded}"
+            );
+            assert_eq!(cfg.restart_id, None, "{recorded}");
+            assert_eq!(
+                recorded.starts_with('\u{feff}'),
+                text.starts_with('\u{feff}')
+            );
+        }
     }
 }

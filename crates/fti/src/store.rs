@@ -202,7 +202,7 @@ pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
     scan(dirs, &Level::ALL, FileKind::Rank)
 }
 
-/// The named steps of [`publish`], where a crash test can stop the process.
+/// The named steps of [`publish_pending`], where a crash test can stop the process.
 pub const STEPS: &[&str] = &[
     "written",
     "fsynced",

@@ -10,12 +10,12 @@ use ftiff::l3::gf;
 use ftiff::raw::{fb, Cursor, FileBlock};
 use ftiff::{hash, ErrorKind, FileKind, FileName, Layout, RsedFile, VarSize, WriteOptions};
 
-// Scratch files: no fsync, to keep the thousands of rebuilds quick.
 /// Root of the FTI-FF test vectors.
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti")
 }
 
+// Scratch files: no fsync, to keep the thousands of rebuilds quick.
 const STAMP: Options = Options {
     timestamp: Some(1_700_000_000_000_000_000),
     sync: false,

@@ -1,6 +1,7 @@
 //! L3 `RSed` files: Reed-Solomon code followed by a 96-byte file block used as a trailer
-//! (SPEC §5). Bytes `[0, maxFs)` are the code; the trailer has `fs = maxFs`, `ckptSize` = the
-//! size of this rank's own Rank file, `ptFs = -1`, and a checksum over the code bytes.
+//! (`docs/ftiff-format.md`, *L3 Reed-Solomon*). Bytes `[0, maxFs)` are the code; the trailer has
+//! `fs = maxFs`, `ckptSize` = the size of this rank's own Rank file, `ptFs = -1`, and a checksum
+//! over the code bytes.
 
 use crate::error::{Error, ErrorKind, Record, Result};
 use crate::hash::{self, Md5Stream};

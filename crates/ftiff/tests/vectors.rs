@@ -2,14 +2,10 @@
 //! hashes verify, data equals the documented formula, and the writer reproduces the model files
 //! byte for byte.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::util::*;
 use ftiff::{view, Checkpoint, Layout, RsedFile, WriteOptions};
-
-fn no_progress(_: u64) {}
 
 /// The expected view of a fixture file.
 fn expected_view(path: &Path) -> Option<String> {
@@ -154,7 +150,8 @@ fn writer_reproduces_model_written_files() {
     }
 }
 
-/// Restarting from a real FTI 1.1 file continues its structure exactly (SPEC §4).
+/// Restarting from a real FTI 1.1 file continues its structure exactly (`docs/ftiff-format.md`,
+/// *How containers are planned*).
 #[test]
 fn planning_from_a_real_file_continues_it() {
     let dir = fixtures().join("seed-example");

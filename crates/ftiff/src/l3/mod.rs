@@ -1,4 +1,5 @@
-//! Level 3: FTI 1.1's Reed-Solomon code across a group of k ranks (SPEC §5).
+//! Level 3: FTI 1.1's Reed-Solomon code across a group of k ranks (`docs/ftiff-format.md`, *L3
+//! Reed-Solomon*).
 //!
 //! Each rank keeps its Rank file (with `FB.maxFs` = the group's largest file) and an `RSed`
 //! file: `maxFs` bytes of code followed by a 96-byte file block as a trailer. Any k of the

@@ -8,8 +8,8 @@ use crate::raw::{fb, FileBlock};
 use crate::read::Checkpoint;
 use crate::write;
 
-/// The trailer of an `RSed` file (SPEC §5): `fs = maxFs`, `ckptSize` = the rank's own Rank
-/// file size, `ptFs = -1`, checksum over the code, zero padding.
+/// The trailer of an `RSed` file (`docs/ftiff-format.md`, *L3 Reed-Solomon*): `fs = maxFs`,
+/// `ckptSize` = the rank's own Rank file size, `ptFs = -1`, checksum over the code, zero padding.
 pub fn rsed_trailer(code_md5: &Digest, max_fs: u64, ckpt_size: u64, timestamp: i64) -> FileBlock {
     let mut trailer = write::file_block(code_md5, max_fs, max_fs as i64, -1, timestamp);
     trailer.ckpt_size = ckpt_size as i64;

@@ -1,9 +1,64 @@
-//! Helpers shared by the integration tests: the fixture tree and the seed example's history.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests: the fixture tree, the seed example's history, a
+//! counting allocator and a way to run one test in a process of its own.
 
+use std::alloc::{GlobalAlloc, Layout as AllocLayout, System};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ftiff::VarSize;
+
+/// Counts live heap bytes and their peak, to bound what parsing hostile input allocates.
+struct CountingAlloc;
+
+/// Live heap bytes of the process.
+pub static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// Peak of [`LIVE`] since it was last reset.
+pub static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: delegates every call to the system allocator unchanged; only counts sizes.
+#[allow(unsafe_code)]
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: AllocLayout) -> *mut u8 {
+        let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(live, Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: AllocLayout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+/// Runs the test `name` (its path in this binary) alone in a new process of this binary, so
+/// that the counting allocator sees no other test. Returns true in that process, where the
+/// caller runs the test's body; false in the caller's, once the other process passed.
+pub fn in_own_process(name: &str) -> bool {
+    const ALONE: &str = "FTI_RS_TEST_ALONE";
+    if std::env::var_os(ALONE).is_some_and(|v| v == name) {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args([name, "--exact", "--test-threads=1"])
+        .env(ALONE, name)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{name} in its own process:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
+
+/// A progress callback that ignores the progress.
+pub fn no_progress(_: u64) {}
 
 /// Root of the FTI-FF test vectors.
 pub fn fixtures() -> PathBuf {
