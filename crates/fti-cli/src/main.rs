@@ -291,19 +291,35 @@ fn open(path: &Path, verify: bool) -> Result<(Checkpoint, MappedFile)> {
             "fti: warning: {}: not verified (--no-verify): the bytes used may be another variable's, cut or corrupt",
             path.display()
         );
-        return Ok(Checkpoint::open(path)?);
+        return Ok(Checkpoint::of(load(path)?)?);
     }
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let bar = progress_bar(path, len);
-    let opened = Checkpoint::open_verified(path, &|done| bar.set_position(done));
+    let opened = load(path).and_then(|f| Checkpoint::verified(f, &|done| bar.set_position(done)));
     bar.finish_and_clear();
     opened.context(
         "the file does not verify; nothing was read from it (fti verify lists every problem)",
     )
 }
 
+/// A checkpoint file's bytes. Files in an `lK_archive` directory are read rather than mapped:
+/// a running program's differential checkpoint may take one of them and rewrite it in place,
+/// which must not change (or, when it shrinks, fault) a map under this tool
+/// (`docs/crash-safety.md`, *Memory maps*).
+pub fn load(path: &Path) -> ftiff::Result<MappedFile> {
+    let archived = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d.to_string_lossy().ends_with("_archive"));
+    if archived {
+        MappedFile::read(path)
+    } else {
+        MappedFile::open(path)
+    }
+}
+
 fn inspect(path: &Path, format: Format, kind: Kind) -> Result<ExitCode> {
-    let map = MappedFile::open(path)?;
+    let map = load(path)?;
     let bytes = map.bytes();
     let out = if is_rsed(path, kind) {
         let rsed = RsedFile::parse(bytes).map_err(|e| e.with_path(path))?;
@@ -355,7 +371,7 @@ fn verify(files: &[PathBuf], kind: Kind, quiet: bool) -> Result<ExitCode> {
 
 /// Every problem of one file, each naming the file.
 fn verify_one(path: &Path, kind: Kind) -> Vec<ftiff::Error> {
-    let map = match MappedFile::open(path) {
+    let map = match load(path) {
         Ok(map) => map,
         Err(e) => return vec![e],
     };

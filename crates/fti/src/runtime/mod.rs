@@ -442,6 +442,7 @@ impl Fti {
         level: Level,
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
+        self.release_maps();
         if self.asynchronous(level, vars) {
             return self.checkpoint_async(id, level, vars);
         }
@@ -480,6 +481,14 @@ impl Fti {
             return Err(e);
         }
         Ok(info)
+    }
+
+    /// Drops the maps of checkpoint files this process keeps between calls (the file
+    /// `recover_var_from` verified last): a checkpoint about to start may take such a file
+    /// and rewrite it in place (`docs/crash-safety.md`, *Memory maps*). The restart's own map
+    /// is gone already: no checkpoint is taken before the restart is recovered.
+    fn release_maps(&mut self) {
+        self.verified = None;
     }
 
     /// FTI's warning for a checkpoint that failed.

@@ -164,9 +164,13 @@ impl Checkpoint {
 
     /// Parses the file at `path` (memory-mapped).
     pub fn open(path: &Path) -> Result<(Self, MappedFile)> {
-        let map = MappedFile::open(path)?;
-        let ckpt = Checkpoint::parse(map.bytes()).map_err(|e| e.with_path(path))?;
-        Ok((ckpt, map))
+        Checkpoint::of(MappedFile::open(path)?)
+    }
+
+    /// Parses a file already opened (mapped or read).
+    pub fn of(file: MappedFile) -> Result<(Self, MappedFile)> {
+        let ckpt = Checkpoint::parse(file.bytes()).map_err(|e| e.with_path(file.path()))?;
+        Ok((ckpt, file))
     }
 
     /// Parses and verifies the file at `path` ([`Checkpoint::verify`]: every hash, the zero
@@ -179,7 +183,17 @@ impl Checkpoint {
         path: &Path,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<(Self, MappedFile)> {
-        let (ckpt, map) = Checkpoint::open(path)?;
+        Checkpoint::verified(MappedFile::open(path)?, progress)
+    }
+
+    /// [`Checkpoint::open_verified`] for a file already opened (mapped or read).
+    pub fn verified(
+        file: MappedFile,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<(Self, MappedFile)> {
+        let path = file.path().to_path_buf();
+        let (ckpt, map) = Checkpoint::of(file)?;
+        let path = path.as_path();
         let first = ckpt
             .verify(map.bytes(), progress)
             .into_iter()
