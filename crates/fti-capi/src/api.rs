@@ -646,10 +646,12 @@ impl Session {
         };
         let path = info.path.clone();
         let closing = "completing the restart before a new checkpoint";
-        let (ckpt, _map) = ftiff::Checkpoint::open(&path).map_err(|e| Failure::Runtime {
+        let unreadable = |e: ftiff::Error| Failure::Runtime {
             doing: closing,
             err: Box::new(e.into()),
-        })?;
+        };
+        let map = ftiff::MappedFile::open(&path).map_err(unreadable)?;
+        let ckpt = ftiff::Checkpoint::of(&map).map_err(unreadable)?;
         let mut scratch: Vec<(c_int, Vec<u8>)> = ckpt
             .vars()
             .iter()
@@ -703,12 +705,14 @@ impl Session {
                 "no checkpoint to recover: this run is not a restart and has taken none".into(),
             ))
         })?;
-        let (ckpt, _map) = ftiff::Checkpoint::open(&last.path).map_err(|e| {
+        let unreadable = |e: ftiff::Error| {
             Fail::nrec(Failure::Runtime {
                 doing: "FTI_Recover",
                 err: Box::new(e.into()),
             })
-        })?;
+        };
+        let map = ftiff::MappedFile::open(&last.path).map_err(unreadable)?;
+        let ckpt = ftiff::Checkpoint::of(&map).map_err(unreadable)?;
         let stored: Vec<(c_int, u64)> = ckpt
             .vars()
             .iter()

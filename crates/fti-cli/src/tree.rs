@@ -547,7 +547,7 @@ pub fn checkpoints(scan: &Scan, sizes: Sizes, warnings: &mut Vec<String>) -> Res
     Ok(out)
 }
 
-/// Checks one file: a Rank or Pcof file as [`Checkpoint::open_verified`] does (structure,
+/// Checks one file: a Rank or Pcof file as [`Checkpoint::verified`] does (structure,
 /// every hash), an RSed file by its trailer and the checksum of its code. Returns the first
 /// problem.
 pub fn verify_file(
@@ -557,8 +557,7 @@ pub fn verify_file(
 ) -> std::result::Result<(), String> {
     if kind != Kind::Rsed {
         return crate::load(path)
-            .and_then(|f| Checkpoint::verified(f, progress))
-            .map(|_| ())
+            .and_then(|f| Checkpoint::verified(&f, progress).map(|_| ()))
             .map_err(|e| e.to_string());
     }
     let map = crate::load(path).map_err(|e| e.to_string())?;

@@ -133,10 +133,12 @@ fn continuing_an_fti_run_matches_fti_structure() {
         .unwrap();
     assert!(info.path.starts_with(dir.path()));
     assert!(info.path.ends_with("l1/Ckpt2-Rank2.fti"));
-    let ours = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    let ours = std::fs::read(&info.path).unwrap();
+    let ours = ftiff::Checkpoint::parse(&ours).unwrap();
     let theirs_path =
         fixtures().join("L1/files/step2/Local/node2/2026-11-22_04-12-33/l1/Ckpt2-Rank2.fti");
-    let theirs = ftiff::Checkpoint::parse(&std::fs::read(theirs_path).unwrap()).unwrap();
+    let theirs = std::fs::read(theirs_path).unwrap();
+    let theirs = ftiff::Checkpoint::parse(&theirs).unwrap();
     assert_eq!(ours.layout(), theirs.layout());
     // Only one file per rank in l1, as FTI 1.1 expects.
     let l1: Vec<_> = std::fs::read_dir(info.path.parent().unwrap())
@@ -216,7 +218,8 @@ fn checkpoint_crash_recover_with_resizes() {
             &[Var::new(0, &mut step2), Var::slice(1, &mut field2)],
         )
         .unwrap();
-    let ckpt = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    let bytes = std::fs::read(&info.path).unwrap();
+    let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
     assert_eq!(ckpt.layout().blocks.len(), 5);
 }
 
@@ -372,8 +375,8 @@ fn l4_flush_from_local_and_errors() {
     fti.wait().unwrap();
     let bytes = std::fs::read(&info.path).unwrap();
     let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
-    assert!(ckpt.verify(&bytes, &|_| {}).is_empty());
-    assert_eq!(ckpt.read_var(&bytes, 0).unwrap(), 42i64.to_le_bytes());
+    assert!(ckpt.verify(&|_| {}).is_empty());
+    assert_eq!(ckpt.read_var(0).unwrap(), 42i64.to_le_bytes());
     let local = fti.dirs().level_dir(Level::L1).join("Ckpt1-Rank0.fti");
     assert_eq!(std::fs::read(local).unwrap(), bytes);
     assert!(matches!(
@@ -390,7 +393,8 @@ fn l4_flush_from_local_and_errors() {
     let info = fti
         .checkpoint(2, Level::L1, &[Var::new(5, &mut y)])
         .unwrap();
-    let ckpt = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    let bytes = std::fs::read(&info.path).unwrap();
+    let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
     assert!(ckpt.var(0).unwrap().removed && !ckpt.var(5).unwrap().removed);
     assert!(fti
         .checkpoint(3, Level::L1, &[Var::new(5, &mut y), Var::new(0, &mut x)])

@@ -107,11 +107,21 @@ pub enum Snapshot {
     Checkpointed(CheckpointInfo),
 }
 
-/// The restart's chosen checkpoint, verified and mapped.
+/// A checkpoint file verified in full (the restart's chosen checkpoint, or the file
+/// `recover_var_from` read last) and still mapped.
 struct Restart {
     info: CheckpointInfo,
-    ckpt: Checkpoint,
     map: MappedFile,
+    /// `FB.maxFs`, for an L3 rebuild.
+    max_fs: u64,
+}
+
+impl Restart {
+    /// The checkpoint, parsed again from its map (the meta data only: a walk over its block
+    /// records). The bytes are those verified: a map is never held across a checkpoint.
+    fn ckpt(&self) -> Result<Checkpoint<'_>> {
+        Checkpoint::of(&self.map).map_err(Error::Format)
+    }
 }
 
 /// The FTI runtime of one process. See the crate documentation for a complete example.
@@ -424,7 +434,7 @@ impl Fti {
     /// [`Fti::recover`], as `FTI_GetStoredSize` and `FTI_Realloc` do), or in the last checkpoint.
     pub fn stored_size(&self, id: i32) -> Option<u64> {
         if let Some(r) = &self.restart {
-            return r.ckpt.var(id).ok().map(|v| v.size);
+            return r.ckpt().ok()?.var(id).ok().map(|v| v.size);
         }
         let layout = self.layout.as_ref()?;
         layout
@@ -637,9 +647,10 @@ fn open_verified(
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<Restart, ftiff::Error> {
-    let (ckpt, map) = Checkpoint::open_verified(&found.path, progress)?;
-    let info = found_info(found, &ckpt);
-    Ok(Restart { info, ckpt, map })
+    let map = MappedFile::open(&found.path)?;
+    let ckpt = Checkpoint::verified(&map, progress)?;
+    let (info, max_fs) = (found_info(found, &ckpt), ckpt.fb.max_fs.max(0) as u64);
+    Ok(Restart { info, map, max_fs })
 }
 
 /// The run's topology and node names. With `local_test = 1` the node of a rank is

@@ -107,9 +107,7 @@ impl Fti {
                     let own_file = verified
                         .as_ref()
                         .map(|r| (r.info.path.clone(), r.info.size));
-                    let max_fs = verified
-                        .as_ref()
-                        .map_or(0, |r| r.ckpt.fb.max_fs.max(0) as u64);
+                    let max_fs = verified.as_ref().map_or(0, |r| r.max_fs);
                     let rsed = copy_found.filter(|_| copy_ok).map(|c| c.path.clone());
                     let rebuilt =
                         self.rebuild_l3(id, (&files, &lost_copies), own_file, rsed, max_fs);
