@@ -9,20 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-#[path = "support/unwritable.rs"]
-mod unwritable;
+use crate::util::unwritable;
 use unwritable::make_unwritable;
 
 use fti::{Config, Fti, Level, Status, Threads, Var};
 
 fn config(root: &Path, async_ckpt: bool) -> Config {
     Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
         async_ckpt,
-        verbosity: 3,
-        ..Config::default()
+        ..crate::util::config(root)
     }
 }
 
@@ -200,7 +195,7 @@ fn killed_with_a_checkpoint_in_flight() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "async_child",
+                "async_ckpt::async_child",
                 "--nocapture",
                 "--test-threads=1",
                 "-q",

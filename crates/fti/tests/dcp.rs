@@ -7,14 +7,10 @@ use ftiff::VarSize;
 
 fn config(root: &Path, fast: bool) -> Config {
     Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
         dcp: true,
         dcp_block_size: 4096,
         fast_integrity: fast,
-        verbosity: 3,
-        ..Config::default()
+        ..crate::util::config(root)
     }
 }
 

@@ -3,23 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::util::trees::copy_tree;
 use fti::{Config, Error, Fti, Level, Snapshot, Status, Var};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/levels")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// An FTI 1.1 run directory set up as FTI left it: `run/` = `files/<step>`, the config as FTI
@@ -148,13 +136,7 @@ fn continuing_an_fti_run_matches_fti_structure() {
 }
 
 fn local_config(root: &Path) -> Config {
-    Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
-        verbosity: 3,
-        ..Config::default()
-    }
+    crate::util::config(root)
 }
 
 #[test]

@@ -9,11 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "support/files.rs"]
-mod files;
+use crate::util::files;
+use crate::util::unwritable;
 use files::files_below;
-#[path = "support/unwritable.rs"]
-mod unwritable;
 use unwritable::make_unwritable;
 
 use fti::{Config, Error, Fti, Level, Status, Threads, Var};
@@ -417,7 +415,7 @@ fn a_fifo_in_the_checkpoint_directory_is_skipped_at_restart() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "fifo_child",
+            "trust::fifo_child",
             "--nocapture",
             "--test-threads=1",
             "-q",
@@ -486,7 +484,7 @@ fn a_run_killed_while_its_config_is_unwritable() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "record_child",
+            "trust::record_child",
             "--nocapture",
             "--test-threads=1",
             "-q",
