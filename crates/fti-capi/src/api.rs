@@ -191,6 +191,7 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     // its stream (with `trace = 1` or `app`).
     let options = fti::Options {
         app_ovni: crate::app_ovni::detect().map(|a| Box::new(a) as Box<dyn fti::AppOvni>),
+        reporter: std::sync::Arc::new(message::Console::default()),
         ..Default::default()
     };
     let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)

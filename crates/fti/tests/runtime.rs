@@ -444,3 +444,58 @@ fn restart_from_a_chosen_older_checkpoint() {
     .unwrap();
     assert_eq!(fti.status(), &Status::Fresh);
 }
+
+/// What a reporter saw of the runtime's long work: (what, done, total), in order.
+#[derive(Default)]
+struct SeenProgress(std::sync::Mutex<Vec<(String, u64, u64)>>);
+
+impl fti::report::Reporter for SeenProgress {
+    fn report(&self, _: fti::report::Priority, _: u32, _: &str) {}
+    fn progress(&self, _: u32, what: &str, done: u64, total: u64) {
+        self.0.lock().unwrap().push((what.to_owned(), done, total));
+    }
+}
+
+/// The runtime draws no progress bar: the progress of writing and verifying checkpoints goes
+/// to the reporter (front ends draw it), from 0 to the whole, when information is shown.
+#[test]
+fn progress_of_long_work_goes_to_the_reporter() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |verbosity: u8| {
+        let seen = std::sync::Arc::new(SeenProgress::default());
+        let options = fti::Options {
+            reporter: seen.clone(),
+            ..fti::Options::default()
+        };
+        let cfg = Config {
+            verbosity,
+            ..crate::util::config(root.path())
+        };
+        let mut fti = Fti::init_with_options(cfg, Box::new(fti::SelfComm), options).unwrap();
+        if let Status::Restart(_) = fti.status() {
+            let mut data = vec![0u8; 1 << 20];
+            fti.recover(&mut [Var::slice(1, &mut data)]).unwrap();
+        } else {
+            let mut data = vec![7u8; 1 << 20];
+            fti.checkpoint(1, Level::L1, &[Var::slice(1, &mut data)])
+                .unwrap();
+        }
+        std::mem::forget(fti);
+        let seen = seen.0.lock().unwrap().clone();
+        seen
+    };
+    let written = run(2);
+    let (first, last) = (written.first().unwrap(), written.last().unwrap());
+    assert_eq!(first.0, "checkpoint 1 (L1)");
+    assert_eq!((first.1, last.1), (0, last.2), "{written:?}");
+    assert!(last.2 > 1 << 20, "{written:?}");
+    let verified = run(2);
+    assert!(
+        verified
+            .iter()
+            .any(|(what, done, total)| what == "verifying checkpoint 1" && done == total),
+        "{verified:?}"
+    );
+    // Warnings only: no progress either.
+    assert_eq!(run(3), Vec::new());
+}

@@ -687,22 +687,3 @@ fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String
         .collect();
     Ok((Topology::new(&order, node_size, cfg.group_size)?, names))
 }
-
-/// Checkpoints and recoveries of at least this many bytes show a progress bar.
-const PROGRESS_MIN: u64 = 256 << 20;
-
-/// A progress bar on stderr for long work, shown only on a terminal and at verbosity <= 2.
-fn progress_bar(cfg: &Config, total: u64, what: String) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if total < PROGRESS_MIN || cfg.verbosity > 2 || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-    ) {
-        bar.set_style(style);
-    }
-    bar.set_message(what);
-    bar
-}

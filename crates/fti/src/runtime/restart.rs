@@ -281,13 +281,11 @@ impl Fti {
     /// Opens and verifies one of this rank's files, with a progress bar for large ones.
     pub(super) fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, Skipped> {
         let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
-        let bar = progress_bar(
-            &self.cfg,
-            size,
-            format!("verifying checkpoint {}", found.id),
-        );
-        let verified = open_verified(found, &|n| bar.set_position(n));
-        bar.finish_and_clear();
+        let bar = self
+            .messages
+            .progress(format!("verifying checkpoint {}", found.id), size);
+        let verified = open_verified(found, &|n| bar.set(n));
+        drop(bar);
         verified.map_err(|e| {
             Skipped::Unverified(Candidate {
                 id: found.id,
