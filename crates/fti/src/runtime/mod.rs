@@ -23,11 +23,13 @@ use std::sync::Arc;
 use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 
+use crate::collective::{self, agree};
 use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
 use crate::error::{Candidate, Error, Result, Skipped, Step};
-use crate::levels::{self, agree, Holds, Plan};
+use crate::l2;
 use crate::report::{FtiPrint, Messages, Reporter};
+use crate::restart_plan::{self, Holds, Plan};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
@@ -297,7 +299,7 @@ impl Fti {
                 })
             }
             // A rank whose node was lost finds nothing: the newest any rank has wins.
-            (None, _) => levels::agree_newest(
+            (None, _) => collective::agree_newest(
                 &*comm,
                 newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
             ),
