@@ -1,0 +1,7 @@
+//! The integration tests of the ovni tools, in one test binary: a module per subject, helpers
+//! in [`util`].
+
+mod goldens;
+mod hostile;
+mod regressions;
+mod util;

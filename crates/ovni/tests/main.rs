@@ -1,0 +1,8 @@
+//! The integration tests of `ovni`, in one test binary: a module per subject, helpers in
+//! [`util`].
+
+mod lint;
+mod meta_memory;
+mod reader;
+mod util;
+mod writer;
