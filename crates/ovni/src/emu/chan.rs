@@ -50,6 +50,21 @@ enum Rule {
     Next,
 }
 
+/// What a channel is, so that its callbacks need no arithmetic on its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No callback (its value only goes to a Paraver row).
+    Plain,
+    /// A thread's state: selects its mark muxes.
+    State(u32),
+    /// A thread's flush channel: input of its CPU's flush mux.
+    Flush(u32),
+    /// A thread's mark channel `k`: input of its mark mux and of its CPU's.
+    Mark(u32, u16),
+    /// A CPU's running thread: selects its flush and mark muxes.
+    Running(u32),
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Reg {
     /// `false`: cpu.prv, `true`: thread.prv.
@@ -69,6 +84,7 @@ pub(crate) struct Channels {
     /// Setting the value a channel already has does not make it dirty.
     ignore_dup: Vec<bool>,
     reg: Vec<Option<Reg>>,
+    kind: Vec<Kind>,
     dirty: Vec<u32>,
     nthreads: usize,
     nmarks: usize,
@@ -99,6 +115,7 @@ impl Channels {
             is_dirty: vec![false; n],
             ignore_dup: vec![false; n],
             reg: vec![None; n],
+            kind: vec![Kind::Plain; n],
             dirty: Vec::with_capacity(64),
             nthreads,
             nmarks,
@@ -135,7 +152,10 @@ impl Channels {
                     b + TH_MARKS + nmarks + k,
                     reg(mark_ty(k), Rule::SkipDupNull),
                 );
+                c.set_kind(b + TH_MARKS + k, Kind::Mark(row, k as u16));
             }
+            c.set_kind(b + TH_STATE, Kind::State(row));
+            c.set_kind(b + TH_FLUSH, Kind::Flush(row));
         }
         for cpu in 0..ncpus {
             let row = cpu as u32;
@@ -156,6 +176,7 @@ impl Channels {
             for k in 0..nmarks {
                 c.set_reg(b + CPU_MARKS + k, reg(mark_ty(k), Rule::SkipDupNull));
             }
+            c.set_kind(b + CPU_THRUN, Kind::Running(row));
             for s in [CPU_TID, CPU_PID, CPU_THRUN, CPU_NRUN] {
                 if let Some(d) = c.ignore_dup.get_mut(b + s) {
                     *d = true;
@@ -163,6 +184,12 @@ impl Channels {
             }
         }
         c
+    }
+
+    fn set_kind(&mut self, id: usize, kind: Kind) {
+        if let Some(k) = self.kind.get_mut(id) {
+            *k = kind;
+        }
     }
 
     fn set_reg(&mut self, id: usize, reg: Option<Reg>) {
@@ -275,49 +302,46 @@ impl Channels {
         result
     }
 
+    #[inline]
     fn callbacks(&mut self, id: usize) {
-        let tchans = self.nthreads * self.th_stride;
-        if id < tchans {
-            let (t, slot) = (id / self.th_stride, id % self.th_stride);
-            match slot {
-                TH_STATE => {
-                    let active = matches!(self.get(id), Some(1 | 4 | 5));
-                    if let Some(a) = self.th_active.get_mut(t) {
-                        *a = active;
-                    }
-                    for k in 0..self.nmarks {
-                        let v = if active {
-                            self.get(self.th(t, TH_MARKS + k))
-                        } else {
-                            None
-                        };
-                        self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
-                    }
+        match self.kind.get(id).copied() {
+            None | Some(Kind::Plain) => {}
+            Some(Kind::State(t)) => {
+                let t = t as usize;
+                let active = matches!(self.get(id), Some(1 | 4 | 5));
+                if let Some(a) = self.th_active.get_mut(t) {
+                    *a = active;
                 }
-                TH_FLUSH => {
-                    if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
-                        self.set(self.cpu(c as usize, CPU_FLUSH), self.get(id));
-                    }
+                for k in 0..self.nmarks {
+                    let v = if active {
+                        self.get(self.th(t, TH_MARKS + k))
+                    } else {
+                        None
+                    };
+                    self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
                 }
-                s if s >= TH_MARKS && s < TH_MARKS + self.nmarks => {
-                    let k = s - TH_MARKS;
-                    let v = self.get(id);
-                    if self.th_active.get(t) == Some(&true) {
-                        self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
-                    }
-                    if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
-                        self.set(self.cpu(c as usize, CPU_MARKS + k), v);
-                    }
-                }
-                _ => {}
             }
-            return;
+            Some(Kind::Flush(t)) => {
+                if let Some(Some(c)) = self.th_cpu_sel.get(t as usize).copied() {
+                    self.set(self.cpu(c as usize, CPU_FLUSH), self.get(id));
+                }
+            }
+            Some(Kind::Mark(t, k)) => {
+                let (t, k) = (t as usize, usize::from(k));
+                let v = self.get(id);
+                if self.th_active.get(t) == Some(&true) {
+                    self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
+                }
+                if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
+                    self.set(self.cpu(c as usize, CPU_MARKS + k), v);
+                }
+            }
+            Some(Kind::Running(c)) => self.select_running(c as usize, id),
         }
-        let rel = id - tchans;
-        let (c, slot) = (rel / self.cpu_stride, rel % self.cpu_stride);
-        if slot != CPU_THRUN {
-            return;
-        }
+    }
+
+    /// A CPU's running thread changed: its muxes follow the new thread's channels.
+    fn select_running(&mut self, c: usize, id: usize) {
         if let Some(Some(old)) = self.cpu_sel.get(c).copied() {
             if let Some(s) = self.th_cpu_sel.get_mut(old as usize) {
                 if *s == Some(c as u32) {

@@ -18,31 +18,35 @@ pub(crate) fn header(duration: i64, rows: usize) -> String {
     format!("#Paraver (19/01/38 at 03:14):{duration:020}_ns:0:1:1({rows}:1)\n")
 }
 
-/// Appends the decimal digits of `v` to `out`.
-#[inline]
-pub(crate) fn push_i64(out: &mut Vec<u8>, v: i64) {
-    if v < 0 {
-        out.push(b'-');
+/// Room for one record line: `2:0:1:1:` then a row, a time, a type and a value, each at most
+/// 20 characters, with their separators and the newline (82 bytes), plus the 24-byte copy of
+/// the time field.
+const MAX_LINE: usize = 112;
+
+/// Number of decimal digits of `v`.
+#[inline(always)]
+fn ndigits(v: u64) -> usize {
+    let mut n = 1;
+    let mut p = 10u64;
+    while n < 20 && v >= p {
+        n += 1;
+        p = p.wrapping_mul(10);
     }
-    push_u64(out, v.unsigned_abs());
+    n
 }
 
-/// Appends the decimal digits of `v` to `out`.
-#[inline]
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut v: u64) {
-    let mut buf = [0u8; 20];
-    let mut i = buf.len();
-    loop {
+/// Writes the digits of `v` at `line[at..]`; returns the position after them. The caller
+/// leaves at least 20 bytes of room.
+#[inline(always)]
+fn put_u64(line: &mut [u8; MAX_LINE], at: usize, mut v: u64) -> usize {
+    let end = at + ndigits(v);
+    let mut i = end;
+    while i > at {
         i -= 1;
-        if let Some(d) = buf.get_mut(i) {
-            *d = b'0' + (v % 10) as u8;
-        }
+        line[i] = b'0' + (v % 10) as u8;
         v /= 10;
-        if v == 0 || i == 0 {
-            break;
-        }
     }
-    out.extend_from_slice(buf.get(i..).unwrap_or_default());
+    end
 }
 
 /// One `.prv` file being written.
@@ -54,8 +58,9 @@ pub(crate) struct Prv {
     rows: usize,
     /// Time of the last event (the duration written in the header at close).
     time: i64,
-    /// `time` as text, refreshed when it changes.
-    time_text: Vec<u8>,
+    /// `time` in decimal, then `:` (the rest of the array is scratch).
+    time_text: [u8; 24],
+    time_len: usize,
 }
 
 impl Prv {
@@ -64,39 +69,80 @@ impl Prv {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
         file.write_all(header(0, rows).as_bytes())
             .map_err(|e| Error::io(path, e))?;
-        Ok(Self {
+        let mut p = Self {
             path: path.to_path_buf(),
             file,
-            buf: Vec::with_capacity(FLUSH_AT + 256),
+            buf: Vec::with_capacity(FLUSH_AT + 2 * MAX_LINE),
             rows,
             time: 0,
-            time_text: b"0".to_vec(),
-        })
+            time_text: [0; 24],
+            time_len: 0,
+        };
+        p.format_time();
+        Ok(p)
     }
 
-    /// Moves to `time` (never backwards: the caller's clocks are non-decreasing).
+    /// Moves to `time` (never backwards: the caller's clocks are non-decreasing). The time is
+    /// formatted at the first record written at it.
     #[inline]
     pub(crate) fn advance(&mut self, time: i64) {
         if time != self.time {
             self.time = time;
-            self.time_text.clear();
-            push_i64(&mut self.time_text, time);
+            self.time_len = 0;
         }
+    }
+
+    #[inline]
+    fn format_time(&mut self) {
+        let mut v = self.time.max(0) as u64;
+        let end = ndigits(v);
+        let mut i = end;
+        while i > 0 {
+            i -= 1;
+            if let Some(d) = self.time_text.get_mut(i) {
+                *d = b'0' + (v % 10) as u8;
+            }
+            v /= 10;
+        }
+        if let Some(c) = self.time_text.get_mut(end) {
+            *c = b':';
+        }
+        self.time_len = end + 1;
     }
 
     /// Writes one record at the current time; `row` is 0-based.
     #[inline]
     pub(crate) fn record(&mut self, row: usize, ty: u32, value: i64) -> Result<()> {
-        let b = &mut self.buf;
-        b.extend_from_slice(b"2:0:1:1:");
-        push_u64(b, row as u64 + 1);
-        b.push(b':');
-        b.extend_from_slice(&self.time_text);
-        b.push(b':');
-        push_u64(b, u64::from(ty));
-        b.push(b':');
-        push_i64(b, value);
-        b.push(b'\n');
+        // Formatted in place at the end of the buffer, in a window of MAX_LINE bytes that
+        // every record fits in (fixed-size copies only: no call to memcpy per field).
+        if self.time_len == 0 {
+            self.format_time();
+        }
+        let start = self.buf.len();
+        self.buf.resize(start + MAX_LINE, 0);
+        let Some(line) = self
+            .buf
+            .get_mut(start..)
+            .and_then(|t| t.first_chunk_mut::<MAX_LINE>())
+        else {
+            return Ok(());
+        };
+        line[..8].copy_from_slice(b"2:0:1:1:");
+        let mut n = put_u64(line, 8, row as u64 + 1);
+        line[n] = b':';
+        n += 1;
+        line[n..n + 24].copy_from_slice(&self.time_text);
+        n += self.time_len;
+        n = put_u64(line, n, u64::from(ty));
+        line[n] = b':';
+        n += 1;
+        if value < 0 {
+            line[n] = b'-';
+            n += 1;
+        }
+        n = put_u64(line, n, value.unsigned_abs());
+        line[n] = b'\n';
+        self.buf.truncate(start + n + 1);
         if self.buf.len() >= FLUSH_AT {
             self.flush_buf()?;
         }
@@ -129,12 +175,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn integers_format_like_printf() {
-        for v in [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN] {
-            let mut o = Vec::new();
-            push_i64(&mut o, v);
-            assert_eq!(String::from_utf8(o).unwrap(), v.to_string());
+    fn records_format_like_printf() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv");
+        let mut p = Prv::create(&path, 2).unwrap();
+        let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
+        for v in values {
+            p.record(1, 101, v).unwrap();
         }
+        p.advance(19960);
+        p.record(0, 4, 3).unwrap();
+        p.close().unwrap();
+        let mut want = header(19960, 2);
+        for v in values {
+            want.push_str(&format!("2:0:1:1:2:0:101:{v}\n"));
+        }
+        want.push_str("2:0:1:1:1:19960:4:3\n");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
+        let mut line = [0u8; MAX_LINE];
+        assert_eq!(put_u64(&mut line, 0, u64::MAX), 20);
     }
 
     #[test]
