@@ -11,7 +11,7 @@
 //! Channel ids are flat: per thread row `cpu, state, tid, flush, mark[k].., markout[k]..`,
 //! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`.
 
-use super::prv::Prv;
+use super::prv::{Prv, RecordHead};
 use crate::error::Result;
 
 /// Record types (SPEC §8.3).
@@ -69,8 +69,7 @@ enum Kind {
 struct Reg {
     /// `false`: cpu.prv, `true`: thread.prv.
     thread_file: bool,
-    row: u32,
-    ty: u32,
+    head: RecordHead,
     rule: Rule,
     /// Last value written (`None`: nothing yet).
     last: Option<Option<i64>>,
@@ -133,8 +132,7 @@ impl Channels {
             let reg = |ty, rule| {
                 Some(Reg {
                     thread_file: true,
-                    row,
-                    ty,
+                    head: RecordHead::new(row as usize, ty),
                     rule,
                     last: None,
                 })
@@ -162,8 +160,7 @@ impl Channels {
             let reg = |ty, rule| {
                 Some(Reg {
                     thread_file: false,
-                    row,
-                    ty,
+                    head: RecordHead::new(row as usize, ty),
                     rule,
                     last: None,
                 })
@@ -295,7 +292,7 @@ impl Channels {
                 &mut *cpu_prv
             };
             if result.is_ok() {
-                result = prv.record(reg.row as usize, reg.ty, v);
+                result = prv.record(&reg.head, v);
             }
         }
         self.dirty.clear();

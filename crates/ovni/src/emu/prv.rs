@@ -1,26 +1,32 @@
 //! The Paraver trace (`.prv`): a header whose duration is patched at close, then one line
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
-//! Lines are formatted by hand into a buffer flushed in large writes: the emulator writes
-//! several lines per event and `fmt` would dominate its run time.
+//! Lines are formatted by hand into a buffer: the emulator writes several lines per event and
+//! `fmt` would dominate its run time. Full buffers go to a writer thread, so that copying
+//! them into the file (most of the time the emulator spends in the kernel) overlaps with the
+//! emulation; at most [`BUFFERS`] buffers per file exist at once.
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 
-/// Bytes buffered before a write to the file.
-const FLUSH_AT: usize = 1 << 16;
+/// Bytes buffered before they are handed to the writer thread.
+const FLUSH_AT: usize = 1 << 17;
+/// Buffers per file: the one being filled and those queued or being written.
+const BUFFERS: usize = 8;
 
 /// The header line, with the duration (ns, zero-padded to 20 digits) and the number of rows.
 pub(crate) fn header(duration: i64, rows: usize) -> String {
     format!("#Paraver (19/01/38 at 03:14):{duration:020}_ns:0:1:1({rows}:1)\n")
 }
 
-/// Room for one record line: `2:0:1:1:` then a row, a time, a type and a value, each at most
-/// 20 characters, with their separators and the newline (82 bytes), plus the 24-byte copy of
-/// the time field.
+/// Room for one record line: `2:0:1:1:<row>:` (at most 29 bytes, copied as 32), the time
+/// and `:` (at most 21, copied as 24), `<type>:` (at most 11, copied as 16), then a value of
+/// at most 20 characters and the newline: 83 bytes at most, 112 with the fixed-size copies.
 const MAX_LINE: usize = 112;
 
 /// Number of decimal digits of `v`.
@@ -35,32 +41,101 @@ fn ndigits(v: u64) -> usize {
     n
 }
 
-/// Writes the digits of `v` at `line[at..]`; returns the position after them. The caller
-/// leaves at least 20 bytes of room.
+/// Writes the digits of `v` at `out[at..]`; returns the position after them, or `at` if they
+/// do not fit.
 #[inline(always)]
-fn put_u64(line: &mut [u8; MAX_LINE], at: usize, mut v: u64) -> usize {
+fn put_u64(out: &mut [u8], at: usize, mut v: u64) -> usize {
     let end = at + ndigits(v);
-    let mut i = end;
-    while i > at {
-        i -= 1;
-        line[i] = b'0' + (v % 10) as u8;
+    let Some(digits) = out.get_mut(at..end) else {
+        return at;
+    };
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (v % 10) as u8;
         v /= 10;
     }
     end
 }
 
+/// The parts of a record line fixed by its channel: `2:0:1:1:<row>:` and `<type>:`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RecordHead {
+    row: [u8; 32],
+    row_len: usize,
+    ty: [u8; 16],
+    ty_len: usize,
+}
+
+impl RecordHead {
+    /// The head of records for `row` (0-based) of type `ty`.
+    pub(crate) fn new(row: usize, ty: u32) -> Self {
+        let mut h = Self {
+            row: [0; 32],
+            row_len: 0,
+            ty: [0; 16],
+            ty_len: 0,
+        };
+        if let Some(p) = h.row.first_chunk_mut::<8>() {
+            *p = *b"2:0:1:1:";
+        }
+        let n = put_u64(&mut h.row, 8, row as u64 + 1);
+        if let Some(c) = h.row.get_mut(n) {
+            *c = b':';
+        }
+        h.row_len = n + 1;
+        let n = put_u64(&mut h.ty, 0, u64::from(ty));
+        if let Some(c) = h.ty.get_mut(n) {
+            *c = b':';
+        }
+        h.ty_len = n + 1;
+        h
+    }
+}
+
+/// A full buffer and how many of its bytes are records.
+type Chunk = (Vec<u8>, usize);
+
 /// One `.prv` file being written.
 #[derive(Debug)]
 pub(crate) struct Prv {
     path: PathBuf,
-    file: File,
+    /// The buffer being filled: always `FLUSH_AT + MAX_LINE` bytes long, records in
+    /// `buf[..pos]`.
     buf: Vec<u8>,
+    pos: usize,
     rows: usize,
     /// Time of the last event (the duration written in the header at close).
     time: i64,
     /// `time` in decimal, then `:` (the rest of the array is scratch).
     time_text: [u8; 24],
     time_len: usize,
+    /// Full buffers to the writer thread, and emptied ones back.
+    to_writer: Option<SyncSender<Chunk>>,
+    from_writer: Receiver<Vec<u8>>,
+    /// Buffers in existence (at most [`BUFFERS`]).
+    buffers: usize,
+    writer: Option<JoinHandle<io::Result<File>>>,
+}
+
+/// The writer thread: writes each buffer it receives, returns it, and gives the file back (or
+/// the first error) when the channel closes.
+fn write_loop(
+    mut file: File,
+    full: Receiver<Chunk>,
+    empty: SyncSender<Vec<u8>>,
+) -> io::Result<File> {
+    let mut result = Ok(());
+    for (b, len) in full {
+        if result.is_ok() {
+            result = file.write_all(b.get(..len).unwrap_or_default());
+        }
+        // The emulator may be gone (dropped after an error): nothing to return it to.
+        let _ = empty.try_send(b);
+    }
+    result.map(|()| file)
+}
+
+fn new_buffer() -> Vec<u8> {
+    vec![0; FLUSH_AT + MAX_LINE]
 }
 
 impl Prv {
@@ -69,14 +144,24 @@ impl Prv {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
         file.write_all(header(0, rows).as_bytes())
             .map_err(|e| Error::io(path, e))?;
+        let (to_writer, full) = sync_channel(BUFFERS);
+        let (empty, from_writer) = sync_channel(BUFFERS);
+        let writer = std::thread::Builder::new()
+            .name("ovniemu-prv".into())
+            .spawn(move || write_loop(file, full, empty))
+            .map_err(|e| Error::io(path, e))?;
         let mut p = Self {
             path: path.to_path_buf(),
-            file,
-            buf: Vec::with_capacity(FLUSH_AT + 2 * MAX_LINE),
+            buf: new_buffer(),
+            pos: 0,
             rows,
             time: 0,
             time_text: [0; 24],
             time_len: 0,
+            to_writer: Some(to_writer),
+            from_writer,
+            buffers: 1,
+            writer: Some(writer),
         };
         p.format_time();
         Ok(p)
@@ -94,77 +179,102 @@ impl Prv {
 
     #[inline]
     fn format_time(&mut self) {
-        let mut v = self.time.max(0) as u64;
-        let end = ndigits(v);
-        let mut i = end;
-        while i > 0 {
-            i -= 1;
-            if let Some(d) = self.time_text.get_mut(i) {
-                *d = b'0' + (v % 10) as u8;
-            }
-            v /= 10;
-        }
-        if let Some(c) = self.time_text.get_mut(end) {
+        let n = put_u64(&mut self.time_text, 0, self.time.max(0) as u64);
+        if let Some(c) = self.time_text.get_mut(n) {
             *c = b':';
         }
-        self.time_len = end + 1;
+        self.time_len = n + 1;
     }
 
-    /// Writes one record at the current time; `row` is 0-based.
+    /// Writes one record at the current time.
     #[inline]
-    pub(crate) fn record(&mut self, row: usize, ty: u32, value: i64) -> Result<()> {
-        // Formatted in place at the end of the buffer, in a window of MAX_LINE bytes that
-        // every record fits in (fixed-size copies only: no call to memcpy per field).
+    pub(crate) fn record(&mut self, head: &RecordHead, value: i64) -> Result<()> {
         if self.time_len == 0 {
             self.format_time();
         }
-        let start = self.buf.len();
-        self.buf.resize(start + MAX_LINE, 0);
+        // Fixed-size copies into a window that every record fits in (see MAX_LINE).
         let Some(line) = self
             .buf
-            .get_mut(start..)
+            .get_mut(self.pos..)
             .and_then(|t| t.first_chunk_mut::<MAX_LINE>())
         else {
             return Ok(());
         };
-        line[..8].copy_from_slice(b"2:0:1:1:");
-        let mut n = put_u64(line, 8, row as u64 + 1);
-        line[n] = b':';
-        n += 1;
+        line[..32].copy_from_slice(&head.row);
+        let mut n = head.row_len;
         line[n..n + 24].copy_from_slice(&self.time_text);
         n += self.time_len;
-        n = put_u64(line, n, u64::from(ty));
-        line[n] = b':';
-        n += 1;
+        line[n..n + 16].copy_from_slice(&head.ty);
+        n += head.ty_len;
         if value < 0 {
             line[n] = b'-';
             n += 1;
         }
-        n = put_u64(line, n, value.unsigned_abs());
+        if (0..10).contains(&value) {
+            line[n] = b'0' + value as u8;
+            n += 1;
+        } else {
+            n = put_u64(line, n, value.unsigned_abs());
+        }
         line[n] = b'\n';
-        self.buf.truncate(start + n + 1);
-        if self.buf.len() >= FLUSH_AT {
+        self.pos += n + 1;
+        if self.pos >= FLUSH_AT {
             self.flush_buf()?;
         }
         Ok(())
     }
 
+    /// Hands the buffer to the writer thread and continues in an empty one.
     fn flush_buf(&mut self) -> Result<()> {
-        self.file
-            .write_all(&self.buf)
-            .map_err(|e| Error::io(&self.path, e))?;
-        self.buf.clear();
-        Ok(())
+        let next = match self.from_writer.try_recv() {
+            Ok(b) => b,
+            Err(_) if self.buffers < BUFFERS => {
+                self.buffers += 1;
+                new_buffer()
+            }
+            // Wait for the writer; if it is gone, `send` below reports why.
+            Err(_) => self.from_writer.recv().unwrap_or_else(|_| new_buffer()),
+        };
+        let full = std::mem::replace(&mut self.buf, next);
+        let len = std::mem::take(&mut self.pos);
+        let sent = self.to_writer.as_ref().map(|tx| tx.send((full, len)));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            _ => Err(self.writer_error()),
+        }
+    }
+
+    /// The writer thread's error, once it has stopped.
+    fn writer_error(&mut self) -> Error {
+        self.to_writer = None;
+        let e = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(Err(e))) => e,
+            _ => io::Error::other("the writer thread stopped"),
+        };
+        Error::io(&self.path, e)
     }
 
     /// Writes the buffered records and patches the header with the final duration.
     pub(crate) fn close(mut self) -> Result<()> {
-        self.flush_buf()?;
+        if self.pos > 0 {
+            self.flush_buf()?;
+        }
+        self.to_writer = None;
+        let mut file = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(Ok(f))) => f,
+            Some(Ok(Err(e))) => return Err(Error::io(&self.path, e)),
+            _ => {
+                return Err(Error::io(
+                    &self.path,
+                    io::Error::other("writer thread failed"),
+                ))
+            }
+        };
         let h = header(self.time, self.rows);
         let r: io::Result<()> = (|| {
-            self.file.seek(SeekFrom::Start(0))?;
-            self.file.write_all(h.as_bytes())?;
-            self.file.flush()
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(h.as_bytes())?;
+            file.flush()
         })();
         r.map_err(|e| Error::io(&self.path, e))
     }
@@ -180,11 +290,12 @@ mod tests {
         let path = dir.path().join("t.prv");
         let mut p = Prv::create(&path, 2).unwrap();
         let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
+        let h = RecordHead::new(1, 101);
         for v in values {
-            p.record(1, 101, v).unwrap();
+            p.record(&h, v).unwrap();
         }
         p.advance(19960);
-        p.record(0, 4, 3).unwrap();
+        p.record(&RecordHead::new(0, 4), 3).unwrap();
         p.close().unwrap();
         let mut want = header(19960, 2);
         for v in values {
@@ -194,6 +305,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
         let mut line = [0u8; MAX_LINE];
         assert_eq!(put_u64(&mut line, 0, u64::MAX), 20);
+        assert_eq!(put_u64(&mut line[..5], 0, 123_456), 0);
     }
 
     #[test]
