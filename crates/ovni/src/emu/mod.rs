@@ -28,7 +28,7 @@ use std::time::Instant;
 
 pub use report::{Collect, Level, Reporter};
 
-use crate::error::{Error, MetaProblem, StreamProblem, ThreadState};
+use crate::error::{Error, EventProblem, MetaProblem, StreamProblem, ThreadState, TraceProblem};
 use crate::events::EventTable;
 use crate::lint::{offsets, CLOCK_OFFSETS_FILE};
 use crate::metadata::{required_models, System, ThreadMeta};
@@ -55,7 +55,7 @@ pub struct EmuOptions {
 }
 
 /// How an emulation ended.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct Outcome {
     /// True if the trace was emulated without error ("emulation finished ok").
     pub ok: bool,
@@ -63,6 +63,17 @@ pub struct Outcome {
     pub events: u64,
     /// True if the Paraver files were written (possibly partial, after an error).
     pub written: bool,
+    /// The first error, typed: which file (or stream) and byte offset, and what is wrong.
+    pub error: Option<Error>,
+}
+
+impl Outcome {
+    fn failed(error: Error) -> Self {
+        Self {
+            error: Some(error),
+            ..Self::default()
+        }
+    }
 }
 
 struct Out<'r> {
@@ -92,7 +103,6 @@ impl Out<'_> {
 pub fn emulate(dir: &Path, opts: &EmuOptions, rep: &mut dyn Reporter) -> Outcome {
     let mut out = Out { rep };
     let root = c_root(dir);
-    let fail = Outcome::default();
     let trace = match Trace::open(dir) {
         Ok(t) => t,
         Err(e) => {
@@ -103,7 +113,7 @@ pub fn emulate(dir: &Path, opts: &EmuOptions, rep: &mut dyn Reporter) -> Outcome
             lines.push(format!("emu_init: cannot load trace '{root}'"));
             lines.push("main: emu_init failed".to_string());
             out.errors(&lines);
-            return fail;
+            return Outcome::failed(e);
         }
     };
     let streams = trace.streams();
@@ -111,8 +121,9 @@ pub fn emulate(dir: &Path, opts: &EmuOptions, rep: &mut dyn Reporter) -> Outcome
         out.warn(&format!("stream '{}' has zero events", s.name()));
     }
     out.info(&format!("loaded {} streams", streams.len()));
-    let Some(setup) = Setup::build(streams, &root, opts, &mut out) else {
-        return fail;
+    let setup = match Setup::build(streams, &root, opts, &mut out) {
+        Ok(s) => s,
+        Err(e) => return Outcome::failed(e),
     };
     setup.run(dir, &root, opts, streams, &mut out)
 }
@@ -135,7 +146,12 @@ struct Setup {
 }
 
 impl Setup {
-    fn build(streams: &[Stream], root: &str, opts: &EmuOptions, out: &mut Out<'_>) -> Option<Self> {
+    fn build(
+        streams: &[Stream],
+        root: &str,
+        opts: &EmuOptions,
+        out: &mut Out<'_>,
+    ) -> Result<Self, Error> {
         let mut roles = Vec::with_capacity(streams.len());
         let mut threads = Vec::new();
         for s in streams {
@@ -153,14 +169,14 @@ impl Setup {
                 }
                 Err(Error::Metadata { stream, problem }) => {
                     out.errors(&report::meta_lines(&stream, &problem, root));
-                    return None;
+                    return Err(Error::Metadata { stream, problem });
                 }
                 Err(e) => {
                     out.errors(&[
                         format!("create_system: {e}"),
                         "main: emu_init failed".into(),
                     ]);
-                    return None;
+                    return Err(e);
                 }
             }
         }
@@ -174,11 +190,11 @@ impl Setup {
             Ok(s) => s,
             Err(Error::Metadata { stream, problem }) => {
                 out.errors(&report::meta_lines(&stream, &problem, root));
-                return None;
+                return Err(Error::Metadata { stream, problem });
             }
             Err(e) => {
                 out.errors(&[format!("system_init: {e}"), "main: emu_init failed".into()]);
-                return None;
+                return Err(e);
             }
         };
         let layout = Layout::new(&sys);
@@ -216,11 +232,12 @@ impl Setup {
                         m.name,
                         m.id as char
                     )]);
-                    return None;
+                    let p = MetaProblem::ModelNotEmulated(m.name.clone());
+                    return Err(Error::meta(&t.stream, p));
                 }
             }
         }
-        Some(Self {
+        Ok(Self {
             sys,
             roles,
             offsets,
@@ -240,20 +257,20 @@ impl Setup {
             Ok(o) => o,
             Err(e) => {
                 out.errors(&[format!("emu_init: {e}"), "main: emu_init failed".into()]);
-                return Outcome::default();
+                return Outcome::failed(e);
             }
         };
-        let early = |outputs: Outputs, out: &mut Out<'_>, lines: Vec<String>| {
+        let early = |outputs: Outputs, out: &mut Out<'_>, lines: Vec<String>, error| {
             out.errors(&lines);
             let written = outputs.close(None).is_ok();
             Outcome {
-                ok: false,
-                events: 0,
                 written,
+                ..Outcome::failed(error)
             }
         };
-        if let Err(lines) = first_events(streams, &self.offsets, root) {
-            return early(outputs, out, lines);
+        if let Err(b) = first_events(streams, &self.offsets, root) {
+            let (lines, e) = *b;
+            return early(outputs, out, lines, e);
         }
         let table = EventTable::builtin();
         if let Err(Error::Metadata { stream, problem }) = required_models(&self.sys.threads, table)
@@ -264,7 +281,8 @@ impl Setup {
                 }
                 _ => b'O',
             };
-            return early(outputs, out, report::probe_lines(&stream, &problem, id));
+            let lines = report::probe_lines(&stream, &problem, id);
+            return early(outputs, out, lines, Error::Metadata { stream, problem });
         }
         out.info("the following 1 models are enabled: ");
         if let Some(m) = table.model(b'O') {
@@ -284,9 +302,11 @@ impl Setup {
         let secs = start.elapsed().as_secs_f64();
         let processed = format!("processed {} input events in {secs:.2} s", emu.events);
         let mut ok = flow.is_ok();
+        let mut error = flow.err();
         if ok {
             out.info(&processed);
-            let lines = emu.end_checks(&self, opts.lint);
+            let (lines, e) = emu.end_checks(&self, opts.lint);
+            error = e;
             if !lines.is_empty() {
                 out.errors(&lines);
                 out.errors(&[
@@ -309,6 +329,7 @@ impl Setup {
             Err(e) => {
                 out.errors(&[format!("emu_finish: {e}")]);
                 ok = false;
+                error.get_or_insert(e);
                 false
             }
         };
@@ -321,6 +342,7 @@ impl Setup {
             ok,
             events: emu.events,
             written,
+            error,
         }
     }
 }
@@ -340,7 +362,7 @@ fn clock_offsets(
     sys: &System,
     roles: &[Role],
     out: &mut Out<'_>,
-) -> Option<Vec<i64>> {
+) -> Result<Vec<i64>, Error> {
     let mut offsets = vec![0i64; roles.len()];
     let path = match &opts.clock_offsets {
         Some(p) => p.clone(),
@@ -353,7 +375,7 @@ fn clock_offsets(
                         sys.looms.len()
                     ));
                 }
-                return Some(offsets);
+                return Ok(offsets);
             }
             p
         }
@@ -367,7 +389,7 @@ fn clock_offsets(
                 "emu_init: cannot load clock offsets".to_string(),
                 "main: emu_init failed".to_string(),
             ]);
-            return None;
+            return Err(e);
         }
     };
     let by_name: HashMap<&str, i64> = names.iter().map(String::as_str).zip(looms).collect();
@@ -377,43 +399,68 @@ fn clock_offsets(
             *slot = loom.and_then(|l| by_name.get(l)).copied().unwrap_or(0);
         }
     }
-    Some(offsets)
+    Ok(offsets)
 }
 
 /// The first event of every stream (read before any is played) and the one-hour clock gate.
-fn first_events(streams: &[Stream], offsets: &[i64], root: &str) -> Result<(), Vec<String>> {
+fn first_events(
+    streams: &[Stream],
+    offsets: &[i64],
+    root: &str,
+) -> Result<(), Box<(Vec<String>, Error)>> {
     let mut first = Vec::new();
     for (s, off) in streams.iter().zip(offsets) {
         match s.events().next() {
             None => {}
             Some(Ok((_, ev))) => first.push((s, ev.signed_clock().wrapping_add(*off))),
             Some(Err(Error::Stream {
-                offset, problem, ..
+                path,
+                offset,
+                problem,
             })) => {
                 let mut v = report::stream_step_lines(&s.name(), &problem, offset);
                 v.push("player_init: step_stream failed".to_string());
                 v.push(format!("emu_init: cannot init player for trace '{root}'"));
                 v.push("main: emu_init failed".to_string());
-                return Err(v);
+                return Err(Box::new((
+                    v,
+                    Error::Stream {
+                        path,
+                        offset,
+                        problem,
+                    },
+                )));
             }
-            Some(Err(e)) => return Err(vec![e.to_string(), "main: emu_init failed".into()]),
+            Some(Err(e)) => {
+                return Err(Box::new((
+                    vec![e.to_string(), "main: emu_init failed".into()],
+                    e,
+                )));
+            }
         }
     }
     if let Some(&(_, t0)) = first.first() {
         for (s, clock) in &first {
             let delta = (i128::from(t0) - i128::from(*clock)).unsigned_abs();
             if delta > CLOCK_GATE_NS {
-                return Err(vec![
-                    format!(
-                        "player_init: stream {} has starting clock too far: delta={} h",
-                        s.name(),
-                        delta / 3_600_000_000_000
-                    ),
-                    "player_init: detected large clock gate, run 'ovnisync' to set the offsets"
-                        .to_string(),
-                    format!("emu_init: cannot init player for trace '{root}'"),
-                    "main: emu_init failed".to_string(),
-                ]);
+                let e = Error::Trace(TraceProblem::ClockGate {
+                    stream: s.name(),
+                    delta,
+                });
+                return Err(Box::new((
+                    vec![
+                        format!(
+                            "player_init: stream {} has starting clock too far: delta={} h",
+                            s.name(),
+                            delta / 3_600_000_000_000
+                        ),
+                        "player_init: detected large clock gate, run 'ovnisync' to set the offsets"
+                            .to_string(),
+                        format!("emu_init: cannot init player for trace '{root}'"),
+                        "main: emu_init failed".to_string(),
+                    ],
+                    e,
+                )));
             }
         }
     }
@@ -653,6 +700,9 @@ impl Outputs {
     }
 }
 
+/// Why an event is rejected: the lines to print and the problem.
+type Rejected = (Vec<(Level, String)>, EventProblem);
+
 /// The event loop: the model, the channels and where each index goes.
 struct Emu {
     model: OvniModel,
@@ -699,7 +749,7 @@ impl Emu {
         setup: &Setup,
         outputs: &mut Outputs,
         out: &mut Out<'_>,
-    ) -> Result<(), ()> {
+    ) -> Result<(), Error> {
         let merger = Merger::new(streams).with_clock_offsets(setup.offsets.clone());
         let mut last = vec![0i64; streams.len()];
         let mut first: Option<i64> = None;
@@ -723,11 +773,15 @@ impl Emu {
                         .map(Stream::name)
                         .unwrap_or_default();
                     step_failed(out, report::stream_step_lines(&rel, &problem, offset));
-                    return Err(());
+                    return Err(Error::Stream {
+                        path,
+                        offset,
+                        problem,
+                    });
                 }
                 Err(e) => {
                     out.errors(&[e.to_string(), "main: emu_step failed".into()]);
-                    return Err(());
+                    return Err(e);
                 }
             };
             let s = m.stream;
@@ -740,7 +794,10 @@ impl Emu {
                         clock: m.sclock,
                     };
                     step_failed(out, report::stream_step_lines(&rel(), &p, m.offset));
-                    return Err(());
+                    return Err(match stream {
+                        Some(st) => st.error(m.offset, p),
+                        None => Error::NoStreams(PathBuf::new()),
+                    });
                 }
                 *prev = m.sclock;
             }
@@ -755,21 +812,31 @@ impl Emu {
                     "emu_step: player_step failed".to_string(),
                     "main: emu_step failed".to_string(),
                 ]);
-                return Err(());
+                let p = StreamProblem::ClockBackwards {
+                    prev: from,
+                    clock: m.sclock,
+                };
+                return Err(match stream {
+                    Some(st) => st.error(m.offset, p),
+                    None => Error::NoStreams(PathBuf::new()),
+                });
             }
             let t0 = *first.get_or_insert(m.sclock);
             let dclock = m.sclock.wrapping_sub(t0);
             outputs.advance(dclock);
             self.events += 1;
             let ev = &m.event;
-            let lines = match setup.roles.get(s) {
+            let rejected = match setup.roles.get(s) {
                 Some(Role::Thread(t)) => self.event(*t, ev, setup),
-                _ => Some(vec![(
-                    Level::Error,
-                    format!("emu_step: event from unknown stream: {}", rel()),
-                )]),
+                _ => Some((
+                    vec![(
+                        Level::Error,
+                        format!("emu_step: event from unknown stream: {}", rel()),
+                    )],
+                    EventProblem::UnknownStream,
+                )),
             };
-            if let Some(mut lines) = lines {
+            if let Some((mut lines, problem)) = rejected {
                 let e = |s: String| (Level::Error, s);
                 lines.push(e("emu_step: model_event failed".to_string()));
                 lines.extend(
@@ -789,11 +856,17 @@ impl Emu {
                 );
                 lines.push(e("main: emu_step failed".to_string()));
                 out.lines(&lines);
-                return Err(());
+                return Err(Error::Event {
+                    stream: rel(),
+                    offset: m.offset,
+                    mcv: ev.mcv,
+                    clock: ev.signed_clock(),
+                    problem,
+                });
             }
             if let Err(e) = self.chans.propagate(&mut outputs.cpu, &mut outputs.thread) {
                 out.errors(&[format!("emu_step: {e}"), "main: emu_step failed".into()]);
-                return Err(());
+                return Err(e);
             }
         }
         Ok(())
@@ -801,29 +874,38 @@ impl Emu {
 
     /// Plays one event of thread `t`; the error lines if it is rejected.
     #[inline]
-    fn event(&mut self, t: usize, ev: &Event<'_>, setup: &Setup) -> Option<Vec<(Level, String)>> {
+    fn event(&mut self, t: usize, ev: &Event<'_>, setup: &Setup) -> Option<Rejected> {
         let id = ev.mcv.model();
         if id != b'O' {
             let table = EventTable::builtin();
             let mcv = report::mcv_text(ev.mcv);
             return Some(match table.model(id) {
-                Some(m) => vec![
-                    (
-                        Level::Error,
-                        format!("model_event: model {} not enabled for event {mcv}", m.name),
-                    ),
-                    (
-                        Level::Info,
-                        format!(
-                            "missing call to ovni_thread_require(\"{}\", \"{}\")?",
-                            m.name, m.version
+                Some(m) => (
+                    vec![
+                        (
+                            Level::Error,
+                            format!("model_event: model {} not enabled for event {mcv}", m.name),
                         ),
-                    ),
-                ],
-                None => vec![(
-                    Level::Error,
-                    format!("model_event: model not registered for event {mcv}"),
-                )],
+                        (
+                            Level::Info,
+                            format!(
+                                "missing call to ovni_thread_require(\"{}\", \"{}\")?",
+                                m.name, m.version
+                            ),
+                        ),
+                    ],
+                    EventProblem::ModelNotEnabled {
+                        model: m.name.clone(),
+                        version: m.version.clone(),
+                    },
+                ),
+                None => (
+                    vec![(
+                        Level::Error,
+                        format!("model_event: model not registered for event {mcv}"),
+                    )],
+                    EventProblem::ModelNotRegistered(id),
+                ),
             });
         }
         let [_, c, v] = ev.mcv.0;
@@ -836,7 +918,7 @@ impl Emu {
         let before = moved.and_then(|m| self.model.cpu(m));
         if let Err(p) = self.model.event(t, ev) {
             let lines = report::ovni_event_lines(ev.mcv, &p);
-            return Some(lines.into_iter().map(|l| (Level::Error, l)).collect());
+            return Some((lines.into_iter().map(|l| (Level::Error, l)).collect(), p));
         }
         self.apply(t, c, v, payload, moved, before, setup);
         None
@@ -934,17 +1016,26 @@ impl Emu {
 
     /// The end checks: every thread dead (and, in linter mode, no mark left pushed), in row
     /// order.
-    fn end_checks(&self, setup: &Setup, lint: bool) -> Vec<String> {
+    fn end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
         let mut lines = Vec::new();
+        let mut first = None;
         for &t in &setup.layout.row_thread {
             let Some(meta) = setup.sys.threads.get(t) else {
                 continue;
             };
             let tid = meta.tid;
-            if self.model.state(t) != ThreadState::Dead {
+            let state = self.model.state(t);
+            if state != ThreadState::Dead {
                 lines.push(format!(
                     "model_ovni_finish: thread {tid} is not dead (thread.{tid})"
                 ));
+                first.get_or_insert_with(|| {
+                    Error::Trace(TraceProblem::ThreadNotDead {
+                        stream: meta.stream.clone(),
+                        tid,
+                        state,
+                    })
+                });
             }
             if lint {
                 for &ty in setup.sys.marks.keys() {
@@ -956,10 +1047,18 @@ impl Emu {
                         lines.push(format!(
                             "model_ovni_finish: thread {tid} ends with {n} values pushed on mark type {ty} (thread.{tid})"
                         ));
+                        first.get_or_insert_with(|| {
+                            Error::Trace(TraceProblem::MarksLeftPushed {
+                                stream: meta.stream.clone(),
+                                tid,
+                                mark: ty,
+                                depth: n,
+                            })
+                        });
                     }
                 }
             }
         }
-        lines
+        (lines, first)
     }
 }

@@ -215,12 +215,14 @@ fn code(e: &Error) -> &'static str {
                 "require-version"
             }
             MetaProblem::FileTooLarge { .. } => "metadata-too-large",
+            MetaProblem::ModelNotEmulated(_) => "model-not-emulated",
         },
         Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {
             TraceProblem::ClockGate { .. } => "clock-gate",
             TraceProblem::ClockOffsets { .. } => "clock-offsets",
             TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
+            TraceProblem::MarksLeftPushed { .. } => "marks-left-pushed",
         },
     }
 }
