@@ -241,3 +241,37 @@ fn usage() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ERROR"));
 }
+
+#[test]
+fn long_flushes_and_old_events_are_warned_about() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Process::init(tmp.path().join("ovni"), 1, "node0", 100).unwrap();
+    let mut t = p.thread_init(100).unwrap();
+    t.add_cpu(0, 0).unwrap();
+    let mut cpu = Vec::new();
+    cpu.extend_from_slice(&0i32.to_le_bytes());
+    cpu.extend_from_slice(&(-1i32).to_le_bytes());
+    cpu.extend_from_slice(&0u64.to_le_bytes());
+    t.emit_at(Mcv(*b"OHx"), 1000, &cpu).unwrap();
+    t.emit_at(Mcv(*b"OCn"), 1500, &4i32.to_le_bytes()).unwrap();
+    t.emit_at(Mcv(*b"OF["), 2000, &[]).unwrap();
+    t.emit_at(Mcv(*b"OF]"), 2000 + 20_000_000, &[]).unwrap();
+    t.emit_at(Mcv(*b"OHe"), 30_000_000, &[]).unwrap();
+    t.finish().unwrap();
+    let out = run(&["ovni"], tmp.path());
+    let err = stable(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("ovniemu: WARN: ignoring old event OCn\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ovniemu: WARN: large flush of 20.0 ms at dclock=20001000 ns in tid=100\n"),
+        "{err}"
+    );
+    let prv = fs::read_to_string(tmp.path().join("ovni/thread.prv")).unwrap();
+    assert!(
+        prv.contains("2:0:1:1:1:1000:7:1\n2:0:1:1:1:20001000:7:0\n"),
+        "{prv}"
+    );
+}

@@ -75,15 +75,21 @@ struct Reg {
     last: Option<Option<i64>>,
 }
 
+/// One channel: its value and what a change does.
+#[derive(Debug, Clone, Copy)]
+struct Chan {
+    value: Option<i64>,
+    is_dirty: bool,
+    /// Setting the value the channel already has does not make it dirty.
+    ignore_dup: bool,
+    kind: Kind,
+}
+
 /// Every channel of the ovni model and the state of its muxes.
 #[derive(Debug)]
 pub(crate) struct Channels {
-    value: Vec<Option<i64>>,
-    is_dirty: Vec<bool>,
-    /// Setting the value a channel already has does not make it dirty.
-    ignore_dup: Vec<bool>,
+    chans: Vec<Chan>,
     reg: Vec<Option<Reg>>,
-    kind: Vec<Kind>,
     dirty: Vec<u32>,
     nthreads: usize,
     nmarks: usize,
@@ -110,11 +116,16 @@ impl Channels {
         let cpu_stride = CPU_MARKS + nmarks;
         let n = nthreads * th_stride + ncpus * cpu_stride;
         let mut c = Self {
-            value: vec![None; n],
-            is_dirty: vec![false; n],
-            ignore_dup: vec![false; n],
+            chans: vec![
+                Chan {
+                    value: None,
+                    is_dirty: false,
+                    ignore_dup: false,
+                    kind: Kind::Plain,
+                };
+                n
+            ],
             reg: vec![None; n],
-            kind: vec![Kind::Plain; n],
             dirty: Vec::with_capacity(64),
             nthreads,
             nmarks,
@@ -142,8 +153,8 @@ impl Channels {
             c.set_reg(b + TH_STATE, reg(TY_STATE, Rule::SkipDup));
             c.set_reg(b + TH_TID, reg(TY_TID, Rule::Emit));
             c.set_reg(b + TH_FLUSH, reg(TY_FLUSH, Rule::SkipDup));
-            if let Some(d) = c.ignore_dup.get_mut(b + TH_TID) {
-                *d = true;
+            if let Some(ch) = c.chans.get_mut(b + TH_TID) {
+                ch.ignore_dup = true;
             }
             for k in 0..nmarks {
                 c.set_reg(
@@ -175,8 +186,8 @@ impl Channels {
             }
             c.set_kind(b + CPU_THRUN, Kind::Running(row));
             for s in [CPU_TID, CPU_PID, CPU_THRUN, CPU_NRUN] {
-                if let Some(d) = c.ignore_dup.get_mut(b + s) {
-                    *d = true;
+                if let Some(ch) = c.chans.get_mut(b + s) {
+                    ch.ignore_dup = true;
                 }
             }
         }
@@ -184,8 +195,8 @@ impl Channels {
     }
 
     fn set_kind(&mut self, id: usize, kind: Kind) {
-        if let Some(k) = self.kind.get_mut(id) {
-            *k = kind;
+        if let Some(ch) = self.chans.get_mut(id) {
+            ch.kind = kind;
         }
     }
 
@@ -207,20 +218,20 @@ impl Channels {
 
     #[inline]
     fn get(&self, id: usize) -> Option<i64> {
-        self.value.get(id).copied().flatten()
+        self.chans.get(id).and_then(|c| c.value)
     }
 
     #[inline]
     fn set(&mut self, id: usize, v: Option<i64>) {
-        let (Some(slot), Some(dirty)) = (self.value.get_mut(id), self.is_dirty.get_mut(id)) else {
+        let Some(ch) = self.chans.get_mut(id) else {
             return;
         };
-        if *slot == v && self.ignore_dup.get(id) == Some(&true) {
+        if ch.ignore_dup && ch.value == v {
             return;
         }
-        *slot = v;
-        if !*dirty {
-            *dirty = true;
+        ch.value = v;
+        if !ch.is_dirty {
+            ch.is_dirty = true;
             self.dirty.push(id as u32);
         }
     }
@@ -268,10 +279,11 @@ impl Channels {
         let mut result = Ok(());
         for &id in &self.dirty {
             let id = id as usize;
-            if let Some(d) = self.is_dirty.get_mut(id) {
-                *d = false;
-            }
-            let value = self.value.get(id).copied().flatten();
+            let Some(ch) = self.chans.get_mut(id) else {
+                continue;
+            };
+            ch.is_dirty = false;
+            let value = ch.value;
             let Some(Some(reg)) = self.reg.get_mut(id) else {
                 continue;
             };
@@ -301,7 +313,7 @@ impl Channels {
 
     #[inline]
     fn callbacks(&mut self, id: usize) {
-        match self.kind.get(id).copied() {
+        match self.chans.get(id).map(|c| c.kind) {
             None | Some(Kind::Plain) => {}
             Some(Kind::State(t)) => {
                 let t = t as usize;

@@ -710,6 +710,12 @@ struct Emu {
     /// Channel index of each mark type (by type, `[0, 100)`).
     mark_k: [u8; 100],
     events: u64,
+    /// Time of the current event (relative to the first).
+    dclock: i64,
+    /// When each thread began its current flush.
+    flush_start: Vec<i64>,
+    /// Warnings of the current event, printed after it.
+    notes: Vec<String>,
 }
 
 fn state_code(s: ThreadState) -> (i64, bool) {
@@ -735,10 +741,13 @@ impl Emu {
             }
         }
         Self {
+            flush_start: vec![0; setup.sys.threads.len()],
             model,
             chans,
             mark_k,
             events: 0,
+            dclock: 0,
+            notes: Vec::new(),
         }
     }
 
@@ -824,6 +833,7 @@ impl Emu {
             let t0 = *first.get_or_insert(m.sclock);
             let dclock = m.sclock.wrapping_sub(t0);
             outputs.advance(dclock);
+            self.dclock = dclock;
             self.events += 1;
             let ev = &m.event;
             let rejected = match setup.roles.get(s) {
@@ -863,6 +873,11 @@ impl Emu {
                     clock: ev.signed_clock(),
                     problem,
                 });
+            }
+            if !self.notes.is_empty() {
+                for n in self.notes.drain(..) {
+                    out.warn(&n);
+                }
             }
             if let Err(e) = self.chans.propagate(&mut outputs.cpu, &mut outputs.thread) {
                 out.errors(&[format!("emu_step: {e}"), "main: emu_step failed".into()]);
@@ -968,8 +983,25 @@ impl Emu {
                         .thread_cpu(row(mt), after.map(|c| self.cpu_row(layout, c)));
                 }
             }
-            (b'F', b'[') => self.chans.flush(r, Some(1)),
-            (b'F', b']') => self.chans.flush(r, None),
+            (b'F', b'[') => {
+                if let Some(f) = self.flush_start.get_mut(t) {
+                    *f = self.dclock;
+                }
+                self.chans.flush(r, Some(1));
+            }
+            (b'F', b']') => {
+                self.chans.flush(r, None);
+                let start = self.flush_start.get(t).copied().unwrap_or(self.dclock);
+                let ms = self.dclock.wrapping_sub(start) as f64 * 1e-6;
+                if ms > 10.0 && self.model.state(t) == ThreadState::Running {
+                    let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
+                    self.notes.push(format!(
+                        "large flush of {ms:.1} ms at dclock={} ns in tid={tid}",
+                        self.dclock
+                    ));
+                }
+            }
+            (b'C', b'n') => self.notes.push("ignoring old event OCn".to_string()),
             (b'M', _) => {
                 let value = payload
                     .first_chunk::<8>()
