@@ -12,7 +12,6 @@
 //! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`.
 
 use super::prv::{Prv, RecordHead};
-use crate::error::Result;
 
 /// Record types (SPEC §8.3).
 const TY_PID: u32 = 1;
@@ -270,13 +269,12 @@ impl Channels {
 
     /// Runs the muxes of the dirty channels, then writes the records of the event in dirty
     /// order.
-    pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) -> Result<()> {
+    pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
         let mut i = 0;
         while let Some(&id) = self.dirty.get(i) {
             self.callbacks(id as usize);
             i += 1;
         }
-        let mut result = Ok(());
         for &id in &self.dirty {
             let id = id as usize;
             let Some(ch) = self.chans.get_mut(id) else {
@@ -303,12 +301,9 @@ impl Channels {
             } else {
                 &mut *cpu_prv
             };
-            if result.is_ok() {
-                result = prv.record(&reg.head, v);
-            }
+            prv.record(&reg.head, v);
         }
         self.dirty.clear();
-        result
     }
 
     #[inline]

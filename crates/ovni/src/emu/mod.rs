@@ -700,8 +700,35 @@ impl Outputs {
     }
 }
 
-/// Why an event is rejected: the lines to print and the problem.
-type Rejected = (Vec<(Level, String)>, EventProblem);
+/// The lines the original prints when an event is rejected (before the panic block).
+#[cold]
+fn rejected_lines(mcv: crate::raw::Mcv, p: &EventProblem, rel: &str) -> Vec<(Level, String)> {
+    let text = report::mcv_text(mcv);
+    match p {
+        EventProblem::ModelNotEnabled { model, version } => vec![
+            (
+                Level::Error,
+                format!("model_event: model {model} not enabled for event {text}"),
+            ),
+            (
+                Level::Info,
+                format!("missing call to ovni_thread_require(\"{model}\", \"{version}\")?"),
+            ),
+        ],
+        EventProblem::ModelNotRegistered(_) => vec![(
+            Level::Error,
+            format!("model_event: model not registered for event {text}"),
+        )],
+        EventProblem::UnknownStream => vec![(
+            Level::Error,
+            format!("emu_step: event from unknown stream: {rel}"),
+        )],
+        p => report::ovni_event_lines(mcv, p)
+            .into_iter()
+            .map(|l| (Level::Error, l))
+            .collect(),
+    }
+}
 
 /// The event loop: the model, the channels and where each index goes.
 struct Emu {
@@ -836,17 +863,12 @@ impl Emu {
             self.dclock = dclock;
             self.events += 1;
             let ev = &m.event;
-            let rejected = match setup.roles.get(s) {
+            let played = match setup.roles.get(s) {
                 Some(Role::Thread(t)) => self.event(*t, ev, setup),
-                _ => Some((
-                    vec![(
-                        Level::Error,
-                        format!("emu_step: event from unknown stream: {}", rel()),
-                    )],
-                    EventProblem::UnknownStream,
-                )),
+                _ => Err(EventProblem::UnknownStream),
             };
-            if let Some((mut lines, problem)) = rejected {
+            if let Err(problem) = played {
+                let mut lines = rejected_lines(ev.mcv, &problem, &rel());
                 let e = |s: String| (Level::Error, s);
                 lines.push(e("emu_step: model_event failed".to_string()));
                 lines.extend(
@@ -879,9 +901,14 @@ impl Emu {
                     out.warn(&n);
                 }
             }
-            if let Err(e) = self.chans.propagate(&mut outputs.cpu, &mut outputs.thread) {
-                out.errors(&[format!("emu_step: {e}"), "main: emu_step failed".into()]);
-                return Err(e);
+            self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
+            if outputs.cpu.failed() || outputs.thread.failed() {
+                // The error itself comes when the files are closed.
+                out.errors(&["emu_step: cannot write the Paraver files".into()]);
+                return Err(Error::Io {
+                    path: outputs.dir.clone(),
+                    source: std::io::Error::other("cannot write the Paraver files"),
+                });
             }
         }
         Ok(())
@@ -889,38 +916,15 @@ impl Emu {
 
     /// Plays one event of thread `t`; the error lines if it is rejected.
     #[inline]
-    fn event(&mut self, t: usize, ev: &Event<'_>, setup: &Setup) -> Option<Rejected> {
+    fn event(&mut self, t: usize, ev: &Event<'_>, setup: &Setup) -> Result<(), EventProblem> {
         let id = ev.mcv.model();
         if id != b'O' {
-            let table = EventTable::builtin();
-            let mcv = report::mcv_text(ev.mcv);
-            return Some(match table.model(id) {
-                Some(m) => (
-                    vec![
-                        (
-                            Level::Error,
-                            format!("model_event: model {} not enabled for event {mcv}", m.name),
-                        ),
-                        (
-                            Level::Info,
-                            format!(
-                                "missing call to ovni_thread_require(\"{}\", \"{}\")?",
-                                m.name, m.version
-                            ),
-                        ),
-                    ],
-                    EventProblem::ModelNotEnabled {
-                        model: m.name.clone(),
-                        version: m.version.clone(),
-                    },
-                ),
-                None => (
-                    vec![(
-                        Level::Error,
-                        format!("model_event: model not registered for event {mcv}"),
-                    )],
-                    EventProblem::ModelNotRegistered(id),
-                ),
+            return Err(match EventTable::builtin().model(id) {
+                Some(m) => EventProblem::ModelNotEnabled {
+                    model: m.name.clone(),
+                    version: m.version.clone(),
+                },
+                None => EventProblem::ModelNotRegistered(id),
             });
         }
         let [_, c, v] = ev.mcv.0;
@@ -931,12 +935,9 @@ impl Emu {
             _ => Some(t),
         };
         let before = moved.and_then(|m| self.model.cpu(m));
-        if let Err(p) = self.model.event(t, ev) {
-            let lines = report::ovni_event_lines(ev.mcv, &p);
-            return Some((lines.into_iter().map(|l| (Level::Error, l)).collect(), p));
-        }
+        self.model.event(t, ev)?;
         self.apply(t, c, v, payload, moved, before, setup);
-        None
+        Ok(())
     }
 
     /// Sets the channels an accepted event changes, in ovniemu's order.

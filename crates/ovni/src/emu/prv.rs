@@ -114,6 +114,8 @@ pub(crate) struct Prv {
     /// Buffers in existence (at most [`BUFFERS`]).
     buffers: usize,
     writer: Option<JoinHandle<io::Result<File>>>,
+    /// The first write error; records after it are dropped.
+    error: Option<Error>,
 }
 
 /// The writer thread: writes each buffer it receives, returns it, and gives the file back (or
@@ -162,6 +164,7 @@ impl Prv {
             from_writer,
             buffers: 1,
             writer: Some(writer),
+            error: None,
         };
         p.format_time();
         Ok(p)
@@ -186,9 +189,15 @@ impl Prv {
         self.time_len = n + 1;
     }
 
+    /// True once writing failed (the error is returned by [`Prv::close`]).
+    #[inline]
+    pub(crate) fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     /// Writes one record at the current time.
     #[inline]
-    pub(crate) fn record(&mut self, head: &RecordHead, value: i64) -> Result<()> {
+    pub(crate) fn record(&mut self, head: &RecordHead, value: i64) {
         if self.time_len == 0 {
             self.format_time();
         }
@@ -198,7 +207,7 @@ impl Prv {
             .get_mut(self.pos..)
             .and_then(|t| t.first_chunk_mut::<MAX_LINE>())
         else {
-            return Ok(());
+            return;
         };
         line[..32].copy_from_slice(&head.row);
         let mut n = head.row_len;
@@ -219,13 +228,17 @@ impl Prv {
         line[n] = b'\n';
         self.pos += n + 1;
         if self.pos >= FLUSH_AT {
-            self.flush_buf()?;
+            self.flush_buf();
         }
-        Ok(())
     }
 
     /// Hands the buffer to the writer thread and continues in an empty one.
-    fn flush_buf(&mut self) -> Result<()> {
+    #[cold]
+    fn flush_buf(&mut self) {
+        if self.error.is_some() {
+            self.pos = 0;
+            return;
+        }
         let next = match self.from_writer.try_recv() {
             Ok(b) => b,
             Err(_) if self.buffers < BUFFERS => {
@@ -238,9 +251,8 @@ impl Prv {
         let full = std::mem::replace(&mut self.buf, next);
         let len = std::mem::take(&mut self.pos);
         let sent = self.to_writer.as_ref().map(|tx| tx.send((full, len)));
-        match sent {
-            Some(Ok(())) => Ok(()),
-            _ => Err(self.writer_error()),
+        if !matches!(sent, Some(Ok(()))) {
+            self.error = Some(self.writer_error());
         }
     }
 
@@ -257,7 +269,10 @@ impl Prv {
     /// Writes the buffered records and patches the header with the final duration.
     pub(crate) fn close(mut self) -> Result<()> {
         if self.pos > 0 {
-            self.flush_buf()?;
+            self.flush_buf();
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
         }
         self.to_writer = None;
         let mut file = match self.writer.take().map(JoinHandle::join) {
@@ -292,10 +307,11 @@ mod tests {
         let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
         let h = RecordHead::new(1, 101);
         for v in values {
-            p.record(&h, v).unwrap();
+            p.record(&h, v);
         }
         p.advance(19960);
-        p.record(&RecordHead::new(0, 4), 3).unwrap();
+        p.record(&RecordHead::new(0, 4), 3);
+        assert!(!p.failed());
         p.close().unwrap();
         let mut want = header(19960, 2);
         for v in values {
