@@ -5,8 +5,8 @@
 //! The stages and their checks are ovniemu's, in its order (load, system, clock offsets,
 //! outputs, first events, model probe, events, end checks), with its messages, passed to a
 //! [`Reporter`]. The checks are the linter's: the ovni model's state machine
-//! ([`crate::model`]) rejects what ovniemu rejects, and the emulator reads the state after
-//! each accepted event to drive its channels ([`chan`]), which write the Paraver records.
+//! (`crates/ovni/src/model`) rejects what ovniemu rejects, and the emulator reads the state after
+//! each accepted event to drive its channels (`emu/chan.rs`), which write the Paraver records.
 //!
 //! Differences from the original, by design:
 //!

@@ -13,7 +13,7 @@
 //! 4. the first event of every stream, and the one-hour clock gate;
 //! 5. the model probe: `ovni.require` versions against the embedded event table;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
-//!    enabled model, then the ovni model's rules ([`crate::model`]) for `O` events, or for other
+//!    enabled model, then the ovni model's rules (`src/model`) for `O` events, or for other
 //!    models only that the event exists and its payload fits its signature;
 //! 7. the end check: every thread is dead.
 //!
