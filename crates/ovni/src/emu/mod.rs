@@ -651,6 +651,8 @@ fn pcf_types(layout: &Layout, marks: &MarkList) -> PcfTypes {
 /// The six output files while the trace is played.
 struct Outputs {
     dir: PathBuf,
+    /// Time of the current event.
+    time: i64,
     cpu: Prv,
     thread: Prv,
     cpu_labels: Vec<String>,
@@ -667,6 +669,7 @@ impl Outputs {
         }
         Ok(Self {
             dir: dir.to_path_buf(),
+            time: 0,
             cpu,
             thread,
             cpu_labels: layout.cpu_labels.clone(),
@@ -676,8 +679,12 @@ impl Outputs {
 
     #[inline]
     fn advance(&mut self, time: i64) {
-        self.cpu.advance(time);
-        self.thread.advance(time);
+        if time != self.time {
+            self.time = time;
+            let t = prv::TimeText::new(time);
+            self.cpu.advance_to(&t);
+            self.thread.advance_to(&t);
+        }
     }
 
     /// Finishes the `.prv` files; with `pcfs`, writes the `.pcf` and `.row` files too (they

@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use crate::error::{Error, Result};
 
 /// Bytes buffered before they are handed to the writer thread.
-const FLUSH_AT: usize = 1 << 17;
+const FLUSH_AT: usize = 1 << 16;
 /// Buffers per file: the one being filled and those queued or being written.
 const BUFFERS: usize = 8;
 
@@ -29,16 +29,37 @@ pub(crate) fn header(duration: i64, rows: usize) -> String {
 /// at most 20 characters and the newline: 83 bytes at most, 112 with the fixed-size copies.
 const MAX_LINE: usize = 112;
 
+/// Powers of ten that fit in a `u64`.
+const POW10: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// `"00" "01" ... "99"`: two digits at a time.
+const DIGITS2: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
 /// Number of decimal digits of `v`.
 #[inline(always)]
 fn ndigits(v: u64) -> usize {
-    let mut n = 1;
-    let mut p = 10u64;
-    while n < 20 && v >= p {
-        n += 1;
-        p = p.wrapping_mul(10);
-    }
-    n
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    // floor(log10(2^bits)), then one more if v reaches the next power of ten.
+    let t = (bits * 1233) >> 12;
+    let next = POW10.get(t).copied().unwrap_or(u64::MAX);
+    (t + usize::from(v >= next)).max(1)
 }
 
 /// Writes the digits of `v` at `out[at..]`; returns the position after them, or `at` if they
@@ -49,9 +70,23 @@ fn put_u64(out: &mut [u8], at: usize, mut v: u64) -> usize {
     let Some(digits) = out.get_mut(at..end) else {
         return at;
     };
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
+    let mut pairs = digits.rchunks_exact_mut(2);
+    while v >= 100 {
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        if let (Some(pair), Some(d)) = (pairs.next(), DIGITS2.get(r..r + 2)) {
+            pair.copy_from_slice(d);
+        }
+    }
+    if let Some(first) = digits.first_mut() {
+        if v >= 10 {
+            let r = v as usize * 2;
+            if let (Some(pair), Some(d)) = (digits.first_chunk_mut::<2>(), DIGITS2.get(r..r + 2)) {
+                pair.copy_from_slice(d);
+            }
+        } else {
+            *first = b'0' + v as u8;
+        }
     }
     end
 }
@@ -88,6 +123,31 @@ impl RecordHead {
         }
         h.ty_len = n + 1;
         h
+    }
+}
+
+/// A time in decimal followed by `:`, as records carry it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeText {
+    time: i64,
+    text: [u8; 24],
+    len: usize,
+}
+
+impl TimeText {
+    /// `time` (never negative: times are relative to the first event) formatted.
+    #[inline]
+    pub(crate) fn new(time: i64) -> Self {
+        let mut text = [0u8; 24];
+        let n = put_u64(&mut text, 0, time.max(0) as u64);
+        if let Some(c) = text.get_mut(n) {
+            *c = b':';
+        }
+        Self {
+            time,
+            text,
+            len: n + 1,
+        }
     }
 }
 
@@ -170,23 +230,26 @@ impl Prv {
         Ok(p)
     }
 
-    /// Moves to `time` (never backwards: the caller's clocks are non-decreasing). The time is
-    /// formatted at the first record written at it.
-    #[inline]
+    /// Moves to `time` (never backwards: the caller's clocks are non-decreasing).
+    #[cfg(test)]
     pub(crate) fn advance(&mut self, time: i64) {
         if time != self.time {
-            self.time = time;
-            self.time_len = 0;
+            let t = TimeText::new(time);
+            self.advance_to(&t);
         }
     }
 
+    /// Moves to the time of `t` (formatted once for several files).
     #[inline]
+    pub(crate) fn advance_to(&mut self, t: &TimeText) {
+        self.time = t.time;
+        self.time_text = t.text;
+        self.time_len = t.len;
+    }
+
     fn format_time(&mut self) {
-        let n = put_u64(&mut self.time_text, 0, self.time.max(0) as u64);
-        if let Some(c) = self.time_text.get_mut(n) {
-            *c = b':';
-        }
-        self.time_len = n + 1;
+        let t = TimeText::new(self.time);
+        self.advance_to(&t);
     }
 
     /// True once writing failed (the error is returned by [`Prv::close`]).
@@ -198,9 +261,6 @@ impl Prv {
     /// Writes one record at the current time.
     #[inline]
     pub(crate) fn record(&mut self, head: &RecordHead, value: i64) {
-        if self.time_len == 0 {
-            self.format_time();
-        }
         // Fixed-size copies into a window that every record fits in (see MAX_LINE).
         let Some(line) = self
             .buf
@@ -322,6 +382,20 @@ mod tests {
         let mut line = [0u8; MAX_LINE];
         assert_eq!(put_u64(&mut line, 0, u64::MAX), 20);
         assert_eq!(put_u64(&mut line[..5], 0, 123_456), 0);
+    }
+
+    #[test]
+    fn digits_match_to_string() {
+        let mut vals: Vec<u64> = (0..2000).collect();
+        for p in POW10 {
+            vals.extend([p - 1, p, p + 1, p.wrapping_mul(7)]);
+        }
+        vals.push(u64::MAX);
+        for v in vals {
+            let mut line = [0u8; MAX_LINE];
+            let n = put_u64(&mut line, 3, v);
+            assert_eq!(&line[3..n], v.to_string().as_bytes(), "{v}");
+        }
     }
 
     #[test]
