@@ -11,7 +11,7 @@
 //! Channel ids are flat: per thread row `cpu, state, tid, flush, mark[k].., markout[k]..`,
 //! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`.
 
-use super::prv::{Prv, RecordHead};
+use super::prv::Prv;
 
 /// Record types (SPEC §8.3).
 const TY_PID: u32 = 1;
@@ -68,7 +68,9 @@ enum Kind {
 struct Reg {
     /// `false`: cpu.prv, `true`: thread.prv.
     thread_file: bool,
-    head: RecordHead,
+    row: u32,
+    /// Type slot in its file ([`Prv::type_slot`]).
+    ty: u16,
     rule: Rule,
     /// Last value written (`None`: nothing yet).
     last: Option<Option<i64>>,
@@ -108,7 +110,13 @@ pub(crate) struct Channels {
 impl Channels {
     /// Channels for threads with `(tid, pid)` per row, `ncpus` CPU rows and mark types with
     /// Paraver type offsets `marks` (stack or single does not matter here).
-    pub(crate) fn new(threads: &[(i64, i64)], ncpus: usize, marks: &[i64]) -> Self {
+    pub(crate) fn new(
+        threads: &[(i64, i64)],
+        ncpus: usize,
+        marks: &[i64],
+        cpu_prv: &mut Prv,
+        th_prv: &mut Prv,
+    ) -> Self {
         let nthreads = threads.len();
         let nmarks = marks.len();
         let th_stride = TH_MARKS + 2 * nmarks;
@@ -139,10 +147,11 @@ impl Channels {
         let mark_ty = |k: usize| TY_MARK + marks.get(k).map_or(0, |&m| m as u32);
         for t in 0..nthreads {
             let row = t as u32;
-            let reg = |ty, rule| {
+            let mut reg = |ty, rule| {
                 Some(Reg {
                     thread_file: true,
-                    head: RecordHead::new(row as usize, ty),
+                    row,
+                    ty: th_prv.type_slot(ty),
                     rule,
                     last: None,
                 })
@@ -167,10 +176,11 @@ impl Channels {
         }
         for cpu in 0..ncpus {
             let row = cpu as u32;
-            let reg = |ty, rule| {
+            let mut reg = |ty, rule| {
                 Some(Reg {
                     thread_file: false,
-                    head: RecordHead::new(row as usize, ty),
+                    row,
+                    ty: cpu_prv.type_slot(ty),
                     rule,
                     last: None,
                 })
@@ -301,7 +311,7 @@ impl Channels {
             } else {
                 &mut *cpu_prv
             };
-            prv.record(&reg.head, v);
+            prv.record(reg.row, reg.ty, v);
         }
         self.dirty.clear();
     }

@@ -295,7 +295,7 @@ impl Setup {
         }
         let marks = MarkList::new(&self.sys, &self.layout, streams);
         let pcfs = pcf_types(&self.layout, &marks);
-        let mut emu = Emu::new(&self, &marks);
+        let mut emu = Emu::new(&self, &marks, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);
@@ -764,10 +764,16 @@ fn state_code(s: ThreadState) -> (i64, bool) {
 }
 
 impl Emu {
-    fn new(setup: &Setup, marks: &MarkList) -> Self {
+    fn new(setup: &Setup, marks: &MarkList, outputs: &mut Outputs) -> Self {
         let model = OvniModel::new(&setup.sys);
         let types: Vec<i64> = marks.types.iter().map(|m| m.0).collect();
-        let chans = Channels::new(&setup.layout.th_ids, model.ncpus(), &types);
+        let chans = Channels::new(
+            &setup.layout.th_ids,
+            model.ncpus(),
+            &types,
+            &mut outputs.cpu,
+            &mut outputs.thread,
+        );
         let mut mark_k = [u8::MAX; 100];
         for (k, &ty) in types.iter().enumerate() {
             if let Some(slot) = usize::try_from(ty).ok().and_then(|t| mark_k.get_mut(t)) {

@@ -91,38 +91,29 @@ fn put_u64(out: &mut [u8], at: usize, mut v: u64) -> usize {
     end
 }
 
-/// The parts of a record line fixed by its channel: `2:0:1:1:<row>:` and `<type>:`.
+/// A field of a record fixed by its channel: `2:0:1:1:<row>:` (at most 29 bytes) or
+/// `<type>:` (at most 11), stored with its length.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct RecordHead {
-    row: [u8; 32],
-    row_len: usize,
-    ty: [u8; 16],
-    ty_len: usize,
+struct Field<const N: usize> {
+    text: [u8; N],
+    len: u8,
 }
 
-impl RecordHead {
-    /// The head of records for `row` (0-based) of type `ty`.
-    pub(crate) fn new(row: usize, ty: u32) -> Self {
-        let mut h = Self {
-            row: [0; 32],
-            row_len: 0,
-            ty: [0; 16],
-            ty_len: 0,
-        };
-        if let Some(p) = h.row.first_chunk_mut::<8>() {
-            *p = *b"2:0:1:1:";
+impl<const N: usize> Field<N> {
+    fn new(prefix: &[u8], v: u64) -> Self {
+        let mut text = [0u8; N];
+        let at = prefix.len().min(N);
+        if let Some(p) = text.get_mut(..at) {
+            p.copy_from_slice(prefix.get(..at).unwrap_or_default());
         }
-        let n = put_u64(&mut h.row, 8, row as u64 + 1);
-        if let Some(c) = h.row.get_mut(n) {
+        let n = put_u64(&mut text, at, v);
+        if let Some(c) = text.get_mut(n) {
             *c = b':';
         }
-        h.row_len = n + 1;
-        let n = put_u64(&mut h.ty, 0, u64::from(ty));
-        if let Some(c) = h.ty.get_mut(n) {
-            *c = b':';
+        Self {
+            text,
+            len: (n + 1) as u8,
         }
-        h.ty_len = n + 1;
-        h
     }
 }
 
@@ -158,6 +149,10 @@ type Chunk = (Vec<u8>, usize);
 #[derive(Debug)]
 pub(crate) struct Prv {
     path: PathBuf,
+    /// `2:0:1:1:<row>:` of every row.
+    row_text: Vec<Field<32>>,
+    /// `<type>:` of every type registered with [`Prv::type_slot`].
+    ty_text: Vec<(u32, Field<16>)>,
     /// The buffer being filled: always `FLUSH_AT + MAX_LINE` bytes long, records in
     /// `buf[..pos]`.
     buf: Vec<u8>,
@@ -214,6 +209,10 @@ impl Prv {
             .map_err(|e| Error::io(path, e))?;
         let mut p = Self {
             path: path.to_path_buf(),
+            row_text: (0..rows as u64)
+                .map(|r| Field::new(b"2:0:1:1:", r + 1))
+                .collect(),
+            ty_text: Vec::new(),
             buf: new_buffer(),
             pos: 0,
             rows,
@@ -258,9 +257,24 @@ impl Prv {
         self.error.is_some()
     }
 
-    /// Writes one record at the current time.
+    /// The slot of record type `ty` for [`Prv::record`] (registered at the first call).
+    pub(crate) fn type_slot(&mut self, ty: u32) -> u16 {
+        if let Some(i) = self.ty_text.iter().position(|t| t.0 == ty) {
+            return i as u16;
+        }
+        self.ty_text.push((ty, Field::new(b"", u64::from(ty))));
+        (self.ty_text.len() - 1) as u16
+    }
+
+    /// Writes one record at the current time, for `row` (0-based) and the type of `slot`.
     #[inline]
-    pub(crate) fn record(&mut self, head: &RecordHead, value: i64) {
+    pub(crate) fn record(&mut self, row: u32, slot: u16, value: i64) {
+        let (Some(row), Some((_, ty))) = (
+            self.row_text.get(row as usize),
+            self.ty_text.get(usize::from(slot)),
+        ) else {
+            return;
+        };
         // Fixed-size copies into a window that every record fits in (see MAX_LINE).
         let Some(line) = self
             .buf
@@ -269,12 +283,12 @@ impl Prv {
         else {
             return;
         };
-        line[..32].copy_from_slice(&head.row);
-        let mut n = head.row_len;
+        line[..32].copy_from_slice(&row.text);
+        let mut n = usize::from(row.len);
         line[n..n + 24].copy_from_slice(&self.time_text);
         n += self.time_len;
-        line[n..n + 16].copy_from_slice(&head.ty);
-        n += head.ty_len;
+        line[n..n + 16].copy_from_slice(&ty.text);
+        n += usize::from(ty.len);
         if value < 0 {
             line[n] = b'-';
             n += 1;
@@ -365,12 +379,13 @@ mod tests {
         let path = dir.path().join("t.prv");
         let mut p = Prv::create(&path, 2).unwrap();
         let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
-        let h = RecordHead::new(1, 101);
+        let h = p.type_slot(101);
         for v in values {
-            p.record(&h, v);
+            p.record(1, h, v);
         }
         p.advance(19960);
-        p.record(&RecordHead::new(0, 4), 3);
+        let t = p.type_slot(4);
+        p.record(0, t, 3);
         assert!(!p.failed());
         p.close().unwrap();
         let mut want = header(19960, 2);
