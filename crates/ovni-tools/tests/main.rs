@@ -3,5 +3,6 @@
 
 mod goldens;
 mod hostile;
+mod ovniemu;
 mod regressions;
 mod util;
