@@ -13,7 +13,8 @@
 
 use super::prv::Prv;
 
-/// Record types (SPEC §8.3).
+/// Paraver record types of the ovni model, as ovniemu 1.14 numbers them (the `.pcf` files
+/// name them).
 const TY_PID: u32 = 1;
 const TY_TID: u32 = 2;
 const TY_NRUN: u32 = 3;
