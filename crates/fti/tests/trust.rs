@@ -16,15 +16,7 @@ use unwritable::make_unwritable;
 
 use fti::{Config, Error, Fti, Level, Status, Threads, Var};
 
-fn config(root: &Path) -> Config {
-    Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
-        verbosity: 3,
-        ..Config::default()
-    }
-}
+use crate::util::config;
 
 /// A config file under `root/conf/` pointing at `root`'s directories, with `restart` as its
 /// `[restart]` section.
