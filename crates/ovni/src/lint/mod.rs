@@ -23,6 +23,7 @@
 //! stream is valid).
 
 pub(crate) mod offsets;
+pub(crate) mod trace;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -31,11 +32,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::error::{Error, EventProblem, MetaProblem, StreamProblem, ThreadState, TraceProblem};
+use crate::error::{Error, EventProblem, MetaProblem, StreamProblem, ThreadState};
 use crate::events::{ArgType, EventSpec, EventTable};
 use crate::metadata::{required_models, version_compatible, System, ThreadMeta};
 use crate::raw::{Event, Mcv, JUMBO_SIZE_FIELD};
 use crate::read::{find_streams, Merged, Merger, Stream};
+use trace::TraceProblem;
 
 use crate::model::OvniModel;
 

@@ -12,6 +12,8 @@
 //! and are not kept, and mark labels are stored as one text buffer plus a fixed-size entry per
 //! label.
 
+pub(crate) mod problem;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{self, BufRead, Read};
@@ -19,8 +21,8 @@ use std::io::{self, BufRead, Read};
 use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{json, Map, Value};
 
-use crate::error::MetaProblem;
 use crate::events::EventTable;
+use problem::MetaProblem;
 
 /// Largest `stream.json` read (256 MiB); larger files are refused with
 /// [`MetaProblem::FileTooLarge`]. libovni writes a few KiB per thread, plus about 40 bytes per
