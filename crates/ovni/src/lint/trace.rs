@@ -1,6 +1,7 @@
 //! Rules about the whole trace ([`TraceProblem`]): the clock gate and clock offsets (stages 3
-//! and 4) and the end check (stage 7). The linter checks them and the emulator, which runs the
-//! same stages, reports them with the same type.
+//! and 4) and the end check (stage 7). They are the linter's stages, so the type lives here;
+//! the emulator runs the same stages (and reads the clock offsets with `offsets`) and reports
+//! them with this type, adding only the marks left pushed of `ovniemu -l`.
 
 use std::fmt;
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! Problems of `stream.json` ([`MetaProblem`]): the keys this reader checks while parsing
 //! (mark labels, mark types, CPU entries) and the merge rules of [`crate::metadata`] across
-//! the streams of a trace.
+//! the streams of a trace. The reader keeps the first problem of a collection with the values
+//! it parsed, so the type is defined with the reader rather than with the merge rules.
 
 use std::fmt;
 
