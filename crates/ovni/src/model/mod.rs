@@ -6,11 +6,13 @@
 //! needs the verdict; the emulator ([`crate::emu`]) reads the state after each accepted event
 //! (thread states, CPUs, the thread running on each CPU, mark stacks) to drive its channels.
 
+pub(crate) mod problem;
+
 use std::collections::HashMap;
 
-use crate::error::{EventProblem, MarkOp, ThreadState, Transition};
 use crate::metadata::System;
 use crate::raw::Event;
+use problem::{EventProblem, MarkOp, ThreadState, Transition};
 
 const NO_CPU: u32 = u32::MAX;
 const NO_MARK: u8 = u8::MAX;

@@ -2,7 +2,7 @@
 
 mod merge;
 pub mod meta;
-mod stream;
+pub(crate) mod stream;
 mod trace;
 
 pub use merge::{Merged, Merger};

@@ -1,13 +1,16 @@
-//! One stream: its `stream.json` and its memory-mapped `stream.obs`.
+//! One stream: its `stream.json` and its memory-mapped `stream.obs`, and the structural
+//! problems of a `stream.obs` ([`StreamProblem`]), which the codec ([`crate::raw`]) and the
+//! payload decoder ([`crate::events`]) find and this reader reports with the stream's path.
 
+use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::error::{Error, MetaProblem, Result, StreamProblem};
-use crate::raw::{self, Event, STREAM_HEADER_SIZE};
+use crate::error::{Error, MetaProblem, Result};
+use crate::raw::{self, Event, Mcv, STREAM_HEADER_SIZE};
 use crate::read::meta::{StreamMeta, MAX_STREAM_JSON};
 
 /// The bytes of a `stream.obs`: a read-only mapping, or owned bytes (tests, tools).
@@ -242,6 +245,86 @@ impl<'a> Iterator for EventIter<'a> {
                     offset: off,
                     problem,
                 }))
+            }
+        }
+    }
+}
+
+/// Structural problems of a `stream.obs` file (`docs/ovni-format.md`, *Reader checks*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamProblem {
+    /// The file has zero bytes.
+    Empty,
+    /// Fewer than the 8 bytes of the stream header.
+    IncompleteHeader {
+        /// File size.
+        len: u64,
+    },
+    /// Magic is not `ovni`.
+    BadMagic([u8; 4]),
+    /// Stream version is not 1.
+    BadVersion(u32),
+    /// An event does not fit in the rest of the file.
+    IncompleteEvent {
+        /// Bytes the event needs (12 if its header is cut).
+        needed: u64,
+        /// Bytes left in the file from the event's start.
+        available: u64,
+    },
+    /// The event's clock is lower than the previous event's in the same stream.
+    ClockBackwards {
+        /// Previous clock (signed, as the readers compare them).
+        prev: i64,
+        /// This event's clock.
+        clock: i64,
+    },
+    /// The payload is shorter than the event's signature needs.
+    PayloadTooShort {
+        /// Event MCV.
+        mcv: Mcv,
+        /// Bytes needed to decode the argument that does not fit.
+        needed: u64,
+        /// Payload bytes present.
+        available: u64,
+    },
+    /// A `str` argument has no terminating NUL inside the payload.
+    UnterminatedString {
+        /// Event MCV.
+        mcv: Mcv,
+    },
+}
+
+impl fmt::Display for StreamProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Empty => write!(f, "stream is empty"),
+            Self::IncompleteHeader { len } => {
+                write!(f, "incomplete stream header ({len} bytes, need 8)")
+            }
+            Self::BadMagic(m) => write!(
+                f,
+                "wrong stream magic '{}' (expected 'ovni')",
+                m.escape_ascii()
+            ),
+            Self::BadVersion(v) => write!(f, "stream version mismatch {v} (expected 1)"),
+            Self::IncompleteEvent { needed, available } => write!(
+                f,
+                "ends with incomplete event (event needs {needed} bytes, {available} left in file)"
+            ),
+            Self::ClockBackwards { prev, clock } => {
+                write!(f, "clock goes backwards {prev} -> {clock}")
+            }
+            Self::PayloadTooShort {
+                mcv,
+                needed,
+                available,
+            } => write!(
+                f,
+                "payload of {mcv} too short for its signature (needs {needed} bytes, has {available})"
+            ),
+            Self::UnterminatedString { mcv } => {
+                write!(f, "string argument of {mcv} has no terminating NUL")
             }
         }
     }

@@ -15,6 +15,7 @@
 mod meta;
 #[cfg(test)]
 mod tests;
+pub(crate) mod usage;
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -24,8 +25,9 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::error::{Error, Result, UsageError};
+use crate::error::{Error, Result};
 use crate::raw::{self, Mcv, EV_HEADER_SIZE, JUMBO_HEADER_SIZE, MAX_PAYLOAD};
+use usage::UsageError;
 
 pub use meta::normalize_numbers;
 

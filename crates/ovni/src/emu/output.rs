@@ -1,0 +1,113 @@
+//! The six output files (`cpu.{prv,pcf,row}`, `thread.{prv,pcf,row}`): the `.prv` writers
+//! while the trace is played, and the `.pcf` types and `.row` labels written when it ends.
+
+use std::path::{Path, PathBuf};
+
+use super::chan::TY_MARK;
+use super::layout::{Layout, MarkList};
+use super::pcf::{self, PcfType};
+use super::prv::{self, Prv};
+use super::row;
+use crate::error::Error;
+
+/// The `.pcf` types of the CPU and thread views.
+pub(super) struct PcfTypes {
+    pub(super) cpu: Vec<PcfType>,
+    pub(super) thread: Vec<PcfType>,
+}
+
+pub(super) fn pcf_types(layout: &Layout, marks: &MarkList) -> PcfTypes {
+    let t = |ty, label: &str, values: Vec<(i64, String)>| PcfType {
+        ty,
+        label: label.to_string(),
+        values,
+    };
+    let states = ["Unknown", "Running", "Paused", "Dead", "Cooling", "Warming"]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i as i64, s.to_string()))
+        .collect();
+    let cpus = layout
+        .cpu_labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as i64 + 1, l.clone()))
+        .collect();
+    let flushing = || vec![(1, "Flushing".to_string())];
+    let mut thread = vec![
+        t(6, "Thread: CPU affinity", cpus),
+        t(2, "Thread: TID of the ACTIVE thread", Vec::new()),
+        t(4, "Thread: thread state", states),
+        t(7, "Flushing ovni buffer ", flushing()),
+    ];
+    let mut cpu = vec![t(
+        7,
+        "Flushing ovni buffer of the RUNNING thread",
+        flushing(),
+    )];
+    for (ty, title, labels) in &marks.types {
+        let m = t(TY_MARK + *ty as u32, title, labels.clone());
+        thread.push(m.clone());
+        cpu.push(m);
+    }
+    PcfTypes { cpu, thread }
+}
+
+/// The six output files while the trace is played.
+pub(super) struct Outputs {
+    pub(super) dir: PathBuf,
+    /// Time of the current event.
+    time: i64,
+    pub(super) cpu: Prv,
+    pub(super) thread: Prv,
+    cpu_labels: Vec<String>,
+    th_labels: Vec<String>,
+}
+
+impl Outputs {
+    pub(super) fn create(dir: &Path, layout: &Layout) -> crate::Result<Self> {
+        let cpu = Prv::create(&dir.join("cpu.prv"), layout.cpu_labels.len())?;
+        let thread = Prv::create(&dir.join("thread.prv"), layout.th_labels.len())?;
+        for f in ["cpu.pcf", "cpu.row", "thread.pcf", "thread.row"] {
+            let p = dir.join(f);
+            std::fs::write(&p, b"").map_err(|e| Error::io(&p, e))?;
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            time: 0,
+            cpu,
+            thread,
+            cpu_labels: layout.cpu_labels.clone(),
+            th_labels: layout.th_labels.clone(),
+        })
+    }
+
+    #[inline]
+    pub(super) fn advance(&mut self, time: i64) {
+        if time != self.time {
+            self.time = time;
+            let t = prv::TimeText::new(time);
+            self.cpu.advance_to(&t);
+            self.thread.advance_to(&t);
+        }
+    }
+
+    /// Finishes the `.prv` files; with `pcfs`, writes the `.pcf` and `.row` files too (they
+    /// stay empty when the emulation stopped before it started, as in the original).
+    pub(super) fn close(self, pcfs: Option<&PcfTypes>) -> crate::Result<()> {
+        self.cpu.close()?;
+        self.thread.close()?;
+        let Some(pcfs) = pcfs else { return Ok(()) };
+        let files = [
+            ("cpu.pcf", pcf::render(&pcfs.cpu)),
+            ("cpu.row", row::render(&self.cpu_labels)),
+            ("thread.pcf", pcf::render(&pcfs.thread)),
+            ("thread.row", row::render(&self.th_labels)),
+        ];
+        for (name, text) in files {
+            let p = self.dir.join(name);
+            std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,417 @@
+//! The event loop ([`Emu`]): each event through the ovni model, then the channels it sets,
+//! which write the Paraver records; and the end checks once the streams are exhausted.
+
+use std::path::PathBuf;
+
+use super::chan::Channels;
+use super::layout::MarkList;
+use super::output::Outputs;
+use super::report::{self, Level};
+use super::{Layout, Out, Role, Setup};
+use crate::error::{Error, EventProblem, StreamProblem, ThreadState, TraceProblem};
+use crate::events::EventTable;
+use crate::model::OvniModel;
+use crate::raw::Event;
+use crate::read::{Merger, Stream};
+
+/// The lines the original prints when an event is rejected (before the panic block).
+#[cold]
+fn rejected_lines(mcv: crate::raw::Mcv, p: &EventProblem, rel: &str) -> Vec<(Level, String)> {
+    let text = report::mcv_text(mcv);
+    match p {
+        EventProblem::ModelNotEnabled { model, version } => vec![
+            (
+                Level::Error,
+                format!("model_event: model {model} not enabled for event {text}"),
+            ),
+            (
+                Level::Info,
+                format!("missing call to ovni_thread_require(\"{model}\", \"{version}\")?"),
+            ),
+        ],
+        EventProblem::ModelNotRegistered(_) => vec![(
+            Level::Error,
+            format!("model_event: model not registered for event {text}"),
+        )],
+        EventProblem::UnknownStream => vec![(
+            Level::Error,
+            format!("emu_step: event from unknown stream: {rel}"),
+        )],
+        p => report::ovni_event_lines(mcv, p)
+            .into_iter()
+            .map(|l| (Level::Error, l))
+            .collect(),
+    }
+}
+
+/// The event loop: the model, the channels and where each index goes.
+pub(super) struct Emu {
+    model: OvniModel,
+    chans: Channels,
+    /// Channel index of each mark type (by type, `[0, 100)`).
+    mark_k: [u8; 100],
+    pub(super) events: u64,
+    /// Time of the current event (relative to the first).
+    dclock: i64,
+    /// When each thread began its current flush.
+    flush_start: Vec<i64>,
+    /// Warnings of the current event, printed after it.
+    notes: Vec<String>,
+}
+
+fn state_code(s: ThreadState) -> (i64, bool) {
+    match s {
+        ThreadState::Unknown => (0, false),
+        ThreadState::Running => (1, true),
+        ThreadState::Paused => (2, false),
+        ThreadState::Dead => (3, false),
+        ThreadState::Cooling => (4, true),
+        ThreadState::Warming => (5, true),
+    }
+}
+
+impl Emu {
+    pub(super) fn new(setup: &Setup, marks: &MarkList, outputs: &mut Outputs) -> Self {
+        let model = OvniModel::new(&setup.sys);
+        let types: Vec<i64> = marks.types.iter().map(|m| m.0).collect();
+        let chans = Channels::new(
+            &setup.layout.th_ids,
+            model.ncpus(),
+            &types,
+            &mut outputs.cpu,
+            &mut outputs.thread,
+        );
+        let mut mark_k = [u8::MAX; 100];
+        for (k, &ty) in types.iter().enumerate() {
+            if let Some(slot) = usize::try_from(ty).ok().and_then(|t| mark_k.get_mut(t)) {
+                *slot = k as u8;
+            }
+        }
+        Self {
+            flush_start: vec![0; setup.sys.threads.len()],
+            model,
+            chans,
+            mark_k,
+            events: 0,
+            dclock: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Plays every event; `Err` after an error was reported.
+    pub(super) fn play(
+        &mut self,
+        streams: &[Stream],
+        setup: &Setup,
+        outputs: &mut Outputs,
+        out: &mut Out<'_>,
+    ) -> Result<(), Error> {
+        let merger = Merger::new(streams).with_clock_offsets(setup.offsets.clone());
+        let mut last = vec![0i64; streams.len()];
+        let mut first: Option<i64> = None;
+        let step_failed = |out: &mut Out<'_>, mut lines: Vec<String>| {
+            lines.push("player_step: step_stream() failed".to_string());
+            lines.push("emu_step: player_step failed".to_string());
+            lines.push("main: emu_step failed".to_string());
+            out.errors(&lines);
+        };
+        for item in merger {
+            let m = match item {
+                Ok(m) => m,
+                Err(Error::Stream {
+                    path,
+                    offset,
+                    problem,
+                }) => {
+                    let rel = streams
+                        .iter()
+                        .find(|s| s.obs_path() == path)
+                        .map(Stream::name)
+                        .unwrap_or_default();
+                    step_failed(out, report::stream_step_lines(&rel, &problem, offset));
+                    return Err(Error::Stream {
+                        path,
+                        offset,
+                        problem,
+                    });
+                }
+                Err(e) => {
+                    out.errors(&[e.to_string(), "main: emu_step failed".into()]);
+                    return Err(e);
+                }
+            };
+            let s = m.stream;
+            let stream = streams.get(s);
+            let rel = || stream.map(Stream::name).unwrap_or_default();
+            if let Some(prev) = last.get_mut(s) {
+                if m.sclock < *prev {
+                    let p = StreamProblem::ClockBackwards {
+                        prev: *prev,
+                        clock: m.sclock,
+                    };
+                    step_failed(out, report::stream_step_lines(&rel(), &p, m.offset));
+                    return Err(match stream {
+                        Some(st) => st.error(m.offset, p),
+                        None => Error::NoStreams(PathBuf::new()),
+                    });
+                }
+                *prev = m.sclock;
+            }
+            if let Some(from) = m.backwards_from {
+                out.errors(&[
+                    format!(
+                        "update_clocks: backwards jump in time {from} -> {} in stream '{}'",
+                        m.sclock,
+                        rel()
+                    ),
+                    "player_step: update_clocks failed".to_string(),
+                    "emu_step: player_step failed".to_string(),
+                    "main: emu_step failed".to_string(),
+                ]);
+                let p = StreamProblem::ClockBackwards {
+                    prev: from,
+                    clock: m.sclock,
+                };
+                return Err(match stream {
+                    Some(st) => st.error(m.offset, p),
+                    None => Error::NoStreams(PathBuf::new()),
+                });
+            }
+            let t0 = *first.get_or_insert(m.sclock);
+            let dclock = m.sclock.wrapping_sub(t0);
+            outputs.advance(dclock);
+            self.dclock = dclock;
+            self.events += 1;
+            let ev = &m.event;
+            let played = match setup.roles.get(s) {
+                Some(Role::Thread(t)) => self.event(*t, ev, setup),
+                _ => Err(EventProblem::UnknownStream),
+            };
+            if let Err(problem) = played {
+                let mut lines = rejected_lines(ev.mcv, &problem, &rel());
+                let e = |s: String| (Level::Error, s);
+                lines.push(e("emu_step: model_event failed".to_string()));
+                lines.extend(
+                    report::panic_lines(
+                        ev.mcv,
+                        ev.signed_clock(),
+                        m.sclock,
+                        dclock,
+                        ev.payload.len(),
+                        ev.is_jumbo(),
+                        &rel(),
+                        m.offset,
+                        setup.offsets.get(s).copied().unwrap_or(0),
+                    )
+                    .into_iter()
+                    .map(e),
+                );
+                lines.push(e("main: emu_step failed".to_string()));
+                out.lines(&lines);
+                return Err(Error::Event {
+                    stream: rel(),
+                    offset: m.offset,
+                    mcv: ev.mcv,
+                    clock: ev.signed_clock(),
+                    problem,
+                });
+            }
+            if !self.notes.is_empty() {
+                for n in self.notes.drain(..) {
+                    out.warn(&n);
+                }
+            }
+            self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
+            if outputs.cpu.failed() || outputs.thread.failed() {
+                // The error itself comes when the files are closed.
+                out.errors(&["emu_step: cannot write the Paraver files".into()]);
+                return Err(Error::Io {
+                    path: outputs.dir.clone(),
+                    source: std::io::Error::other("cannot write the Paraver files"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Plays one event of thread `t`; the error lines if it is rejected.
+    #[inline]
+    fn event(&mut self, t: usize, ev: &Event<'_>, setup: &Setup) -> Result<(), EventProblem> {
+        let id = ev.mcv.model();
+        if id != b'O' {
+            return Err(match EventTable::builtin().model(id) {
+                Some(m) => EventProblem::ModelNotEnabled {
+                    model: m.name.clone(),
+                    version: m.version.clone(),
+                },
+                None => EventProblem::ModelNotRegistered(id),
+            });
+        }
+        let [_, c, v] = ev.mcv.0;
+        let payload = ev.jumbo_data().unwrap_or(ev.payload);
+        // The thread whose CPU an affinity event moves, and its CPU before.
+        let moved = match (c, v) {
+            (b'A', b'r') => self.model.remote_target(t, payload),
+            _ => Some(t),
+        };
+        let before = moved.and_then(|m| self.model.cpu(m));
+        self.model.event(t, ev)?;
+        self.apply(t, c, v, payload, moved, before, setup);
+        Ok(())
+    }
+
+    /// Sets the channels an accepted event changes, in ovniemu's order.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn apply(
+        &mut self,
+        t: usize,
+        c: u8,
+        v: u8,
+        payload: &[u8],
+        moved: Option<usize>,
+        before: Option<u32>,
+        setup: &Setup,
+    ) {
+        let layout = &setup.layout;
+        let row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
+        let r = row(t);
+        match (c, v) {
+            (b'H', b'C') => {}
+            (b'H', b'x') => {
+                let cpu = self.model.cpu(t);
+                self.chans
+                    .thread_cpu(r, cpu.map(|c| self.cpu_row(layout, c)));
+                self.thread_state(t, r);
+                self.cpu_update(layout, cpu);
+            }
+            (b'H', b'e') => {
+                self.thread_state(t, r);
+                self.cpu_update(layout, before);
+                self.chans.thread_cpu(r, None);
+            }
+            (b'H', _) => {
+                self.thread_state(t, r);
+                self.cpu_update(layout, self.model.cpu(t));
+            }
+            (b'A', _) => {
+                let Some(mt) = moved else { return };
+                let after = self.model.cpu(mt);
+                if after != before {
+                    self.cpu_update(layout, before);
+                    self.cpu_update(layout, after);
+                    self.chans
+                        .thread_cpu(row(mt), after.map(|c| self.cpu_row(layout, c)));
+                }
+            }
+            (b'F', b'[') => {
+                if let Some(f) = self.flush_start.get_mut(t) {
+                    *f = self.dclock;
+                }
+                self.chans.flush(r, Some(1));
+            }
+            (b'F', b']') => {
+                self.chans.flush(r, None);
+                let start = self.flush_start.get(t).copied().unwrap_or(self.dclock);
+                let ms = self.dclock.wrapping_sub(start) as f64 * 1e-6;
+                if ms > 10.0 && self.model.state(t) == ThreadState::Running {
+                    let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
+                    self.notes.push(format!(
+                        "large flush of {ms:.1} ms at dclock={} ns in tid={tid}",
+                        self.dclock
+                    ));
+                }
+            }
+            (b'C', b'n') => self.notes.push("ignoring old event OCn".to_string()),
+            (b'M', _) => {
+                let value = payload
+                    .first_chunk::<8>()
+                    .map_or(0, |b| i64::from_le_bytes(*b));
+                let ty = payload
+                    .get(8..12)
+                    .and_then(|b| b.first_chunk::<4>())
+                    .map_or(0, |b| i64::from(i32::from_le_bytes(*b)));
+                let Some(&k) = usize::try_from(ty).ok().and_then(|i| self.mark_k.get(i)) else {
+                    return;
+                };
+                if k == u8::MAX {
+                    return;
+                }
+                let v = if v == b'=' {
+                    Some(value)
+                } else {
+                    self.model
+                        .mark_index(ty)
+                        .and_then(|i| self.model.mark_stack(t, i).last().copied())
+                };
+                self.chans.mark(r, usize::from(k), v);
+            }
+            _ => {}
+        }
+    }
+
+    fn cpu_row(&self, layout: &Layout, c: u32) -> usize {
+        layout.cpu_row.get(c as usize).copied().unwrap_or(0)
+    }
+
+    fn thread_state(&mut self, t: usize, r: usize) {
+        let (code, active) = state_code(self.model.state(t));
+        self.chans.thread_state(r, code, active);
+    }
+
+    fn cpu_update(&mut self, layout: &Layout, cpu: Option<u32>) {
+        let Some(c) = cpu else { return };
+        let (n, running) = self.model.running_on(c);
+        let running = running.and_then(|t| layout.th_row.get(t).copied());
+        let row = self.cpu_row(layout, c);
+        self.chans.cpu_update(row, running, n);
+    }
+
+    /// The end checks: every thread dead (and, in linter mode, no mark left pushed), in row
+    /// order.
+    pub(super) fn end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
+        let mut lines = Vec::new();
+        let mut first = None;
+        for &t in &setup.layout.row_thread {
+            let Some(meta) = setup.sys.threads.get(t) else {
+                continue;
+            };
+            let tid = meta.tid;
+            let state = self.model.state(t);
+            if state != ThreadState::Dead {
+                lines.push(format!(
+                    "model_ovni_finish: thread {tid} is not dead (thread.{tid})"
+                ));
+                first.get_or_insert_with(|| {
+                    Error::Trace(TraceProblem::ThreadNotDead {
+                        stream: meta.stream.clone(),
+                        tid,
+                        state,
+                    })
+                });
+            }
+            if lint {
+                for &ty in setup.sys.marks.keys() {
+                    let Some(i) = self.model.mark_index(ty) else {
+                        continue;
+                    };
+                    let n = self.model.mark_stack(t, i).len();
+                    if n > 0 {
+                        lines.push(format!(
+                            "model_ovni_finish: thread {tid} ends with {n} values pushed on mark type {ty} (thread.{tid})"
+                        ));
+                        first.get_or_insert_with(|| {
+                            Error::Trace(TraceProblem::MarksLeftPushed {
+                                stream: meta.stream.clone(),
+                                tid,
+                                mark: ty,
+                                depth: n,
+                            })
+                        });
+                    }
+                }
+            }
+        }
+        (lines, first)
+    }
+}
