@@ -1,6 +1,6 @@
 //! The emulator (`ovniemu`): plays a trace through the ovni model and writes the Paraver
 //! views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
-//! directory (SPEC §8).
+//! directory (`docs/ovniemu.md`).
 //!
 //! The stages and their checks are ovniemu's, in its order (load, system, clock offsets,
 //! outputs, first events, model probe, events, end checks), with its messages, passed to a
