@@ -51,11 +51,42 @@ pub fn render_dir(dir: &Path, opts: &PageOptions) -> Result<String, Error> {
     Ok(page::render(&model, opts))
 }
 
+/// Loads the streams below each of `dirs` as one trace; a stream's name is its path relative
+/// to `root` (so that traces of several runs under one directory keep apart).
+pub fn open_traces(root: &Path, dirs: &[PathBuf]) -> Result<ovni::Trace, Error> {
+    let mut streams = Vec::new();
+    for dir in dirs {
+        let prefix = dir.strip_prefix(root).unwrap_or(dir);
+        for found in ovni::read::find_streams(dir)? {
+            let mut rel = prefix.as_os_str().as_encoded_bytes().to_vec();
+            if !found.relpath.is_empty() {
+                if !rel.is_empty() {
+                    rel.push(b'/');
+                }
+                rel.extend_from_slice(&found.relpath);
+            }
+            streams.push(ovni::Stream::load(&found.dir, rel)?);
+        }
+    }
+    if streams.is_empty() {
+        return Err(ovni::Error::NoStreams(root.to_path_buf()).into());
+    }
+    Ok(ovni::Trace::from_streams(streams))
+}
+
 /// Loads the trace under `dir` and writes its page to `out` (through a temporary file and a
 /// rename, so a reader never sees half a page). Returns the model, for a report.
 pub fn write_page(dir: &Path, out: &Path, opts: &PageOptions) -> Result<Model, Error> {
-    let trace = ovni::Trace::open(dir)?;
-    let model = Model::build(&trace);
+    write_trace_page(&ovni::Trace::open(dir)?, out, opts)
+}
+
+/// Writes the page of a loaded trace to `out`, as [`write_page`].
+pub fn write_trace_page(
+    trace: &ovni::Trace,
+    out: &Path,
+    opts: &PageOptions,
+) -> Result<Model, Error> {
+    let model = Model::build(trace);
     let html = page::render(&model, opts);
     let mut tmp = out.as_os_str().to_owned();
     tmp.push(".tmp");
