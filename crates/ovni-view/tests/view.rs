@@ -277,7 +277,8 @@ fn cut_or_corrupted_streams_never_panic() {
 /// A trace written with the ovni writer: `threads` threads, each `pairs` push/pop pairs of
 /// 3 values on a stack mark, 1 µs apart.
 fn synthetic(dir: &Path, threads: i32, pairs: u64) {
-    let process = ovni::write::Process::init(dir, 1, "node0", 100).unwrap();
+    // One buffer holds a whole thread: no flush events at the real clock amid these clocks.
+    let process = ovni::write::Process::with_buffer_size(dir, 1, "node0", 100, 16 << 20).unwrap();
     for t in 0..threads {
         let mut s = process.thread_init(100 + t).unwrap();
         s.add_cpu(t, t).unwrap();
