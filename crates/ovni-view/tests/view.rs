@@ -247,6 +247,58 @@ fn the_checkpoint_table_of_an_fti_trace() {
     assert_eq!(phases_total, table_total);
 }
 
+/// A thread killed mid-run: its stream is unfinished, its stack marks still pushed, its
+/// state still Running; all of it is drawn up to the last event and flagged.
+#[test]
+fn a_killed_thread_is_drawn_up_to_its_last_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let process = ovni::write::Process::with_buffer_size(tmp.path(), 1, "n", 9, 1 << 20).unwrap();
+    let mut s = process.thread_init(9).unwrap();
+    s.mark_type(3, ovni::write::MARK_STACK, "Work").unwrap();
+    s.attr_flush().unwrap();
+    let mut p = [0u8; 16];
+    p[4..8].copy_from_slice(&(-1i32).to_le_bytes());
+    s.emit_at(ovni::Mcv(*b"OHx"), 1000, &p).unwrap();
+    let mark = |v: i64| {
+        let mut m = [0u8; 12];
+        m[..8].copy_from_slice(&v.to_le_bytes());
+        m[8..].copy_from_slice(&3i32.to_le_bytes());
+        m
+    };
+    s.emit_at(ovni::Mcv(*b"OM["), 2000, &mark(1)).unwrap();
+    s.emit_at(ovni::Mcv(*b"OM["), 3000, &mark(2)).unwrap();
+    s.emit_at(ovni::Mcv(*b"OM]"), 3500, &mark(2)).unwrap();
+    s.emit_at(ovni::Mcv(*b"OM["), 4000, &mark(5)).unwrap();
+    s.emit_at(ovni::Mcv(*b"OB."), 9000, &[]).unwrap();
+    drop(s); // no finish: what a crash leaves (the buffer is written, not `finished`)
+    let model = Model::build(&ovni::Trace::open(tmp.path()).unwrap());
+    let th = &model.threads[0];
+    assert_eq!(th.events, 6);
+    assert_eq!((th.first, th.last), (Some(1000), Some(9000)));
+    use ovni_view::model::{Flag, State};
+    assert!(th.flags.contains(&Flag::Unfinished), "{:?}", th.flags);
+    assert!(th.flags.contains(&Flag::NotEnded {
+        state: State::Running
+    }));
+    assert!(th.flags.contains(&Flag::OpenMarks(vec![(3, 1), (3, 5)])));
+    assert_eq!(th.state_ns[State::Running as usize], 8000);
+    // Value 1 is on top 2000..3000 and 3500..4000; 2 for 500 ns; 5 from 4000 to the end.
+    assert_eq!(th.held[&(3, 1)].total_ns, 1500);
+    assert_eq!(th.held[&(3, 2)].total_ns, 500);
+    assert_eq!(th.held[&(3, 5)].total_ns, 5000);
+    let open: Vec<_> = th
+        .marks
+        .iter()
+        .filter(|m| m.open)
+        .map(|m| (m.depth, m.span))
+        .collect();
+    assert_eq!(open.len(), 2);
+    assert!(open.iter().all(|(_, s)| s.t1 == 9000));
+    let html = ovni_view::page::render(&model, &PageOptions::default());
+    assert!(html.contains("marks left open: 3=1 3=5"));
+    assert_eq!(script_json(&html, "ovniview-summary"), oracle(tmp.path()));
+}
+
 /// Every prefix of a real stream (a crash at any byte) and corrupted bytes: a page, no panic.
 #[test]
 fn cut_or_corrupted_streams_never_panic() {
@@ -427,7 +479,12 @@ fn the_browser_renders_the_summary_and_the_window_of_the_fragment() {
             marker.contains(&format!("data-view=\"{t0},{mid}\"")),
             "{name}: {marker}"
         );
+        assert!(marker.contains("data-mode=\"threads\""), "{marker}");
     }
+    // The CPU view from the fragment.
+    let file = tmp.path().join("multi.html");
+    let dom = String::from_utf8(chromium(&["--dump-dom".into(), url(&file, "#view=cpu")])).unwrap();
+    assert!(dom.contains("data-mode=\"cpu\""));
 }
 
 #[test]
