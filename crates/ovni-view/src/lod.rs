@@ -80,6 +80,17 @@ fn exact_group(spans: &[Span], lo: u64, hi: u64) -> Vec<i64> {
 /// A bucket being filled: its index, covered time and time per value.
 type Bucket = (u64, u64, Vec<(i64, u64)>);
 
+/// What [`exact_group`] would take in the page's JSON, without building it.
+fn exact_cost(spans: &[Span], lo: u64, hi: u64) -> usize {
+    let mut prev = 0u64;
+    let mut len = 2;
+    for s in spans.iter().filter(|s| s.dur() >= lo && s.dur() < hi) {
+        len += json_len(as_i64(s.t0 - prev)) + json_len(as_i64(s.dur())) + json_len(s.value);
+        prev = s.t0;
+    }
+    len
+}
+
 /// Buckets of width `w` over the intervals shorter than `w`.
 fn buckets(spans: &[Span], w: u64) -> Vec<i64> {
     let mut out = Vec::new();
@@ -130,6 +141,10 @@ pub fn build(rows: &[Vec<Span>], duration: u64, budget: usize) -> Lod {
     let mut div = LEVEL0_BUCKETS;
     loop {
         let w = duration.div_ceil(div).max(1);
+        let first_cost: usize = rows.iter().map(|r| exact_cost(r, w, prev_w)).sum();
+        if !lod.widths.is_empty() && used + first_cost > budget {
+            return lod;
+        }
         let exact: Vec<Vec<i64>> = rows.iter().map(|r| exact_group(r, w, prev_w)).collect();
         let bucks: Vec<Vec<i64>> = rows.iter().map(|r| buckets(r, w)).collect();
         let cost: usize = exact.iter().chain(&bucks).map(|v| nums_len(v)).sum();
@@ -143,11 +158,10 @@ pub fn build(rows: &[Vec<Span>], duration: u64, budget: usize) -> Lod {
             row.buckets.push(b);
         }
         // Everything shorter than `w`, exactly: complete if it fits.
-        let rest: Vec<Vec<i64>> = rows.iter().map(|r| exact_group(r, 1, w)).collect();
-        let rest_cost: usize = rest.iter().map(|v| nums_len(v)).sum();
+        let rest_cost: usize = rows.iter().map(|r| exact_cost(r, 1, w)).sum();
         if used + rest_cost <= budget || w == 1 {
-            for (row, r) in lod.rows.iter_mut().zip(rest) {
-                row.rest = r;
+            for (row, r) in lod.rows.iter_mut().zip(rows) {
+                row.rest = exact_group(r, 1, w);
             }
             lod.complete = true;
             return lod;

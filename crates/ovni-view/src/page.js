@@ -27,10 +27,28 @@
     for (let i = 0; i < n; i++) { b += a[3 * i]; idx[i] = b; v[i] = a[3 * i + 1]; cov[i] = a[3 * i + 2]; }
     return { n, idx, v, cov };
   }
-  const rows = D.rows.map(function (r) {
-    return { k: r.k, ty: r.ty, d: r.d, groups: r.e.map(decodeExact),
-      rest: decodeExact(r.r), bk: r.b.map(decodeBuckets), open: new Set(r.o) };
+  // Levels are parsed and decoded when first drawn: the first view only needs the coarsest.
+  const parsed = [];
+  let parsedRest = null;
+  function levelData(k) {
+    return parsed[k] || (parsed[k] = JSON.parse(document.getElementById("ovniview-level-" + k).textContent));
+  }
+  function restData() {
+    return parsedRest || (parsedRest = JSON.parse(document.getElementById("ovniview-rest").textContent));
+  }
+  const rows = D.rows.map(function (r, i) {
+    return { i: i, k: r.k, ty: r.ty, d: r.d, ge: [], gb: [], gr: null, open: new Set(r.o) };
   });
+
+  function group(row, g) { return row.ge[g] || (row.ge[g] = decodeExact(levelData(g).e[row.i])); }
+  function bucketsOf(row, k) { return row.gb[k] || (row.gb[k] = decodeBuckets(levelData(k).b[row.i])); }
+  function restOf(row) { return row.gr || (row.gr = decodeExact(restData()[row.i])); }
+  function drawn(row, p) {
+    const gs = [];
+    for (let g = 0; g < p.ng && g < W.length; g++) gs.push(group(row, g));
+    if (p.rest) gs.push(restOf(row));
+    return gs;
+  }
 
   const canvas = document.getElementById("ov-canvas");
   const view = document.getElementById("ov-view");
@@ -161,9 +179,8 @@
       ctx.fillStyle = th && th.flags.length && l.first ? "#b35c00" : "#222";
       ctx.fillText(l.label, 4, l.y + ROW_H - 4, LABEL_W - 8);
       const row = l.row;
-      for (let g = 0; g < p.ng && g < row.groups.length; g++) drawExact(row.groups[g], row, l.y, nsPerPx);
-      if (p.rest) drawExact(row.rest, row, l.y, nsPerPx);
-      if (p.bk >= 0 && row.bk[p.bk]) drawBuckets(row.bk[p.bk], W[p.bk], row, l.y, nsPerPx);
+      for (const g of drawn(row, p)) drawExact(g, row, l.y, nsPerPx);
+      if (p.bk >= 0 && p.bk < W.length) drawBuckets(bucketsOf(row, p.bk), W[p.bk], row, l.y, nsPerPx);
       if (th && th.flags.length && th.end !== null && l.first) {
         // A crashed thread: where its trace stops.
         const x = xOf(th.end, nsPerPx);
@@ -215,17 +232,15 @@
     const l = lines.find(function (l) { return y >= l.y && y < l.y + l.h; });
     if (!l || !l.row) return null;
     const nsPerPx = (v1 - v0) / (cw - LABEL_W), t = v0 + (x - LABEL_W) * nsPerPx, p = plan(nsPerPx);
-    const groups = l.row.groups.slice(0, p.ng);
-    if (p.rest) groups.push(l.row.rest);
-    for (const g of groups) {
+    for (const g of drawn(l.row, p)) {
       const tol = nsPerPx;
       let i = lowerBound(g.t0, g.n, t - g.maxd - tol);
       for (; i < g.n && g.t0[i] <= t + tol; i++) {
         if (g.t0[i] + g.du[i] + tol >= t) return { line: l, t0: g.t0[i], du: g.du[i], v: g.v[i] };
       }
     }
-    if (p.bk >= 0) {
-      const b = l.row.bk[p.bk], wk = W[p.bk], idx = Math.floor(t / wk);
+    if (p.bk >= 0 && p.bk < W.length) {
+      const b = bucketsOf(l.row, p.bk), wk = W[p.bk], idx = Math.floor(t / wk);
       const i = lowerBound(b.idx, b.n, idx);
       if (i < b.n && b.idx[i] === idx) return { line: l, bucket: true, t0: idx * wk, du: wk, v: b.v[i], cov: b.cov[i] };
     }

@@ -2,7 +2,8 @@
 //! other file), drawn on a canvas by `page.js`.
 //!
 //! Elements a test or a script can read: `#ovniview-summary` (the [`Summary`] as JSON),
-//! `#ovniview-data` (the drawing data), and `#ovniview-render`, whose `data-ms` the script
+//! `#ovniview-data` (the drawing data's head: threads, rows, level widths), `#ovniview-level-<k>`
+//! (the intervals and buckets of level `k`), `#ovniview-rest` (the shortest intervals), and `#ovniview-render`, whose `data-ms` the script
 //! sets to the time of its first drawing (ms since navigation start) and `data-view` to the
 //! window drawn (`t0,t1` raw clocks).
 
@@ -138,24 +139,13 @@ fn push_nums(out: &mut String, nums: &[i64]) {
     out.push(']');
 }
 
-fn push_lists(out: &mut String, lists: &[Vec<i64>]) {
-    out.push('[');
-    for (i, l) in lists.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_nums(out, l);
-    }
-    out.push(']');
-}
-
 fn group_name(th: &Thread) -> String {
     let rank = th.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
     format!("{} / proc {}{}", th.loom, th.pid, rank)
 }
 
-/// The drawing data (`#ovniview-data`).
-fn data_json(model: &Model, opts: &PageOptions) -> String {
+/// The drawing data.
+fn data_json(model: &Model, opts: &PageOptions) -> Data {
     let mut rows = Vec::new();
     let threads: Vec<Value> = model
         .threads
@@ -203,27 +193,61 @@ fn data_json(model: &Model, opts: &PageOptions) -> String {
     let mut out = head.to_string();
     out.pop(); // the closing brace: the rows follow
     out.push_str(",\"rows\":[");
-    for (i, (row, l)) in rows.iter().zip(&lod.rows).enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
         let _ = write!(
             out,
-            "{{\"k\":\"{}\",\"ty\":{},\"d\":{},\"e\":",
+            "{{\"k\":\"{}\",\"ty\":{},\"d\":{},\"o\":",
             row.kind, row.ty, row.depth
         );
-        push_lists(&mut out, &l.exact);
-        out.push_str(",\"b\":");
-        push_lists(&mut out, &l.buckets);
-        out.push_str(",\"r\":");
-        push_nums(&mut out, &l.rest);
-        out.push_str(",\"o\":");
         let open: Vec<i64> = row.open.iter().map(|&t| t as i64).collect();
         push_nums(&mut out, &open);
         out.push('}');
     }
     out.push_str("]}");
-    out
+    let mut levels = Vec::with_capacity(lod.widths.len());
+    for k in 0..lod.widths.len() {
+        let mut level = String::from("{\"e\":[");
+        for (i, l) in lod.rows.iter().enumerate() {
+            if i > 0 {
+                level.push(',');
+            }
+            push_nums(&mut level, l.exact.get(k).map_or(&[][..], |v| v));
+        }
+        level.push_str("],\"b\":[");
+        for (i, l) in lod.rows.iter().enumerate() {
+            if i > 0 {
+                level.push(',');
+            }
+            push_nums(&mut level, l.buckets.get(k).map_or(&[][..], |v| v));
+        }
+        level.push_str("]}");
+        levels.push(level);
+    }
+    let mut rest = String::from("[");
+    for (i, l) in lod.rows.iter().enumerate() {
+        if i > 0 {
+            rest.push(',');
+        }
+        push_nums(&mut rest, &l.rest);
+    }
+    rest.push(']');
+    Data {
+        head: out,
+        levels,
+        rest,
+    }
+}
+
+/// The drawing data: the head (`#ovniview-data`), each level's intervals and buckets
+/// (`#ovniview-level-<k>`, parsed by the page when first drawn), the shortest intervals of a
+/// complete page (`#ovniview-rest`).
+struct Data {
+    head: String,
+    levels: Vec<String>,
+    rest: String,
 }
 
 /// Nanoseconds in a readable unit.
@@ -336,7 +360,9 @@ pub fn render(model: &Model, opts: &PageOptions) -> String {
     let summary = Summary::of(model);
     let data = data_json(model, opts);
     let title = escape(&opts.title);
-    let mut out = String::with_capacity(data.len() + 64 * 1024);
+    let size =
+        data.head.len() + data.rest.len() + data.levels.iter().map(String::len).sum::<usize>();
+    let mut out = String::with_capacity(size + 64 * 1024);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width\">\n<title>{title}</title>\n<style>\n{PAGE_CSS}</style></head>\n<body>\n<header><h1>{title}</h1>\n<p class=\"info\">{} threads, {} events, {} from clock {} to {}.</p>\n",
@@ -362,7 +388,16 @@ pub fn render(model: &Model, opts: &PageOptions) -> String {
     out.push_str("</section>\n<script type=\"application/json\" id=\"ovniview-summary\">");
     out.push_str(&script_json(&summary.to_json().to_string()));
     out.push_str("</script>\n<script type=\"application/json\" id=\"ovniview-data\">");
-    out.push_str(&script_json(&data));
+    out.push_str(&script_json(&data.head));
+    for (k, level) in data.levels.iter().enumerate() {
+        // Numbers only: nothing to escape.
+        let _ = write!(
+            out,
+            "</script>\n<script type=\"application/json\" id=\"ovniview-level-{k}\">{level}"
+        );
+    }
+    out.push_str("</script>\n<script type=\"application/json\" id=\"ovniview-rest\">");
+    out.push_str(&data.rest);
     out.push_str("</script>\n<script>\n");
     out.push_str(PAGE_JS);
     out.push_str("</script>\n</body></html>\n");

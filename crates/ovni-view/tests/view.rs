@@ -402,15 +402,23 @@ fn chromium(args: &[String]) -> Vec<u8> {
             "--hide-scrollbars",
             "--no-first-run",
             "--timeout=20000",
+            "--enable-logging=stderr",
+            "--v=0",
         ])
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(args)
         .output()
         .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    // The page's script ran without an exception.
     assert!(
-        out.status.success(),
+        !log.contains("Uncaught"),
         "{}",
-        String::from_utf8_lossy(&out.stderr)
+        log.lines()
+            .filter(|l| l.contains("CONSOLE"))
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     out.stdout
 }
@@ -520,4 +528,58 @@ fn screenshots_are_drawn_and_two_windows_differ() {
         |a: &[u8], b: &[u8]| a.chunks(3).zip(b.chunks(3)).filter(|(x, y)| x != y).count();
     assert!(differing(&whole.2, &part.2) > 2_000);
     assert!(differing(&whole.2, &cpu.2) > 2_000);
+}
+
+#[test]
+fn every_zoom_of_an_aggregated_page_draws() {
+    if browser().is_none() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let trace = tmp.path().join("trace");
+    synthetic(&trace, 2, 20_000);
+    let file = tmp.path().join("big.html");
+    let opts = PageOptions {
+        max_bytes: 300 << 10,
+        ..PageOptions::default()
+    };
+    ovni_view::write_page(&trace, &file, &opts).unwrap();
+    let html = std::fs::read_to_string(&file).unwrap();
+    let data = script_json(&html, "ovniview-data");
+    assert_eq!(data["complete"], false);
+    let levels = data["widths"].as_array().unwrap().len();
+    assert!(levels >= 2, "{}", data["widths"]);
+    let s = script_json(&html, "ovniview-summary");
+    let t0 = s["start_ns"].as_u64().unwrap();
+    // The whole trace, then windows at each level and below the finest one; the script
+    // throws nothing (checked by `chromium`) and draws the window asked for.
+    for width in [0u64, 5_000_000, 500_000, 50_000, 2_000] {
+        let fragment = if width == 0 {
+            String::new()
+        } else {
+            format!("#t0={}&t1={}", t0 + 1_000_000, t0 + 1_000_000 + width)
+        };
+        let dom =
+            String::from_utf8(chromium(&["--dump-dom".into(), url(&file, &fragment)])).unwrap();
+        assert!(dom.contains("data-ms=\""), "{fragment}");
+        if width > 0 {
+            let view = format!(
+                "data-view=\"{},{}\"",
+                t0 + 1_000_000,
+                t0 + 1_000_000 + width
+            );
+            assert!(dom.contains(&view), "{fragment}");
+        }
+        // Below the finest level stored, the page says the detail is aggregated.
+        let detail = dom
+            .split("id=\"ov-detail\">")
+            .nth(1)
+            .and_then(|r| r.split('<').next())
+            .unwrap();
+        match width {
+            0 => assert_eq!(detail, "", "{fragment}"),
+            2_000 => assert!(detail.contains("detail aggregated"), "{fragment}: {detail}"),
+            _ => {}
+        }
+    }
 }
