@@ -45,12 +45,14 @@ impl Summary {
             for st in State::ALL {
                 let ns = th.state_ns[st as usize];
                 if ns > 0 {
-                    *s.states.entry(st.name().to_owned()).or_default() += ns;
+                    let e = s.states.entry(st.name().to_owned()).or_default();
+                    *e = e.saturating_add(ns);
                 }
             }
             for (&(ty, value), held) in &th.held {
                 if held.total_ns > 0 {
-                    *s.marks.entry(ty).or_default().entry(value).or_default() += held.total_ns;
+                    let e = s.marks.entry(ty).or_default().entry(value).or_default();
+                    *e = e.saturating_add(held.total_ns);
                 }
             }
         }
@@ -152,7 +154,7 @@ pub fn checkpoint_table(model: &Model) -> Vec<CheckpointRow> {
                     .entry((th.pid, th.rank, Some(value), 0, "checkpoint".to_owned()))
                     .or_default();
                 e.0 += held.count;
-                e.1 += held.total_ns;
+                e.1 = e.1.saturating_add(held.total_ns);
             }
         }
         let phases = by_depth(th, phase_ty);
@@ -181,7 +183,7 @@ pub fn checkpoint_table(model: &Model) -> Vec<CheckpointRow> {
                     .entry((th.pid, th.rank, level, p.value, label))
                     .or_default();
                 e.0 += 1;
-                e.1 += p.dur().saturating_sub(nested);
+                e.1 = e.1.saturating_add(p.dur().saturating_sub(nested));
             }
         }
     }

@@ -326,6 +326,46 @@ fn cut_or_corrupted_streams_never_panic() {
     }
 }
 
+/// Clocks at the ends of the u64 range in two threads: sums saturate, nothing panics.
+#[test]
+fn extreme_clocks_never_panic() {
+    let ev = |mcv: &[u8; 3], clock: u64, payload: &[u8]| {
+        let mut e = vec![
+            payload.len().saturating_sub(1) as u8,
+            mcv[0],
+            mcv[1],
+            mcv[2],
+        ];
+        e.extend_from_slice(&clock.to_le_bytes());
+        e.extend_from_slice(payload);
+        e
+    };
+    let mut mark = [0u8; 12];
+    mark[..8].copy_from_slice(&7i64.to_le_bytes());
+    let mut streams = Vec::new();
+    for t in 0..2 {
+        let mut b = b"ovni\x01\0\0\0".to_vec();
+        b.extend(ev(b"OHx", 0, &[0; 16]));
+        b.extend(ev(b"OM[", 1, &mark));
+        b.extend(ev(b"OM]", u64::MAX - 1, &mark));
+        b.extend(ev(b"OHe", u64::MAX, &[]));
+        let meta = json!({"version": 3, "ovni": {"tid": t + 1, "pid": 1, "loom": "x",
+            "mark": {"0": {"title": "</script><b>", "chan_type": "stack"}}}});
+        streams.push(ovni::Stream::from_bytes(format!("t{t}"), "t/stream.obs", meta, b).unwrap());
+    }
+    let model = Model::build(&ovni::Trace::from_streams(streams));
+    let s = ovni_view::Summary::of(&model);
+    assert_eq!(s.states["Running"], u64::MAX);
+    assert_eq!(s.marks[&0][&7], u64::MAX);
+    let html = ovni_view::page::render(&model, &PageOptions::default());
+    // The title is text, never markup.
+    assert!(!html.contains("</script><b>"));
+    assert_eq!(
+        script_json(&html, "ovniview-summary")["titles"]["0"],
+        "</script><b>"
+    );
+}
+
 /// A trace written with the ovni writer: `threads` threads, each `pairs` push/pop pairs of
 /// 3 values on a stack mark, 1 µs apart.
 fn synthetic(dir: &Path, threads: i32, pairs: u64) {
