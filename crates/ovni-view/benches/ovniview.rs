@@ -140,6 +140,7 @@ fn main() {
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
+                "--disable-dev-shm-usage",
                 "--no-first-run",
                 "--window-size=1400,900",
                 "--dump-dom",
@@ -170,6 +171,7 @@ fn main() {
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
+                "--disable-dev-shm-usage",
                 "--no-first-run",
                 "--window-size=1400,900",
             ])

@@ -439,6 +439,7 @@ fn chromium(args: &[String]) -> Vec<u8> {
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
+            "--disable-dev-shm-usage",
             "--hide-scrollbars",
             "--no-first-run",
             "--timeout=20000",
