@@ -43,8 +43,9 @@ pub(crate) fn detect() -> Option<AppOvni> {
     if unsafe { ready() } != 1 {
         return None;
     }
-    // SAFETY (each transmute): the symbols are libovni's functions with these C signatures
-    // (ovni.h), present in every libovni with marks (model 1.1).
+    // SAFETY: each transmute turns the address of one of libovni's functions into a pointer
+    // to that function with its C signature (ovni.h); they are present in every libovni with
+    // marks (model 1.1).
     unsafe {
         Some(AppOvni {
             attr_has: std::mem::transmute::<*mut c_void, AttrHas>(symbol(c"ovni_attr_has")?),

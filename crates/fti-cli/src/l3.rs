@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
-use ftiff::l3::{self, FileStatus, Group, Options, Survey};
+use fti::l3::group::{self as l3, FileStatus, Group, Options, Survey};
+use fti::storage::Disk;
 
 pub const ENCODE_ABOUT: &str =
     "Write the Reed-Solomon files (Ckpt<id>-RSed<r>.fti) of an L3 group from its Rank files";
@@ -72,13 +73,13 @@ pub struct GroupArgs {
     #[arg(long, value_delimiter = ',', value_name = "R0,R1,...")]
     group: Option<Vec<u32>>,
     /// Checkpoint id (needed when DIR holds files of several checkpoints).
-    #[arg(long, value_name = "N")]
-    id: Option<u32>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
+    id: Option<i32>,
 }
 
 impl GroupArgs {
     fn find(&self) -> Result<Group> {
-        let group = Group::find(&self.dir, self.id, self.group.as_deref())?;
+        let group = Group::find(&Disk, &self.dir, self.id, self.group.as_deref())?;
         let gap = group.ranks.windows(2).any(|w| w[1] != w[0] + 1);
         if self.group.is_none() && gap {
             eprintln!(
@@ -109,7 +110,8 @@ fn describe(group: &Group, max_fs: Option<u64>) -> String {
 
 pub fn encode(args: &GroupArgs) -> Result<ExitCode> {
     let group = args.find()?;
-    let done = l3::encode_group(&group, &Options::default()).context("cannot encode the group")?;
+    let done =
+        l3::encode_group(&Disk, &group, &Options::default()).context("cannot encode the group")?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", describe(&group, Some(done.max_fs)))?;
     for p in &done.max_fs_set {
@@ -140,7 +142,7 @@ pub fn rebuild(args: &GroupArgs) -> Result<ExitCode> {
     }
     out.flush()?;
     let done = survey
-        .rebuild(&Options::default())
+        .rebuild(&Disk, &Options::default())
         .context("cannot rebuild the group")?;
     for f in &done.files {
         let mut line = format!("rebuilt {}", name(&f.path));

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use ftiff::diff::Change;
 use ftiff::{view, Checkpoint, MappedFile, RsedFile};
 
+mod heatdis;
 mod l3;
 mod list;
 mod timeline;
@@ -128,10 +129,11 @@ enum Command {
     /// recover.
     ///
     /// Prints `recovered checkpoint <id> at iteration <n> (<level>, ...)` after a restart and
-    /// `checksum <md5>` of the final grid (see docs/demo.md for the exact definition). Built
-    /// with the `mpi` feature and started with `mpirun -np N`, each process is one rank: the
-    /// grid is split into bands of rows and even checkpoints go to L2 (partner copies), so the
-    /// run survives the loss of one node's checkpoint directory (`scripts/demo-mpi`).
+    /// `checksum <md5>` of the final grid (see docs/runtime.md, *The heat-diffusion demo*, for the
+    /// exact definition). Built with the `mpi` feature and started with `mpirun -np N`, each
+    /// process is one rank: the grid is split into bands of rows and even checkpoints go to L2
+    /// (partner copies), so the run survives the loss of one node's checkpoint directory
+    /// (`scripts/demo-mpi`).
     Heatdis {
         #[command(flatten)]
         demo: DemoArgs,
@@ -180,8 +182,8 @@ struct DemoArgs {
 }
 
 impl DemoArgs {
-    fn params(&self, crash_at: Option<i32>) -> fti::heatdis::Params {
-        fti::heatdis::Params {
+    fn params(&self, crash_at: Option<i32>) -> heatdis::Params {
+        heatdis::Params {
             size: self.size,
             iters: self.iters,
             every: self.every,
@@ -280,7 +282,8 @@ fn file_name(path: &Path) -> String {
 
 fn is_rsed(path: &Path, kind: Kind) -> bool {
     match kind {
-        Kind::Auto => ftiff::is_rsed_name(&file_name(path)),
+        Kind::Auto => ftiff::FileName::parse(&file_name(path))
+            .is_some_and(|n| n.kind == ftiff::FileKind::Rsed),
         Kind::Ckpt => false,
         Kind::Rsed => true,
     }
@@ -474,8 +477,8 @@ fn heatdis(demo: &DemoArgs, crash_at: Option<i32>) -> Result<ExitCode> {
     #[cfg(not(feature = "mpi"))]
     let comm: Box<dyn fti::Comm> = Box::new(fti::SelfComm);
     let (rank, ranks) = (comm.rank(), comm.size());
-    let cfg = fti::heatdis::config(&demo.dir);
-    let out = fti::heatdis::run_with(cfg, comm, demo.params(crash_at), &mut |line| {
+    let cfg = heatdis::config(&demo.dir);
+    let out = heatdis::run_with(cfg, comm, demo.params(crash_at), &mut |line| {
         if rank == 0 {
             println!("{line}");
         }

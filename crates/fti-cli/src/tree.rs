@@ -1,7 +1,7 @@
-//! The checkpoints below a directory, in FTI 1.1's layout (SPEC §5): every rank's `Rank` file
-//! and its level's redundancy (`Pcof` partner copies at L2, `RSed` Reed-Solomon code at L3),
-//! whether each file verifies, whether a checkpoint could be restored after losing a node, and
-//! which archived checkpoints `fti prune` deletes.
+//! The checkpoints below a directory, in FTI 1.1's layout (`docs/runtime.md`, *Files and
+//! directories*): every rank's `Rank` file and its level's redundancy (`Pcof` partner copies at L2,
+//! `RSed` Reed-Solomon code at L3), whether each file verifies, whether a checkpoint could be
+//! restored after losing a node, and which archived checkpoints `fti prune` deletes.
 //!
 //! Where files live: `<ckpt_dir>/node<N>/<exec_id>/lK[_archive]/` for L1..L3 (without
 //! `node<N>/` when FTI's `local_test = 0`), `<glbl_dir>/<exec_id>/l4[_archive]/` for L4, and
@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context as _, Result};
@@ -22,51 +21,16 @@ use ftiff::{Checkpoint, MappedFile, RsedFile};
 /// that large would make every listed checkpoint that many rows long).
 pub const MAX_RANKS: u32 = 1 << 24;
 
-/// The kinds of checkpoint file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Kind {
-    /// `Ckpt<id>-Rank<r>.fti`: rank r's checkpoint (every level).
-    Rank,
-    /// `Ckpt<id>-Pcof<r>.fti`: the copy rank r keeps of its left partner's file (L2).
-    Pcof,
-    /// `Ckpt<id>-RSed<r>.fti`: rank r's share of its group's Reed-Solomon code (L3).
-    Rsed,
-}
+/// The kinds of checkpoint file (FTI-FF names them).
+pub use ftiff::FileKind as Kind;
 
-impl Kind {
-    const ALL: [Kind; 3] = [Kind::Rank, Kind::Pcof, Kind::Rsed];
-
-    /// The part of the file name between `Ckpt<id>-` and the rank.
-    pub fn tag(self) -> &'static str {
-        match self {
-            Kind::Rank => "Rank",
-            Kind::Pcof => "Pcof",
-            Kind::Rsed => "RSed",
-        }
+/// The only level with files of this kind (`None`: every level).
+fn kind_level(kind: Kind) -> Option<Level> {
+    match kind {
+        Kind::Rank => None,
+        Kind::Pcof => Some(Level::L2),
+        Kind::Rsed => Some(Level::L3),
     }
-
-    /// The only level with files of this kind (`None`: every level).
-    fn level(self) -> Option<Level> {
-        match self {
-            Kind::Rank => None,
-            Kind::Pcof => Some(Level::L2),
-            Kind::Rsed => Some(Level::L3),
-        }
-    }
-}
-
-/// Parses `Ckpt<id>-Rank<r>.fti`, `Ckpt<id>-Pcof<r>.fti` or `Ckpt<id>-RSed<r>.fti`.
-pub fn parse_name(name: &str) -> Option<(Kind, i32, u32)> {
-    let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
-    let (id, rest) = rest.split_once('-')?;
-    let (kind, rank) = Kind::ALL
-        .into_iter()
-        .find_map(|k| Some((k, rest.strip_prefix(k.tag())?)))?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(id) || !digits(rank) {
-        return None;
-    }
-    Some((kind, id.parse().ok()?, rank.parse().ok()?))
 }
 
 /// Where a file is stored, as far as losing a node is concerned.
@@ -180,7 +144,7 @@ pub fn scan(root: &Path) -> Result<Scan> {
                 }
                 continue;
             }
-            let Some((kind, id, rank)) = parse_name(&name) else {
+            let Some(ftiff::FileName { kind, id, rank }) = ftiff::FileName::parse(&name) else {
                 continue;
             };
             // `stat` follows symbolic links and never blocks, even on a FIFO.
@@ -254,7 +218,7 @@ fn place(dir: &Path, kind: Kind) -> std::result::Result<Place, String> {
         .and_then(|n| n.parse().ok())
         .and_then(Level::from_number)
         .ok_or_else(not_level)?;
-    if let Some(own) = kind.level().filter(|&l| l != level) {
+    if let Some(own) = kind_level(kind).filter(|&l| l != level) {
         let n = own.number();
         return Err(format!(
             "a {} file belongs in l{n}/ or l{n}_archive/, not in {name}/",
@@ -292,10 +256,8 @@ fn parse_digits(s: &str) -> Option<u32> {
 
 /// `FB.timestamp` and `FB.checksum` of a Rank or Pcof file.
 fn read_head(path: &Path) -> Option<(i64, [u8; 33])> {
-    let mut head = [0u8; ftiff::raw::fb::SIZE];
-    let mut file = ftiff::open_regular(path).ok()?;
-    file.read_exact(&mut head).ok()?;
-    let fb = ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()?;
+    let file = ftiff::open_regular(path).ok()?;
+    let fb = ftiff::raw::FileBlock::read_from(&file, 0).ok()?;
     Some((fb.timestamp, fb.checksum))
 }
 
@@ -845,24 +807,6 @@ pub fn prunable_files(c: &Ckpt) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names() {
-        assert_eq!(parse_name("Ckpt12-Rank3.fti"), Some((Kind::Rank, 12, 3)));
-        assert_eq!(parse_name("Ckpt2-Pcof0.fti"), Some((Kind::Pcof, 2, 0)));
-        assert_eq!(parse_name("Ckpt1-RSed7.fti"), Some((Kind::Rsed, 1, 7)));
-        for bad in [
-            "Ckpt-Rank3.fti",
-            "Ckpt1-Rank.fti",
-            "Ckpt1-Rank3.fti.tmp",
-            "Ckpt+1-Rank3.fti",
-            "Ckpt1-rsed3.fti",
-            "Ckpt1-Rank-3.fti",
-            "Topology.fti",
-        ] {
-            assert_eq!(parse_name(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn node_size_from_node_directories() {

@@ -3,6 +3,11 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The demo's solver, as the `fti demo` command runs it.
+#[path = "../src/heatdis.rs"]
+#[allow(dead_code)]
+mod heatdis;
+
 fn fti(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fti"))
         .args(args)
@@ -179,16 +184,16 @@ fn demo_never_removes_a_directory_it_did_not_create() {
 #[test]
 fn list_and_prune_checkpoints() {
     let root = tempfile::tempdir().unwrap();
-    let mut cfg = fti::heatdis::config(root.path());
+    let mut cfg = heatdis::config(root.path());
     cfg.keep_ckpts = 3;
-    let p = fti::heatdis::Params {
+    let p = heatdis::Params {
         size: 16,
         iters: 100,
         every: 10,
         crash_at: None,
         ..Default::default()
     };
-    fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
+    heatdis::run(cfg, p, &mut |_| {}).unwrap();
     let dir = root.path().to_str().unwrap();
     let list = |extra: &[&str]| {
         let mut args = vec!["list", "--format", "json"];
@@ -266,4 +271,86 @@ fn list_and_prune_checkpoints() {
     let out = fti(&["list", empty.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no checkpoint files"));
+}
+
+#[test]
+fn heat_flows_down_from_the_top_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = heatdis::Params {
+        size: 16,
+        iters: 50,
+        every: 10,
+        crash_at: None,
+        partner_level: fti::Level::L2,
+    };
+    let out = heatdis::run(heatdis::config(dir.path()), p, &mut |_| {}).unwrap();
+    assert_eq!(
+        (out.computed, out.checkpoints, out.recovered),
+        (50, 4, None)
+    );
+    assert_eq!(out.checksum.len(), 32);
+    // Same parameters, fresh directory: same result.
+    let dir2 = tempfile::tempdir().unwrap();
+    assert_eq!(
+        heatdis::run(heatdis::config(dir2.path()), p, &mut |_| {})
+            .unwrap()
+            .checksum,
+        out.checksum
+    );
+    // A run that restarts from checkpoint 4 (iteration 40) computes only 10 iterations and
+    // ends bitwise identical.
+    let again = heatdis::run(heatdis::config(dir.path()), p, &mut |_| {}).unwrap();
+    assert_eq!(again.recovered, Some((4, 40)));
+    assert_eq!(again.computed, 10);
+    assert_eq!(again.checksum, out.checksum);
+}
+
+#[test]
+fn any_number_of_ranks_computes_the_same_grid() {
+    let p = heatdis::Params {
+        size: 16,
+        iters: 50,
+        every: 10,
+        crash_at: None,
+        partner_level: fti::Level::L2,
+    };
+    let one = heatdis::run(
+        heatdis::config(tempfile::tempdir().unwrap().path()),
+        p,
+        &mut |_| {},
+    )
+    .unwrap();
+    for n in [2, 3, 5] {
+        let dir = tempfile::tempdir().unwrap();
+        let go = || {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = fti::Threads::new(n, "h")
+                    .into_iter()
+                    .map(|c| {
+                        let cfg = fti::Config {
+                            trace: false,
+                            ..heatdis::config(dir.path())
+                        };
+                        s.spawn(move || {
+                            heatdis::run_with(cfg, Box::new(c), p, &mut |_| {}).unwrap()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap())
+                    .collect::<Vec<_>>()
+            })
+        };
+        let first = go();
+        assert!(
+            first.iter().all(|o| o.checksum == one.checksum),
+            "{n} ranks"
+        );
+        // Checkpoint 2 was L2, 4 was L4; the rerun restarts from 4 on every rank.
+        let again = go();
+        assert!(again
+            .iter()
+            .all(|o| o.recovered == Some((4, 40)) && o.checksum == one.checksum));
+    }
 }

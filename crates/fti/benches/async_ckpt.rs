@@ -10,6 +10,10 @@
 use std::time::Instant;
 
 mod common;
+/// The heat-diffusion demo of the `fti` tool.
+#[path = "../../fti-cli/src/heatdis.rs"]
+#[allow(dead_code)]
+mod heatdis;
 
 use common::{median, time};
 use fti::{Config, Fti, Level, Var};
@@ -66,7 +70,7 @@ fn main() {
     let demo = |every: i32, async_ckpt: bool| {
         let d = dir.join("bench-async-demo");
         std::fs::remove_dir_all(&d).ok();
-        let p = fti::heatdis::Params {
+        let p = heatdis::Params {
             size: 1024,
             iters: 600,
             every,
@@ -76,10 +80,10 @@ fn main() {
         let cfg = Config {
             trace: false,
             async_ckpt,
-            ..fti::heatdis::config(&d)
+            ..heatdis::config(&d)
         };
         let t = Instant::now();
-        fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
+        heatdis::run(cfg, p, &mut |_| {}).unwrap();
         let s = t.elapsed().as_secs_f64();
         std::fs::remove_dir_all(&d).ok();
         s

@@ -9,6 +9,10 @@ use std::io::{Read, Write};
 use std::time::Instant;
 
 mod common;
+/// The heat-diffusion demo of the `fti` tool.
+#[path = "../../fti-cli/src/heatdis.rs"]
+#[allow(dead_code)]
+mod heatdis;
 
 use common::{median, time};
 use fti::{Config, Fti, Level, Status, Var};
@@ -130,17 +134,17 @@ fn main() {
     let demo = |every: i32, trace: bool| {
         let d = dir.join("bench-demo");
         std::fs::remove_dir_all(&d).ok();
-        let p = fti::heatdis::Params {
+        let p = heatdis::Params {
             size: 1024,
             iters: 600,
             every,
             crash_at: None,
             ..Default::default()
         };
-        let mut cfg = fti::heatdis::config(&d);
+        let mut cfg = heatdis::config(&d);
         cfg.trace = trace;
         let t = Instant::now();
-        fti::heatdis::run(cfg, p, &mut |_| {}).unwrap();
+        heatdis::run(cfg, p, &mut |_| {}).unwrap();
         let s = t.elapsed().as_secs_f64();
         std::fs::remove_dir_all(&d).ok();
         s
@@ -156,7 +160,7 @@ fn main() {
         let cfg = Config {
             trace,
             trace_dir: d.join("trace"),
-            ..fti::heatdis::config(&d)
+            ..heatdis::config(&d)
         };
         let mut fti = Fti::init(cfg).unwrap();
         let mut x = vec![1u8; 64 << 10];

@@ -41,8 +41,8 @@ pub enum Error {
     NothingToRecover {
         /// The rank.
         rank: u32,
-        /// One line per candidate tried.
-        tried: Vec<String>,
+        /// Every candidate tried, newest first, with why it could not be used.
+        tried: Vec<Candidate>,
     },
     /// A call that is not valid in the runtime's current state.
     #[error("{0}")]
@@ -50,9 +50,50 @@ pub enum Error {
     /// The trace could not be started or finished.
     #[error("ovni trace: {0}")]
     Trace(ovni::Error),
-    /// Another rank failed during a collective step; the step was abandoned on every rank.
-    #[error("{0}")]
-    Ranks(String),
+    /// Other ranks failed during a collective step; the step was abandoned on every rank.
+    #[error("{step}: rank{} {failed:?} failed", if failed.len() > 1 { "s" } else { "" })]
+    Ranks {
+        /// The step.
+        step: Step,
+        /// The ranks that failed it (this one did not; its own error is returned instead).
+        failed: Vec<u32>,
+    },
+    /// This rank failed its part of a collective step.
+    #[error("{step}: {err}")]
+    InStep {
+        /// The step.
+        step: Step,
+        /// What failed on this rank.
+        err: Box<Error>,
+    },
+    /// A rank sent fewer or more bytes of a file than the transfer plan said.
+    #[error(
+        "rank {from} sent {got} bytes at offset {offset} of its file, {expected} were expected"
+    )]
+    Transfer {
+        /// The sending rank.
+        from: u32,
+        /// Offset in the sent file of this message.
+        offset: u64,
+        /// Bytes received.
+        got: u64,
+        /// Bytes the plan said.
+        expected: u64,
+    },
+    /// This rank's own checkpoint file, which its partner needed, could not be read (the
+    /// read error was reported by the step that opened it).
+    #[error("this rank's own file could not be read")]
+    OwnFileUnreadable,
+    /// A file rebuilt from Reed-Solomon code says it is larger than the group's largest file.
+    #[error("rebuilt file {} has fs {fs} beyond maxFs {max_fs}", path.display())]
+    RebuiltSize {
+        /// The rebuilt file.
+        path: PathBuf,
+        /// Its FB's `fs`.
+        fs: i64,
+        /// The group's `maxFs`.
+        max_fs: u64,
+    },
     /// The restart record (`failure = 1` and `exec_id`) could not be written to the config
     /// file. The checkpoint's files are published, but a restart with this config would not
     /// look for them: the checkpoint fails until the record is written (each checkpoint
@@ -80,6 +121,154 @@ pub enum Error {
     /// L2 and L3 need several ranks over MPI.
     #[error("{0} needs a partner rank: run several ranks (over MPI, or fti::Threads) with group_size >= 2")]
     NeedsMpi(crate::Level),
+}
+
+/// A collective step of the runtime: every rank takes part, and all abandon it when one fails
+/// (see [`Error::Ranks`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Opening the trace at init.
+    StartTrace,
+    /// Writing `Topology.fti` at init.
+    WriteTopology,
+    /// Copying the variables into staging memory (asynchronous checkpoints).
+    Stage,
+    /// Writing the checkpoint file.
+    Write,
+    /// Writing an incremental checkpoint's file.
+    WriteIncremental,
+    /// Publishing the written files under their final names.
+    Publish,
+    /// Exchanging L2 partner copies.
+    L2Copy,
+    /// Encoding the L3 Reed-Solomon files.
+    L3Encode,
+    /// Copying the checkpoint to global storage.
+    L4Flush,
+    /// Keeping the last checkpoint in L4 at finalize (`keep_last_ckpt`).
+    KeepLast,
+    /// Writing `failure = 1` for this execution in the config file (rank 0), or this
+    /// config file when known.
+    RecordRestart(Option<PathBuf>),
+    /// Writing `failure = 0` at finalize.
+    RecordEnd,
+    /// Agreeing on the restart's checkpoint.
+    Recovery,
+    /// Sending lost L2 files back from their partners' copies.
+    RebuildL2Files,
+    /// Sending lost L2 partner copies back from their owners' files.
+    RebuildL2Copies,
+    /// Rebuilding lost L3 files from the group's code.
+    RebuildL3,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::StartTrace => "starting the trace",
+            Step::WriteTopology => "writing Topology.fti",
+            Step::Stage => "staging the checkpoint",
+            Step::Write => "writing the checkpoint",
+            Step::WriteIncremental => "writing the incremental checkpoint",
+            Step::Publish => "publishing the checkpoint",
+            Step::L2Copy => "L2 partner copy",
+            Step::L3Encode => "L3 encoding",
+            Step::L4Flush => "flushing the checkpoint to L4",
+            Step::KeepLast => "keeping the last checkpoint in L4",
+            Step::RecordRestart(Some(path)) => {
+                return write!(f, "recording the restart in {}", path.display())
+            }
+            Step::RecordRestart(None) => "recording the restart in the config file",
+            Step::RecordEnd => "recording the end of the run",
+            Step::Recovery => "recovery",
+            Step::RebuildL2Files => "rebuilding lost L2 files",
+            Step::RebuildL2Copies => "rebuilding lost L2 partner copies",
+            Step::RebuildL3 => "rebuilding lost L3 files",
+        })
+    }
+}
+
+/// A checkpoint a call could not use, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("checkpoint {id} at {level}: {err}")]
+pub struct Candidate {
+    /// Checkpoint id.
+    pub id: i32,
+    /// Level it was found at.
+    pub level: crate::Level,
+    /// The file tried.
+    pub path: PathBuf,
+    /// Why it could not be used.
+    pub err: Box<Error>,
+}
+
+/// A restart candidate passed over at init (see [`crate::Fti::skipped`]); newer checkpoints
+/// come first.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Skipped {
+    /// A path in a checkpoint directory that is not a regular file (never read).
+    #[error("{} skipped: not a regular file", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+    },
+    /// This rank's own file of the checkpoint did not verify.
+    #[error("checkpoint {} at {} skipped: {}", .0.id, .0.level, .0.err)]
+    Unverified(Candidate),
+    /// The redundancy file this rank keeps (L2 partner copy, L3 RSed file) did not verify.
+    #[error("{} skipped: {}", .0.path.display(), .0.err)]
+    RedundancyUnverified(Candidate),
+    /// Some ranks hold no usable file, and their partners' redundancy cannot make up for it.
+    #[error("checkpoint {id} at {level} skipped: no usable file for rank(s) {missing:?}")]
+    Missing {
+        /// Checkpoint id.
+        id: i32,
+        /// Level.
+        level: crate::Level,
+        /// The ranks without a usable file.
+        missing: Vec<u32>,
+    },
+    /// Recovering the checkpoint failed on some rank (a rebuild, or the agreement).
+    #[error("checkpoint {id} at {level} skipped: {err}")]
+    Failed {
+        /// Checkpoint id.
+        id: i32,
+        /// Level.
+        level: crate::Level,
+        /// What failed.
+        err: Box<Error>,
+    },
+}
+
+impl Skipped {
+    /// The checkpoint id, when the skipped thing belongs to one.
+    pub fn id(&self) -> Option<i32> {
+        match self {
+            Skipped::NotRegular { .. } => None,
+            Skipped::Unverified(c) | Skipped::RedundancyUnverified(c) => Some(c.id),
+            Skipped::Missing { id, .. } | Skipped::Failed { id, .. } => Some(*id),
+        }
+    }
+
+    /// The level, when the skipped thing belongs to a checkpoint.
+    pub fn level(&self) -> Option<crate::Level> {
+        match self {
+            Skipped::NotRegular { .. } => None,
+            Skipped::Unverified(c) | Skipped::RedundancyUnverified(c) => Some(c.level),
+            Skipped::Missing { level, .. } | Skipped::Failed { level, .. } => Some(*level),
+        }
+    }
+
+    /// The file, when one file was at fault.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Skipped::NotRegular { path } => Some(path),
+            Skipped::Unverified(c) | Skipped::RedundancyUnverified(c) => Some(&c.path),
+            Skipped::Missing { .. } | Skipped::Failed { .. } => None,
+        }
+    }
 }
 
 /// Result with [`Error`].

@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use ftiff::raw::{fb, Cursor, FileBlock};
+use ftiff::raw::FileBlock;
 
 use crate::comm::Comm;
 use crate::config::Level;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Step};
 use crate::storage::StorageFile;
 use crate::store::{self, Dirs, Found};
 
@@ -24,20 +24,14 @@ pub(crate) const CHUNK: u64 = 16 << 20;
 
 /// Whether `local` succeeded on every rank. A rank that failed returns its own error; the
 /// others learn which ranks failed.
-pub(crate) fn agree<T>(comm: &dyn Comm, what: &str, local: Result<T>) -> Result<T> {
+pub(crate) fn agree<T>(comm: &dyn Comm, step: Step, local: Result<T>) -> Result<T> {
     let flags = comm.all_gather(&[u8::from(local.is_ok())]);
-    let failed: Vec<usize> = flags
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.first() != Some(&1))
-        .map(|(r, _)| r)
+    let failed: Vec<u32> = (0..flags.len() as u32)
+        .filter(|&r| flags[r as usize].first() != Some(&1))
         .collect();
     match local {
         Err(e) => Err(e),
-        Ok(_) if !failed.is_empty() => Err(Error::Ranks(format!(
-            "{what}: rank{} {failed:?} failed",
-            if failed.len() > 1 { "s" } else { "" }
-        ))),
+        Ok(_) if !failed.is_empty() => Err(Error::Ranks { step, failed }),
         ok => ok,
     }
 }
@@ -77,10 +71,12 @@ pub(crate) fn transfer(
         if let Some((file, path)) = recv {
             let want = recv_len.saturating_sub(at).min(CHUNK) as usize;
             if got.len() != want {
-                first_error.get_or_insert(Error::Ranks(format!(
-                    "rank {from} sent {} bytes at offset {at} of its file, {want} were expected",
-                    got.len()
-                )));
+                first_error.get_or_insert(Error::Transfer {
+                    from,
+                    offset: at,
+                    got: got.len() as u64,
+                    expected: want as u64,
+                });
             } else if let Err(e) = file.write_all_at(&got, at) {
                 first_error.get_or_insert(Error::io(path, e));
             }
@@ -123,9 +119,7 @@ pub(crate) fn exchange_copies(
     );
     let copy = sent.and(copy)?;
     if own.is_none() {
-        return Err(Error::Ranks(
-            "this rank's own file could not be read".into(),
-        ));
+        return Err(Error::OwnFileUnreadable);
     }
     Ok(copy)
 }
@@ -141,10 +135,7 @@ pub(crate) fn rounds_for(sizes: impl IntoIterator<Item = u64>) -> u64 {
 
 /// Reads the file block of an open file.
 pub(crate) fn read_fb(file: &dyn StorageFile, path: &Path) -> Result<FileBlock> {
-    let mut head = [0u8; fb::SIZE];
-    file.read_exact_at(&mut head, 0)
-        .map_err(|e| Error::io(path, e))?;
-    FileBlock::parse(&mut Cursor::new(&head, 0)).map_err(|e| Error::Format(e.with_path(path)))
+    FileBlock::read_from(file, 0).map_err(|e| Error::Format(e.with_path(path)))
 }
 
 /// Changes fields of a written file's block (`ptFs` at L2, `maxFs` at L3) and the `myHash`
@@ -156,7 +147,7 @@ pub(crate) fn set_fb(
 ) -> Result<FileBlock> {
     let mut block = read_fb(file, path)?;
     change(&mut block);
-    block.my_hash = ftiff::hash::my_hash(&block);
+    block.seal();
     file.write_all_at(&block.encode(), 0)
         .map_err(|e| Error::io(path, e))?;
     Ok(block)
@@ -256,7 +247,7 @@ pub(crate) fn rebuild_l2(
         (left, files.contains(&left).then_some(copy_path).flatten()),
         (right, files.contains(&me).then(|| dirs.file_name(id))),
     );
-    rebuilt.extend(move_file(comm, dirs, round, "rebuilding lost L2 files")?);
+    rebuilt.extend(move_file(comm, dirs, round, Step::RebuildL2Files)?);
     // Round 2: the left partner's file (possibly just rebuilt) comes back as the copy this rank
     // keeps.
     let own_path = if files.contains(&me) {
@@ -274,12 +265,7 @@ pub(crate) fn rebuild_l2(
         ),
         (left, copies.contains(&me).then(|| dirs.copy_name(id))),
     );
-    rebuilt.extend(move_file(
-        comm,
-        dirs,
-        round,
-        "rebuilding lost L2 partner copies",
-    )?);
+    rebuilt.extend(move_file(comm, dirs, round, Step::RebuildL2Copies)?);
     Ok(rebuilt)
 }
 
@@ -295,7 +281,7 @@ fn move_file(
     comm: &dyn Comm,
     dirs: &Dirs,
     ((to, send), (from, recv)): (Outgoing<'_>, Incoming),
-    what: &str,
+    step: Step,
 ) -> Result<Option<PathBuf>> {
     let send_path = send;
     let file = send
@@ -313,24 +299,37 @@ fn move_file(
     let pending = recv
         .map(|name| store::begin_named(dirs, Level::L2, name, None))
         .transpose();
-    let local = match (&file, &pending) {
-        (Err(e), _) | (_, Err(e)) => Err(Error::Ranks(format!("{what}: {e}"))),
-        (Ok(send), Ok(recv)) => transfer(
-            comm,
-            (to, send.as_deref().zip(send_path), len),
-            (
-                from,
-                recv.as_ref().map(|p| (&*p.file, p.path.as_path())),
-                sizes[from as usize],
-            ),
-            rounds,
+    // Every rank makes every exchange, also when it could not open its side: its partners
+    // then see a short transfer instead of waiting forever.
+    let moved = transfer(
+        comm,
+        (
+            to,
+            file.as_ref().ok().and_then(Option::as_deref).zip(send_path),
+            len,
         ),
+        (
+            from,
+            pending
+                .as_ref()
+                .ok()
+                .and_then(Option::as_ref)
+                .map(|p| (&*p.file, p.path.as_path())),
+            sizes[from as usize],
+        ),
+        rounds,
+    );
+    let local = match (file, pending) {
+        (Err(e), _) | (_, Err(e)) => Err(Error::InStep {
+            step: step.clone(),
+            err: Box::new(e),
+        }),
+        (Ok(_), Ok(recv)) => moved.and_then(|()| match recv {
+            Some(p) => store::publish_pending(dirs, p).map(Some),
+            None => Ok(None),
+        }),
     };
-    let local = local.and_then(|()| match pending {
-        Ok(Some(p)) => store::publish_pending(dirs, p).map(Some),
-        _ => Ok(None),
-    });
-    agree(comm, what, local)
+    agree(comm, step, local)
 }
 
 /// Candidate checkpoints of the whole run, newest first (by id, then FTI's level order): every

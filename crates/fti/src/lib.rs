@@ -34,8 +34,7 @@
 pub mod comm;
 mod config;
 mod error;
-pub mod heatdis;
-mod l3;
+pub mod l3;
 mod levels;
 pub mod report;
 mod runtime;
@@ -46,8 +45,8 @@ mod trace;
 mod var;
 
 pub use comm::{Comm, SelfComm, Threads};
-pub use config::{check_exec_id, record_restart, Config, Level};
-pub use error::{Error, Result};
+pub use config::{check_exec_id, record_restart, restart_text, Config, Level};
+pub use error::{Candidate, Error, Result, Skipped, Step};
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Options, Snapshot, Status};
 pub use trace::AppOvni;
 pub use var::Var;

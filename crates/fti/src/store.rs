@@ -8,6 +8,7 @@ use crate::config::{Config, Level};
 use crate::error::{Error, Result};
 use crate::storage::{Disk, Kind, Storage, StorageFile};
 use ftiff::Sink as _;
+use ftiff::{FileKind, FileName};
 
 /// The directories of one execution (`exec_id`) for one rank, and the storage they live on.
 #[derive(Debug, Clone)]
@@ -83,37 +84,25 @@ impl Dirs {
 
     /// This rank's file name for checkpoint `id`.
     pub fn file_name(&self, id: i32) -> String {
-        format!("Ckpt{id}-Rank{}.fti", self.rank)
+        FileName::new(id, FileKind::Rank, self.rank).to_string()
     }
 
     /// The name of the L2 partner copy this rank holds for checkpoint `id`: a copy of its left
     /// partner's file, named after the holder, as FTI 1.1 names it.
     pub fn copy_name(&self, id: i32) -> String {
-        format!("Ckpt{id}-Pcof{}.fti", self.rank)
+        FileName::new(id, FileKind::Pcof, self.rank).to_string()
+    }
+
+    /// The name of this rank's L3 `RSed` file of checkpoint `id`.
+    pub fn rsed_name(&self, id: i32) -> String {
+        FileName::new(id, FileKind::Rsed, self.rank).to_string()
     }
 }
 
-/// Parses `Ckpt<id>-Pcof<r>.fti` (L2 partner copy) or `Ckpt<id>-RSed<r>.fti` (L3 code) into
-/// `(id, r)`.
-pub fn parse_copy_name(name: &str) -> Option<(i32, u32)> {
-    parse_name(name, "-Pcof").or_else(|| parse_name(name, "-RSed"))
-}
-
-/// Parses `Ckpt<id><kind><r>.fti` into `(id, r)`.
-fn parse_name(name: &str, kind: &str) -> Option<(i32, u32)> {
-    let rest = name.strip_prefix("Ckpt")?.strip_suffix(".fti")?;
-    let (id, rank) = rest.split_once(kind)?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(id) || !digits(rank) {
-        return None;
-    }
-    Some((id.parse().ok()?, rank.parse().ok()?))
-}
-
-/// This rank's files named `Ckpt<id><kind><r>.fti` in the directories and archives of
+/// This rank's files of kind `kind` in the directories and archives of
 /// `levels`, newest first: by id, then in FTI's level order, then `lK/` before its archive.
 /// Entries that are not regular files (a FIFO, a directory) are left out: see [`irregular`].
-fn scan(dirs: &Dirs, levels: &[Level], kind: &str) -> Vec<Found> {
+fn scan(dirs: &Dirs, levels: &[Level], kind: FileKind) -> Vec<Found> {
     let mut found = Vec::new();
     scan_into(dirs, levels, kind, &mut |f, regular| {
         if regular {
@@ -128,10 +117,10 @@ fn scan(dirs: &Dirs, levels: &[Level], kind: &str) -> Vec<Found> {
     found
 }
 
-/// Calls `each` with every entry of this rank named `Ckpt<id><kind><r>.fti` in the level
+/// Calls `each` with every entry of this rank whose name is a file of kind `kind` in the level
 /// and archive directories of `levels`, and whether it is a regular file (symbolic links
 /// followed; `stat` never blocks, even on a FIFO).
-fn scan_into(dirs: &Dirs, levels: &[Level], kind: &str, each: &mut dyn FnMut(Found, bool)) {
+fn scan_into(dirs: &Dirs, levels: &[Level], kind: FileKind, each: &mut dyn FnMut(Found, bool)) {
     for &level in levels {
         for (dir, archived) in [
             (dirs.level_dir(level), false),
@@ -141,8 +130,10 @@ fn scan_into(dirs: &Dirs, levels: &[Level], kind: &str, each: &mut dyn FnMut(Fou
                 continue;
             };
             for entry in entries {
-                let parsed = parse_name(&entry.name.to_string_lossy(), kind);
-                if let Some((id, _)) = parsed.filter(|&(_, rank)| rank == dirs.rank) {
+                let parsed = FileName::parse(&entry.name.to_string_lossy());
+                if let Some(FileName { id, .. }) =
+                    parsed.filter(|n| n.kind == kind && n.rank == dirs.rank)
+                {
                     let regular = entry.kind == Kind::File;
                     let found = Found {
                         path: entry.path,
@@ -162,9 +153,9 @@ fn scan_into(dirs: &Dirs, levels: &[Level], kind: &str, each: &mut dyn FnMut(Fou
 pub fn irregular(dirs: &Dirs) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (levels, kind) in [
-        (&Level::ALL[..], "-Rank"),
-        (&[Level::L2][..], "-Pcof"),
-        (&[Level::L3][..], "-RSed"),
+        (&Level::ALL[..], FileKind::Rank),
+        (&[Level::L2][..], FileKind::Pcof),
+        (&[Level::L3][..], FileKind::Rsed),
     ] {
         scan_into(dirs, levels, kind, &mut |f, regular| {
             if !regular {
@@ -179,8 +170,8 @@ pub fn irregular(dirs: &Dirs) -> Vec<PathBuf> {
 /// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
 /// `RSed` files (`l3/` and its archive), newest first.
 pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
-    let mut found = scan(dirs, &[Level::L2], "-Pcof");
-    found.extend(scan(dirs, &[Level::L3], "-RSed"));
+    let mut found = scan(dirs, &[Level::L2], FileKind::Pcof);
+    found.extend(scan(dirs, &[Level::L3], FileKind::Rsed));
     found.sort_by(|a, b| b.id.cmp(&a.id).then(a.level.cmp(&b.level)));
     found
 }
@@ -190,11 +181,6 @@ fn find_all(dirs: &Dirs) -> Vec<Found> {
     let mut all = find_checkpoints(dirs);
     all.extend(find_copies(dirs));
     all
-}
-
-/// Parses `Ckpt<id>-Rank<r>.fti` into `(id, r)`.
-pub fn parse_file_name(name: &str) -> Option<(i32, u32)> {
-    parse_name(name, "-Rank")
 }
 
 /// A checkpoint file of this rank found on disk.
@@ -213,10 +199,10 @@ pub struct Found {
 /// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
 /// by id, then in FTI's level order, then `lK/` before its archive.
 pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
-    scan(dirs, &Level::ALL, "-Rank")
+    scan(dirs, &Level::ALL, FileKind::Rank)
 }
 
-/// The named steps of [`publish`], where a crash test can stop the process.
+/// The named steps of [`publish_pending`], where a crash test can stop the process.
 pub const STEPS: &[&str] = &[
     "written",
     "fsynced",
@@ -488,10 +474,7 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
         if let Ok(entries) = st.list(&dirs.tmp_dir(level)) {
             for entry in entries {
                 let name = entry.name.to_string_lossy();
-                if parse_file_name(&name)
-                    .or_else(|| parse_copy_name(&name))
-                    .is_some_and(|(_, rank)| rank == dirs.rank)
-                {
+                if FileName::parse(&name).is_some_and(|n| n.rank == dirs.rank) {
                     remove(st, &entry.path)?;
                 }
             }
@@ -532,10 +515,8 @@ pub fn highest_rank(st: &dyn Storage, roots: &[PathBuf]) -> Option<u32> {
                 };
                 for entry in entries {
                     let name = entry.name.to_string_lossy();
-                    if let Some((_, rank)) =
-                        parse_file_name(&name).or_else(|| parse_copy_name(&name))
-                    {
-                        highest = highest.max(Some(rank));
+                    if let Some(n) = FileName::parse(&name) {
+                        highest = highest.max(Some(n.rank));
                     }
                 }
             }
@@ -610,15 +591,6 @@ pub fn replace_file(st: &dyn Storage, path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_names() {
-        assert_eq!(parse_file_name("Ckpt12-Rank3.fti"), Some((12, 3)));
-        assert_eq!(parse_file_name("Ckpt1-Pcof3.fti"), None);
-        assert_eq!(parse_file_name("Ckpt-Rank3.fti"), None);
-        assert_eq!(parse_file_name("Ckpt1-Rank3.fti.tmp"), None);
-        assert_eq!(parse_file_name("Ckpt+1-Rank3.fti"), None);
-    }
 
     #[test]
     fn fti_directory_layout() {

@@ -5,7 +5,7 @@
 //! Mark types (stack marks, pushed and popped around the work), at `B`, `B+1`, `B+2` where `B`
 //! is `[basic] trace_mark_base` (default 40):
 //! * B "FTI level": value = level number (1..4), labels "L1 checkpoint" ... "L4 checkpoint";
-//! * B+1 "FTI checkpoint": value = checkpoint id, label "checkpoint <id> at L<k>: <bytes> bytes";
+//! * B+1 "FTI checkpoint": value = checkpoint id, label `checkpoint <id> at L<k>: <bytes> bytes`;
 //! * B+2 "FTI phase": 1 "write (hash + write data)", 2 "publish (fsync, rename, retire)",
 //!   3 "verify (restart)", 4 "recover (copy)", 5 "flush to L4", 6 "L2 partner copy".
 //!

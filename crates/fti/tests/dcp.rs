@@ -251,9 +251,15 @@ fn single_variable_recovery_from_newest_or_chosen_checkpoint() {
     let mut wrong = 0u8;
     let err = fti
         .recover_var_from(None, &mut Var::new(2, &mut wrong))
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("bytes"), "{err}");
+        .unwrap_err();
+    assert!(err.to_string().contains("bytes"), "{err}");
+    // Every candidate is there, newest first, with its id, level and file.
+    let fti::Error::NothingToRecover { tried, .. } = &err else {
+        panic!("{err:?}")
+    };
+    let ids: Vec<i32> = tried.iter().map(|c| c.id).collect();
+    assert_eq!(ids, [3, 2, 1], "{err}");
+    assert!(tried.iter().all(|c| c.path.exists()), "{err}");
     assert!(fti
         .recover_var_from(None, &mut Var::new(77, &mut got))
         .is_err());

@@ -307,7 +307,8 @@ fn ranks_agree_on_an_older_checkpoint() {
     let results = on_ranks(3, |comm| {
         let rank = comm.rank();
         let mut fti = Fti::init_with(cfg(), comm).unwrap();
-        let skipped = fti.skipped().join("\n");
+        let skipped: Vec<String> = fti.skipped().iter().map(ToString::to_string).collect();
+        let skipped = skipped.join("\n");
         let info = recover_and_check(&mut fti, 1, rank);
         (info.id, skipped)
     });
@@ -509,7 +510,11 @@ fn l3_corrupted_rsed_counts_as_lost() {
         recover_and_check(&mut fti, 2, rank);
         (
             fti.recovery_note().unwrap().to_owned(),
-            fti.skipped().join(" "),
+            fti.skipped()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
         )
     });
     assert!(
@@ -585,13 +590,27 @@ fn one_rank_failing_fails_the_checkpoint_everywhere() {
                 Var::new(7 + i32::from(rank != 1), &mut b),
             ],
         );
-        let err = bad.unwrap_err().to_string();
+        let err = bad.unwrap_err();
         checkpoint(&mut fti, 2, Level::L2, rank);
         err
     });
-    assert!(errors[1].contains("protected twice"), "{}", errors[1]);
+    assert!(
+        errors[1].to_string().contains("protected twice"),
+        "{}",
+        errors[1]
+    );
     for r in [0, 2] {
-        assert!(errors[r].contains("rank [1] failed"), "{}", errors[r]);
+        assert!(
+            errors[r].to_string().contains("rank [1] failed"),
+            "{}",
+            errors[r]
+        );
+        // The other ranks learn the step and the rank that failed it, as data.
+        assert!(
+            matches!(&errors[r], fti::Error::Ranks { failed, .. } if failed == &[1]),
+            "{:?}",
+            errors[r]
+        );
     }
 }
 

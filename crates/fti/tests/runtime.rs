@@ -251,10 +251,22 @@ fn corrupted_newest_falls_back_to_previous_and_says_why() {
     assert_eq!(info.id, 2);
     assert!(info.path.to_string_lossy().contains("l1_archive"));
     assert_eq!(fti.skipped().len(), 1);
+    let skipped = &fti.skipped()[0];
     assert!(
-        fti.skipped()[0].contains("checkpoint 3") && fti.skipped()[0].contains("mismatch"),
-        "{:?}",
-        fti.skipped()
+        skipped.to_string().contains("checkpoint 3") && skipped.to_string().contains("mismatch"),
+        "{skipped}"
+    );
+    // The candidate is named by id, level and file, with the format error underneath.
+    assert_eq!(
+        (skipped.id(), skipped.level()),
+        (Some(3), Some(fti::Level::L1))
+    );
+    assert!(skipped
+        .path()
+        .is_some_and(|p| p.ends_with("Ckpt3-Rank0.fti")));
+    assert!(
+        matches!(skipped, fti::Skipped::Unverified(c) if matches!(*c.err, Error::Format(_))),
+        "{skipped:?}"
     );
     let mut back = vec![0u32; 1000];
     fti.recover(&mut [Var::slice(7, &mut back)]).unwrap();

@@ -7,10 +7,9 @@
 //! descheduled does not count), and the cases take turns within each repeat, so a busy
 //! moment hits all of them alike. Medians are reported.
 //!
-//! Then the offline tool's `encode_group` on k files, which also verifies every Rank file
-//! (MD5) and hashes every code file (MD5), against one MD5 pass in the same run.
+//! The offline tool's `encode_group` on files is `cargo bench -p fti --bench l3_group`.
 //!
-//! `cargo bench -p ftiff --bench l3 [-- SHARD_MIB [REPEATS [FILE_MIB]]]` (defaults 16, 7, 64)
+//! `cargo bench -p ftiff --bench l3 [-- SHARD_MIB [REPEATS]]` (defaults 16, 7)
 
 use std::time::{Duration, Instant};
 
@@ -200,51 +199,6 @@ fn run_k(k: usize, shard: usize, repeats: usize) -> Results {
     results
 }
 
-/// `encode_group` on k Rank files of `mib` MiB each in a temporary directory (page cache, no
-/// fsync), and one MD5 pass over the same bytes.
-fn tool(k: usize, mib: usize, repeats: usize) {
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let size = mib << 20;
-    let mut total = 0u64;
-    for r in 0..k {
-        let data = random(size - 1000 * r, 100 + r as u64);
-        let vars = [ftiff::VarSize {
-            id: 1,
-            size: data.len() as u64,
-        }];
-        let layout = ftiff::Layout::plan(None, &vars).unwrap();
-        let path = dir
-            .path()
-            .join(l3::file_name(1, l3::FileKind::Rank, r as u32));
-        ftiff::write_path(&path, &layout, &[&data], &ftiff::WriteOptions::default()).unwrap();
-        total += layout.file_size();
-    }
-    let group = l3::Group::find(dir.path(), None, None).unwrap();
-    let opts = l3::Options {
-        timestamp: None,
-        sync: false,
-    };
-    let buf = random(total as usize, 7);
-    let mut cases = vec![
-        Case::new("encode_group", total as usize, || {
-            l3::encode_group(&group, &opts).unwrap();
-        }),
-        Case::new("md5", total as usize, || {
-            std::hint::black_box(ftiff::hash::md5(&buf));
-        }),
-    ];
-    measure(&mut cases, repeats);
-    let (tool, md5) = (&cases[0], &cases[1]);
-    println!(
-        "\n`encode_group`, k={k}, {mib} MiB per Rank file (verify the Rank files, encode, MD5 of \
-         the code files, write; no fsync), wall time on 2 cores: {:.2} GB/s of Rank files; one \
-         MD5 pass over the same bytes on one core: {:.2} GB/s; ratio {:.2}",
-        tool.gbps_wall(),
-        md5.gbps_wall(),
-        tool.gbps_wall() / md5.gbps_wall()
-    );
-}
-
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -252,7 +206,6 @@ fn main() {
         .collect();
     let mib: usize = args.first().and_then(|s| s.parse().ok()).unwrap_or(16);
     let repeats: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(7);
-    let file_mib: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(64);
     println!(
         "shards of {mib} MiB, median of {repeats} rounds, one thread, GB/s of input by thread CPU \
          time (by wall time in brackets); avx2: {}",
@@ -301,8 +254,5 @@ fn main() {
                 o.0 / memcpy.0
             );
         }
-    }
-    if file_mib > 0 {
-        tool(4, file_mib, repeats.min(3));
     }
 }

@@ -133,13 +133,13 @@ pub enum ErrorKind {
     })]
     NoGroupFiles {
         /// The checkpoint id asked for, if any.
-        id: Option<u32>,
+        id: Option<i32>,
     },
     /// A directory holds files of several checkpoints and none was chosen.
-    #[error("files of several checkpoints ({}): choose one", ids.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
+    #[error("files of several checkpoints ({}): choose one", ids.iter().map(i32::to_string).collect::<Vec<_>>().join(", "))]
     SeveralCheckpoints {
         /// The checkpoint ids found.
-        ids: Vec<u32>,
+        ids: Vec<i32>,
     },
     /// More files of an L3 group are lost than its code can rebuild.
     #[error("{lost} of the group's {} files are missing or unusable: Reed-Solomon over {k} ranks rebuilds at most {k}", 2 * k)]
@@ -181,7 +181,8 @@ pub enum ErrorKind {
 pub struct Error {
     path: Option<PathBuf>,
     offset: Option<u64>,
-    kind: ErrorKind,
+    // Boxed: errors travel inside `Result`s of every reader call, which stay small.
+    kind: Box<ErrorKind>,
 }
 
 /// Result with [`Error`].
@@ -193,7 +194,7 @@ impl Error {
         Error {
             path: None,
             offset: Some(offset),
-            kind,
+            kind: Box::new(kind),
         }
     }
 
@@ -202,7 +203,7 @@ impl Error {
         Error {
             path: None,
             offset: None,
-            kind,
+            kind: Box::new(kind),
         }
     }
 

@@ -1,4 +1,4 @@
-//! The three MD5 hashes of FTI-FF (SPEC §3).
+//! The three MD5 hashes of FTI-FF (`docs/ftiff-format.md`, *Hashes*).
 
 use md5::{Digest as _, Md5};
 

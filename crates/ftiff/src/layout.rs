@@ -1,7 +1,7 @@
-//! The structure of a checkpoint file (blocks, containers, chunks) and the container planner
-//! that turns the previous structure and the current variable sizes into the next one
-//! (SPEC §4): containers are added when a variable grows, partly emptied when it shrinks, and
-//! never moved.
+//! The structure of a checkpoint file (blocks, containers, chunks) and the container planner that
+//! turns the previous structure and the current variable sizes into the next one
+//! (`docs/ftiff-format.md`, *How containers are planned*): containers are added when a variable
+//! grows, partly emptied when it shrinks, and never moved.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::raw::{bmd, fb, vmd};
@@ -112,7 +112,7 @@ impl Layout {
         self.chunks().filter(move |c| c.idx == idx)
     }
 
-    /// Plans the next checkpoint's layout (SPEC §4).
+    /// Plans the next checkpoint's layout (`docs/ftiff-format.md`, *How containers are planned*).
     ///
     /// `vars` are the protected variables in protect order. A variable of `prev` is matched by
     /// id and keeps its protect position (`idx`); variables of `prev` must keep their relative

@@ -6,17 +6,19 @@
 //! chunk meta data record (VMD) per container, then the containers. Containers are added when a
 //! variable grows, partly emptied when it shrinks, and never moved. See `docs/ftiff-format.md`.
 //!
+//! - [`FileName`]: `Ckpt<id>-Rank<r>.fti`, `Pcof` and `RSed` names.
 //! - [`raw`]: the records, encoded and decoded little-endian at named offsets.
 //! - [`hash`]: chunk MD5, file checksum, FB self-hash.
 //! - [`Layout::plan`]: the container planner.
 //! - [`mod@write`]: streaming writer.
 //! - [`Checkpoint`]: validating reader, verifier and variable reassembly; [`RsedFile`] for L3
 //!   trailers.
-//! - [`l3`]: the L3 Reed-Solomon code, and encoding and rebuilding a group's files.
+//! - [`l3`]: the L3 Reed-Solomon code, the `RSed` trailer and the lost last byte.
 //! - [`view`], [`diff`]: what the `fti` tool prints.
 //!
-//! This crate holds no policy: file names, directories and levels belong to the runtime (the
-//! L3 helpers know one thing: a group's files side by side in one directory).
+//! This crate holds no policy and no file-system effect besides opening files to read them:
+//! directories, levels, durability and the files of an L3 group belong to the runtime (`fti`).
+//! The writer writes to a [`Sink`] and never syncs.
 #![deny(missing_docs)]
 
 pub mod blocks;
@@ -25,6 +27,7 @@ mod error;
 pub mod hash;
 pub mod l3;
 mod layout;
+mod name;
 pub mod raw;
 mod read;
 mod rsed;
@@ -35,8 +38,9 @@ pub mod write;
 pub use blocks::{BlockHash, Blocking, Integrity};
 pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
+pub use name::{FileKind, FileName};
 pub use read::{open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
-pub use rsed::{is_rsed_name, RsedFile};
+pub use rsed::RsedFile;
 pub use sink::Sink;
 pub use write::{
     update_file, write_file, write_file_with_progress, write_path, BlockTable, Incremental,

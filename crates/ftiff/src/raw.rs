@@ -163,6 +163,46 @@ impl FileBlock {
         })
     }
 
+    /// Parses the block at file offset `offset` of `bytes` (a Rank file's is at 0, an RSed
+    /// trailer's after the code); errors name file offsets.
+    pub fn read_at(bytes: &[u8], offset: u64) -> Result<Self> {
+        let rest = usize::try_from(offset)
+            .ok()
+            .and_then(|at| bytes.get(at..))
+            .unwrap_or_default();
+        FileBlock::parse(&mut Cursor::new(rest, offset))
+    }
+
+    /// Reads and parses the block at `offset` of an open file.
+    pub fn read_from(file: &(impl crate::Sink + ?Sized), offset: u64) -> Result<Self> {
+        let mut head = [0u8; fb::SIZE];
+        file.read_exact_at(&mut head, offset)?;
+        FileBlock::parse(&mut Cursor::new(&head, offset))
+    }
+
+    /// Checks `myHash` against the fields it covers; the error names the field's offset in
+    /// a file whose block starts at `offset`.
+    pub fn check_my_hash(&self, offset: u64) -> Result<()> {
+        let computed = crate::hash::my_hash(self);
+        if computed == self.my_hash {
+            return Ok(());
+        }
+        Err(Error::at(
+            offset + fb::MY_HASH as u64,
+            ErrorKind::HashMismatch {
+                record: crate::Record::FileBlock,
+                field: "myHash",
+                stored: crate::hash::to_hex(&self.my_hash),
+                computed: crate::hash::to_hex(&computed),
+            },
+        ))
+    }
+
+    /// Sets `myHash` for the current fields (after changing any of them).
+    pub fn seal(&mut self) {
+        self.my_hash = crate::hash::my_hash(self);
+    }
+
     /// Encodes into 96 bytes (bytes 49..55 from `mode`, zero for FTI 1.1 files).
     pub fn encode(&self) -> [u8; fb::SIZE] {
         let mut out = [0u8; fb::SIZE];

@@ -1,6 +1,7 @@
 //! L3 `RSed` files: Reed-Solomon code followed by a 96-byte file block used as a trailer
-//! (SPEC §5). Bytes `[0, maxFs)` are the code; the trailer has `fs = maxFs`, `ckptSize` = the
-//! size of this rank's own Rank file, `ptFs = -1`, and a checksum over the code bytes.
+//! (`docs/ftiff-format.md`, *L3 Reed-Solomon*). Bytes `[0, maxFs)` are the code; the trailer has
+//! `fs = maxFs`, `ckptSize` = the size of this rank's own Rank file, `ptFs = -1`, and a checksum
+//! over the code bytes.
 
 use crate::error::{Error, ErrorKind, Record, Result};
 use crate::hash::{self, Md5Stream};
@@ -74,18 +75,7 @@ impl RsedFile {
     /// Checks the trailer's `myHash` and the checksum of the code bytes.
     pub fn verify(&self, bytes: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Vec<Error> {
         let mut problems = Vec::new();
-        let my_hash = hash::my_hash(&self.fb);
-        if my_hash != self.fb.my_hash {
-            problems.push(Error::at(
-                self.trailer_offset + fb::MY_HASH as u64,
-                ErrorKind::HashMismatch {
-                    record: Record::FileBlock,
-                    field: "myHash",
-                    stored: hash::to_hex(&self.fb.my_hash),
-                    computed: hash::to_hex(&my_hash),
-                },
-            ));
-        }
+        problems.extend(self.fb.check_my_hash(self.trailer_offset).err());
         let code = bytes
             .get(..self.trailer_offset as usize)
             .unwrap_or_default();
@@ -109,30 +99,5 @@ impl RsedFile {
             ));
         }
         problems
-    }
-}
-
-/// Whether a file name is an L3 `RSed` file (`Ckpt<id>-RSed<r>.fti`).
-pub fn is_rsed_name(name: &str) -> bool {
-    name.strip_prefix("Ckpt")
-        .and_then(|s| s.split_once("-RSed"))
-        .and_then(|(id, rest)| Some((id, rest.strip_suffix(".fti")?)))
-        .is_some_and(|(id, rank)| {
-            !id.is_empty()
-                && !rank.is_empty()
-                && id.bytes().all(|b| b.is_ascii_digit())
-                && rank.bytes().all(|b| b.is_ascii_digit())
-        })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn rsed_names() {
-        assert!(super::is_rsed_name("Ckpt1-RSed0.fti"));
-        assert!(super::is_rsed_name("Ckpt12-RSed31.fti"));
-        assert!(!super::is_rsed_name("Ckpt1-Rank0.fti"));
-        assert!(!super::is_rsed_name("Ckpt-RSed0.fti"));
-        assert!(!super::is_rsed_name("Ckpt1-RSed0.fti.bak"));
     }
 }

@@ -2,13 +2,12 @@
 //! variables resized, added and removed) updated in place, ping-pong between two files as the
 //! runtime does, must give exactly the file a full write of the same state gives.
 
+use crate::util::no_progress;
 use ftiff::{
     update_file, write_file_with_progress, BlockHash, Blocking, Checkpoint, Integrity, Layout,
     VarSize, WriteOptions,
 };
 use proptest::prelude::*;
-
-fn no_progress(_: u64) {}
 
 /// One step of a history: per variable slot, `None` = not protected, or (size, edits) where
 /// each edit sets one byte.

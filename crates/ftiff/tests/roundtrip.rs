@@ -1,5 +1,6 @@
 //! Random protect/resize histories through planner, writer and reader.
 
+use crate::util::no_progress;
 use ftiff::{Checkpoint, Layout, VarSize, WriteOptions};
 use proptest::prelude::*;
 
@@ -21,8 +22,6 @@ fn history() -> impl Strategy<Value = Vec<Vec<u64>>> {
                 .collect()
         })
 }
-
-fn no_progress(_: u64) {}
 
 fn fill(id: i32, step: usize, size: u64) -> Vec<u8> {
     (0..size)

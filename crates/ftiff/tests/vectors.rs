@@ -2,14 +2,10 @@
 //! hashes verify, data equals the documented formula, and the writer reproduces the model files
 //! byte for byte.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::util::*;
 use ftiff::{view, Checkpoint, Layout, RsedFile, WriteOptions};
-
-fn no_progress(_: u64) {}
 
 /// The expected view of a fixture file.
 fn expected_view(path: &Path) -> Option<String> {
@@ -32,7 +28,7 @@ fn every_vector_parses_verifies_and_matches_its_view() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let expected = expected_view(path)
             .unwrap_or_else(|| panic!("no expected view for {}", path.display()));
-        if ftiff::is_rsed_name(&name) {
+        if ftiff::FileName::parse(&name).is_some_and(|n| n.kind == ftiff::FileKind::Rsed) {
             rsed += 1;
             let r = RsedFile::parse(&bytes).unwrap();
             let problems = r.verify(&bytes, &no_progress);
@@ -154,7 +150,8 @@ fn writer_reproduces_model_written_files() {
     }
 }
 
-/// Restarting from a real FTI 1.1 file continues its structure exactly (SPEC §4).
+/// Restarting from a real FTI 1.1 file continues its structure exactly (`docs/ftiff-format.md`,
+/// *How containers are planned*).
 #[test]
 fn planning_from_a_real_file_continues_it() {
     let dir = fixtures().join("seed-example");

@@ -41,7 +41,7 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// Metadata is missing, ill-typed or inconsistent (SPEC §3).
+    /// Metadata is missing, ill-typed or inconsistent (`docs/ovni-format.md`, *`stream.json`*).
     #[error("metadata of stream '{stream}': {problem}")]
     Metadata {
         /// Relative path of the stream (or the loom name for loom-wide problems).
@@ -55,7 +55,7 @@ pub enum Error {
     /// The writer API was misused (the cases where libovni aborts).
     #[error("{0}")]
     Usage(UsageError),
-    /// An event breaks a rule of the emulator (SPEC §8.2 step 9, §9.2).
+    /// An event breaks a rule of the emulator (`docs/ovni-format.md`, *ovnilint*, step 6).
     #[error("stream '{stream}' at offset {offset}: {mcv} at clock {clock}: {problem}")]
     Event {
         /// Relative path of the stream.
@@ -74,7 +74,7 @@ pub enum Error {
     Trace(TraceProblem),
 }
 
-/// Structural problems of a `stream.obs` file (SPEC §2.7 and the payload checks).
+/// Structural problems of a `stream.obs` file (`docs/ovni-format.md`, *Reader checks*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StreamProblem {
@@ -154,7 +154,7 @@ impl fmt::Display for StreamProblem {
     }
 }
 
-/// Metadata problems (SPEC §3.1 keys, §3.2 merge rules).
+/// Metadata problems (`docs/ovni-format.md`, *`stream.json`*: keys and merge rules).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum MetaProblem {
@@ -411,7 +411,7 @@ impl fmt::Display for UsageError {
     }
 }
 
-/// State of a thread in the ovni model (SPEC §9.2).
+/// State of a thread in the ovni model (`docs/ovni-format.md`, *ovnilint*, step 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadState {
     /// Before its first `OHx`.
@@ -488,7 +488,7 @@ pub enum MarkOp {
     Set,
 }
 
-/// Why an event is rejected by the emulator (SPEC §8.2 step 9 and the ovni model, §9.2).
+/// Why an event is rejected by the emulator (`docs/ovni-format.md`, *ovnilint*, step 6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EventProblem {
@@ -734,7 +734,7 @@ impl fmt::Display for EventProblem {
     }
 }
 
-/// Rules about the whole trace (SPEC §8.2 steps 5 and 7, and the end check).
+/// Rules about the whole trace (`docs/ovni-format.md`, *ovnilint*: steps 3, 4 and 7).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum TraceProblem {

@@ -1,5 +1,5 @@
 //! The event table of ovni 1.14's models (embedded `events.tsv`): payload signatures and
-//! description templates, payload decoding and description rendering (SPEC §7.2).
+//! description templates, payload decoding and description rendering (as `ovnidump` prints them).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -8,7 +8,7 @@
 //!   a deterministic k-way merge of all streams by clock;
 //! * [`metadata`]: `stream.json` keys and the merge rules across streams;
 //! * [`events`]: the event table of ovni's models, payload decoding and descriptions;
-//! * [`write`]: a writer with libovni's model (processes, threads, flushes, marks,
+//! * [`write`](mod@write): a writer with libovni's model (processes, threads, flushes, marks,
 //!   attributes), which unlike libovni never loses buffered events;
 //! * [`tools`]: the logic of `ovnidump`, `ovnitop` and `ovnisort -c`;
 //! * [`lint`]: the checks ovniemu makes before and while emulating a trace (`ovnilint`).

@@ -1,5 +1,6 @@
-//! `stream.json` keys (SPEC §3.1) and the merge rules that build looms, processes, threads,
-//! CPUs, marks and required models from all streams (SPEC §3.2), as ovniemu applies them.
+//! `stream.json` keys and the merge rules that build looms, processes, threads, CPUs, marks
+//! and required models from all streams, as ovniemu applies them (`docs/ovni-format.md`,
+//! *`stream.json`*).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -1,4 +1,5 @@
-//! Byte layout of `stream.obs`: stream header, normal and jumbo events (SPEC §2).
+//! Byte layout of `stream.obs`: stream header, normal and jumbo events (`docs/ovni-format.md`,
+//! *`stream.obs`*).
 //!
 //! Everything is little-endian, explicitly: the C library writes host order, and every
 //! trace it produced on x86-64 is little-endian.

@@ -1,10 +1,15 @@
 //! `examples/c/heatdis.c` (FTI's heatdis structure: FTI_Snapshot every iteration, FTI_Recover
 //! on restart) under `mpirun -np 4`: it crashes after a checkpoint, restarts from it at an
-//! iteration > 0, and ends with the grid the Rust demo (`fti::heatdis`) computes.
+//! iteration > 0, and ends with the grid the Rust demo (`fti demo`) computes.
 
 use md5::{Digest, Md5};
 
 use crate::util::{self, Link};
+
+/// The Rust demo of the `fti` tool.
+#[path = "../../../fti-cli/src/heatdis.rs"]
+#[allow(dead_code)]
+mod demo;
 
 const SIZE: usize = 64;
 const ITERS: i32 = 2000;
@@ -12,14 +17,14 @@ const ITERS: i32 = 2000;
 /// The Rust demo's checksum for the same grid and iterations.
 fn rust_checksum() -> String {
     let dir = tempfile::tempdir().unwrap();
-    let params = fti::heatdis::Params {
+    let params = demo::Params {
         size: SIZE,
         iters: ITERS,
         every: ITERS,
         crash_at: None,
         ..Default::default()
     };
-    fti::heatdis::run(fti::heatdis::config(dir.path()), params, &mut |_| {})
+    demo::run(demo::config(dir.path()), params, &mut |_| {})
         .unwrap()
         .checksum
 }

@@ -51,7 +51,7 @@ impl Fti {
             .collect();
         let planned = ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?));
         // Every rank stages, or none: the background threads' collective steps must match.
-        let layout = match agree(&*self.comm, "staging the checkpoint", planned) {
+        let layout = match agree(&*self.comm, Step::Stage, planned) {
             Ok(layout) => layout,
             Err(e) => {
                 self.say_failed(id, level);
@@ -149,9 +149,9 @@ impl AsyncJob {
                 .map_err(|e| Error::Format(e.with_path(&p.path)))
                 .map(|fb| (p, fb))
         });
-        let (pending, fb) = agree(comm, "writing the checkpoint", written)?;
+        let (pending, fb) = agree(comm, Step::Write, written)?;
         let published = store::publish_pending(&self.dirs, pending);
-        agree(comm, "publishing the checkpoint", published)?;
+        agree(comm, Step::Publish, published)?;
         if self.record_pending {
             let recorded = match &self.record {
                 Some((path, exec_id)) => {
@@ -165,11 +165,7 @@ impl AsyncJob {
                 }
                 None => Ok(()),
             };
-            let what = match &self.config {
-                Some(p) => format!("recording the restart in {}", p.display()),
-                None => "recording the restart in the config file".to_owned(),
-            };
-            agree(comm, &what, recorded)?;
+            agree(comm, Step::RecordRestart(self.config.clone()), recorded)?;
         }
         // Only once every rank has published (and the restart is recorded) do older
         // checkpoints go.

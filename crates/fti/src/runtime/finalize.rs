@@ -39,7 +39,7 @@ impl Fti {
                 } else {
                     Ok(())
                 };
-                agree(&*self.comm, "keeping the last checkpoint in L4", flushed)?;
+                agree(&*self.comm, Step::KeepLast, flushed)?;
                 store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
                 self.restart = None;
                 store::remove_rank_files(&self.dirs, true)?;
@@ -51,7 +51,7 @@ impl Fti {
         // The record says "fresh" before any file goes: a crash in between leaves a fresh
         // start with files to spare, never a restart record with nothing to restart from.
         let recorded = self.record_in_config(0);
-        agree(&*self.comm, "recording the end of the run", recorded)?;
+        agree(&*self.comm, Step::RecordEnd, recorded)?;
         store::remove_rank_files(&self.dirs, false)?;
         // Every rank is done with the run's directories before the meta directory goes: only
         // the file the runtime wrote there, then the directory if nothing else is in it.

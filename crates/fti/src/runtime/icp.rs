@@ -75,7 +75,7 @@ impl Fti {
             // Another rank may have its incremental checkpoint open: fail together.
             return agree(
                 &*self.comm,
-                "writing the incremental checkpoint",
+                Step::WriteIncremental,
                 Err(Error::State("no incremental checkpoint is open")),
             );
         };
@@ -98,7 +98,7 @@ impl Fti {
         let layout = writer.layout().clone();
         let written = agree(
             &*self.comm,
-            "writing the incremental checkpoint",
+            Step::WriteIncremental,
             writer
                 .finish(&pending.file, &|_| {})
                 .map_err(|e| Error::Format(e.with_path(&pending.path))),

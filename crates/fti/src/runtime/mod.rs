@@ -25,7 +25,7 @@ use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 
 use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
-use crate::error::{Error, Result};
+use crate::error::{Candidate, Error, Result, Skipped, Step};
 use crate::levels::{self, agree, Holds, Plan};
 use crate::report::{FtiPrint, Messages, Reporter};
 use crate::storage::{Disk, Storage};
@@ -127,7 +127,7 @@ pub struct Fti {
     layout: Option<Layout>,
     last: Option<CheckpointInfo>,
     /// Why newer checkpoints were passed over at restart.
-    skipped: Vec<String>,
+    skipped: Vec<Skipped>,
     next_id: i32,
     timer: SnapshotTimer,
     tracer: Option<Tracer>,
@@ -329,7 +329,7 @@ impl Fti {
         } else {
             None
         };
-        let tracer = agree(&*comm, "starting the trace", tracer.transpose())?;
+        let tracer = agree(&*comm, Step::StartTrace, tracer.transpose())?;
         if tracer.as_ref().is_some_and(Tracer::in_app_stream) {
             messages.info("tracing into the application's ovni stream");
         }
@@ -373,7 +373,7 @@ impl Fti {
         } else {
             Ok(())
         };
-        agree(&*fti.comm, "writing Topology.fti", topology)?;
+        agree(&*fti.comm, Step::WriteTopology, topology)?;
         fti.messages.info("FTI has been initialized.");
         Ok(fti)
     }
@@ -409,8 +409,9 @@ impl Fti {
         &self.dirs
     }
 
-    /// Why newer checkpoints were not used at restart, one line each.
-    pub fn skipped(&self) -> &[String] {
+    /// Why newer checkpoints were not used at restart, newest first (each displays as one
+    /// line).
+    pub fn skipped(&self) -> &[Skipped] {
         &self.skipped
     }
 
@@ -521,11 +522,8 @@ impl Fti {
             // start fresh beside valid checkpoints: every rank fails the checkpoint until
             // rank 0 has made the record durable (its files stay published).
             let recorded = self.record_in_config(1);
-            let what = match &self.cfg.path {
-                Some(p) => format!("recording the restart in {}", p.display()),
-                None => "recording the restart in the config file".to_owned(),
-            };
-            agree(&*self.comm, &what, recorded)?;
+            let step = Step::RecordRestart(self.cfg.path.clone());
+            agree(&*self.comm, step, recorded)?;
             self.restart_record_pending = false;
         }
         self.timer.excluded += started.elapsed();

@@ -42,7 +42,7 @@ impl Fti {
                         &plan,
                         Some((&*pending.file, pending.path.as_path())),
                     );
-                    agree(&*self.comm, "L2 partner copy", copy).map(|c| (Some(c), fb, None))
+                    agree(&*self.comm, Step::L2Copy, copy).map(|c| (Some(c), fb, None))
                 });
                 trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
                 done?
@@ -62,7 +62,7 @@ impl Fti {
             Some(c) => store::publish_pending(&self.dirs, c).map(|_| path),
             None => Ok(path),
         });
-        let mut path = agree(&*self.comm, "publishing the checkpoint", local)?;
+        let mut path = agree(&*self.comm, Step::Publish, local)?;
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
         if let Some(plan) = partner {
             // Every rank's own file is published: the partner copies follow in the background,
@@ -78,7 +78,7 @@ impl Fti {
                 let published = file
                     .and(copy)
                     .and_then(|c| store::publish_pending(&dirs, c));
-                agree(comm, "L2 partner copy", published)?;
+                agree(comm, Step::L2Copy, published)?;
                 store::retire(&dirs, Level::L2, id, keep, true)
             });
             return Ok((path, fb));
@@ -88,7 +88,7 @@ impl Fti {
             let flush = move |comm: &dyn Comm, dirs: &Dirs, local: &Path| -> Result<PathBuf> {
                 let done = store::copy_into(dirs, level, id, local)
                     .and_then(|p| store::publish_pending(dirs, p));
-                let path = agree(comm, "flushing the checkpoint to L4", done)?;
+                let path = agree(comm, Step::L4Flush, done)?;
                 store::retire(dirs, level, id, keep, false)?;
                 Ok(path)
             };
@@ -207,7 +207,7 @@ impl Fti {
         let fb = levels::set_fb(&*pending.file, &pending.path, |b| {
             b.pt_fs = plan.left_fs as i64
         });
-        agree(&*self.comm, "L2 partner copy", fb.map(|fb| (plan, fb)))
+        agree(&*self.comm, Step::L2Copy, fb.map(|fb| (plan, fb)))
     }
 
     /// L3: sets `maxFs` (the largest file of the group) in this rank's file, then encodes the
@@ -228,12 +228,7 @@ impl Fti {
             .max()
             .unwrap_or(0);
         let fb = levels::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
-        let rsed = store::begin_named(
-            &self.dirs,
-            Level::L3,
-            crate::l3::rsed_name(id, self.cfg.rank),
-            None,
-        );
+        let rsed = store::begin_named(&self.dirs, Level::L3, self.dirs.rsed_name(id), None);
         let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
         // Every rank takes part in the encoding even after a local error, so that the group's
         // exchanges match; the error is reported after it.
@@ -245,6 +240,6 @@ impl Fti {
             max_fs,
         );
         let local = fb.and_then(|fb| encoded.and(rsed.map(|r| (Some(r), fb))));
-        agree(&*self.comm, "L3 encoding", local)
+        agree(&*self.comm, Step::L3Encode, local)
     }
 }

@@ -78,7 +78,12 @@ impl Fti {
             }
             match self.read_one_var(&found, var) {
                 Ok(info) => return Ok(info),
-                Err(e) => tried.push(format!("checkpoint {} at {}: {e}", found.id, found.level)),
+                Err(e) => tried.push(Candidate {
+                    id: found.id,
+                    level: found.level,
+                    path: found.path.clone(),
+                    err: Box::new(e),
+                }),
             }
         }
         Err(Error::NothingToRecover {

@@ -12,7 +12,7 @@ impl Fti {
     pub(super) fn find_restart(&mut self) {
         let wanted = self.cfg.restart_id;
         for path in store::irregular(&self.dirs) {
-            self.skip(format!("{} skipped: not a regular file", path.display()));
+            self.skip(Skipped::NotRegular { path });
         }
         let own = store::find_checkpoints(&self.dirs);
         let copies = store::find_copies(&self.dirs);
@@ -69,7 +69,12 @@ impl Fti {
                     match checked {
                         Ok(()) => true,
                         Err(e) => {
-                            self.skip(format!("{} skipped: {e}", c.path.display()));
+                            self.skip(Skipped::RedundancyUnverified(Candidate {
+                                id,
+                                level,
+                                path: c.path.clone(),
+                                err: Box::new(e),
+                            }));
                             false
                         }
                     }
@@ -84,13 +89,13 @@ impl Fti {
                 },
             );
             let Some(plan) = levels::plan(level, &holds, &self.topology) else {
-                let missing: Vec<usize> = (0..holds.len()).filter(|&r| !holds[r].own).collect();
-                if said_why && missing == [self.comm.rank() as usize] {
+                let missing: Vec<u32> = (0..holds.len() as u32)
+                    .filter(|&r| !holds[r as usize].own)
+                    .collect();
+                if said_why && missing == [self.comm.rank()] {
                     continue;
                 }
-                self.skip(format!(
-                    "checkpoint {id} at {level} skipped: no usable file for rank(s) {missing:?}"
-                ));
+                self.skip(Skipped::Missing { id, level, missing });
                 continue;
             };
             let restart = match plan {
@@ -146,7 +151,7 @@ impl Fti {
                     local
                 }
             };
-            match agree(&*self.comm, "recovery", restart) {
+            match agree(&*self.comm, Step::Recovery, restart) {
                 Ok(restart) => {
                     let note = match self.recovery_note.take() {
                         Some(n) => format!("{level}, {n}"),
@@ -168,7 +173,11 @@ impl Fti {
                 }
                 Err(e) => {
                     self.recovery_note = None;
-                    self.skip(format!("checkpoint {id} at {level} skipped: {e}"));
+                    self.skip(Skipped::Failed {
+                        id,
+                        level,
+                        err: Box::new(e),
+                    });
                 }
             }
         }
@@ -239,9 +248,7 @@ impl Fti {
                 .transpose();
             let new_rsed = lost_copies
                 .contains(&me)
-                .then(|| {
-                    store::begin_named(&self.dirs, Level::L3, crate::l3::rsed_name(id, me), None)
-                })
+                .then(|| store::begin_named(&self.dirs, Level::L3, self.dirs.rsed_name(id), None))
                 .transpose();
             let held = crate::l3::Held {
                 storage: &*self.dirs.storage,
@@ -270,11 +277,11 @@ impl Fti {
         } else {
             Ok(())
         };
-        agree(&*self.comm, "rebuilding lost L3 files", local)
+        agree(&*self.comm, Step::RebuildL3, local)
     }
 
     /// Opens and verifies one of this rank's files, with a progress bar for large ones.
-    pub(super) fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, String> {
+    pub(super) fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, Skipped> {
         let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
         let bar = progress_bar(
             &self.cfg,
@@ -283,11 +290,18 @@ impl Fti {
         );
         let verified = open_verified(found, &|n| bar.set_position(n));
         bar.finish_and_clear();
-        verified.map_err(|e| format!("checkpoint {} at {} skipped: {e}", found.id, found.level))
+        verified.map_err(|e| {
+            Skipped::Unverified(Candidate {
+                id: found.id,
+                level: found.level,
+                path: found.path.clone(),
+                err: Box::new(Error::Format(e)),
+            })
+        })
     }
 
-    pub(super) fn skip(&mut self, why: String) {
-        self.messages.warn(&why);
+    pub(super) fn skip(&mut self, why: Skipped) {
+        self.messages.warn(&why.to_string());
         self.skipped.push(why);
     }
 }

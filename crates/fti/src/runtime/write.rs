@@ -57,10 +57,8 @@ impl Fti {
         if !all.iter().any(|f| f.level >= level && f.path != found.path) {
             return None;
         }
-        let mut head = [0u8; ftiff::raw::fb::SIZE];
         let file = ftiff::open_regular(&found.path).ok()?;
-        std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).ok()?;
-        let fb = ftiff::raw::FileBlock::parse(&mut ftiff::raw::Cursor::new(&head, 0)).ok()?;
+        let fb = ftiff::raw::FileBlock::read_from(&file, 0).ok()?;
         (fb == base.fb).then_some((found.path, base))
     }
 
@@ -83,7 +81,7 @@ impl Fti {
             .collect();
         let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
             Ok(layout) => layout,
-            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+            Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
         let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
         // Buffers by protect position; a removed variable has none.
@@ -107,7 +105,7 @@ impl Fti {
             base.as_ref().map(|(p, _)| p.as_path()),
         ) {
             Ok(p) => p,
-            Err(e) => return agree(&*self.comm, "writing the checkpoint", Err(e)),
+            Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
         let bar = progress_bar(
             &self.cfg,
@@ -118,7 +116,7 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
         let written = agree(
             &*self.comm,
-            "writing the checkpoint",
+            Step::Write,
             match &base {
                 Some((_, b)) => ftiff::update_file(
                     &pending.file,

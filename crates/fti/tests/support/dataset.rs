@@ -1,6 +1,7 @@
-//! The level vectors' dataset (`fti/SPEC.md` §7): element `j` of variable `id` written by rank
-//! `r` is `id * 1000003 + j + r * 100000000` (int32). Checkpoint 1: id 1 = 1000 + 250 r ints,
-//! id 2 = 2000 ints; checkpoint 2: id 2 grows to 3000 + 100 r ints and id 3 = 500 ints is new.
+//! The dataset of the level vectors (`tests/fixtures/fti/levels`): element `j` of variable `id`
+//! written by rank `r` is `id * 1000003 + j + r * 100000000` (int32). Checkpoint 1: id 1 = 1000 +
+//! 250 r ints, id 2 = 2000 ints; checkpoint 2: id 2 grows to 3000 + 100 r ints and id 3 = 500 ints
+//! is new.
 
 /// The values of variable `id` with `n` elements on `rank`.
 pub fn ints(id: i32, n: usize, rank: u32) -> Vec<i32> {

@@ -1,4 +1,4 @@
-//! FTI 1.1's Reed-Solomon code over a group of k ranks (SPEC §5).
+//! FTI 1.1's Reed-Solomon code over a group of k ranks (`docs/ftiff-format.md`, *L3 Reed-Solomon*).
 //!
 //! Group rank i's `RSed` code is `XOR over j of M[i][j] * Rank_j`, with the Cauchy matrix
 //! `M[i][j] = 1 / (i XOR (k + j))`, each Rank file zero-extended to `maxFs` (the largest file of

@@ -134,7 +134,8 @@ mod tests {
 
     #[test]
     fn fti_matrix_row_for_four_ranks() {
-        // SPEC §5: the first row of FTI 1.1's matrix for a group of 4.
+        // The first row of FTI 1.1's matrix for a group of 4 (docs/ftiff-format.md, *L3
+        // Reed-Solomon*).
         let row: Vec<u16> = (0..4u16).map(|j| inv(4 + j).unwrap()).collect();
         assert_eq!(row, [0xcc07, 0x5002, 0x7803, 0x6b6e]);
     }

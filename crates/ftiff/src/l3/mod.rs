@@ -1,4 +1,5 @@
-//! Level 3: FTI 1.1's Reed-Solomon code across a group of k ranks (SPEC §5).
+//! Level 3: FTI 1.1's Reed-Solomon code across a group of k ranks (`docs/ftiff-format.md`, *L3
+//! Reed-Solomon*).
 //!
 //! Each rank keeps its Rank file (with `FB.maxFs` = the group's largest file) and an `RSed`
 //! file: `maxFs` bytes of code followed by a 96-byte file block as a trailer. Any k of the
@@ -9,8 +10,10 @@
 //!   available).
 //! - [`Code`]: the Cauchy matrix `M[i][j] = 1 / (i XOR (k + j))`, encoders and decoders, in
 //!   memory.
-//! - [`Group`], [`encode_group`], [`Survey`]: a group's files in one directory, as the `fti
-//!   l3-encode` / `fti l3-rebuild` tools use them.
+//! - [`rsed_trailer`], [`restore_last_byte`]: the `RSed` trailer, and the last byte the code
+//!   loses.
+//!
+//! Encoding and rebuilding a group's files on disk is the runtime's (`fti::l3::group`).
 //!
 //! FTI 1.1 cuts the code to `maxFs` bytes, which drops the high byte of the last word when
 //! `maxFs` is odd, and its decoder then gets the last byte of a lost file of that size wrong.
@@ -19,12 +22,9 @@
 
 mod code;
 pub mod gf;
-mod group;
 mod matrix;
+mod trailer;
 
 pub use code::{apply, Code, Decoder, Shard, CHUNK};
-pub use group::{
-    encode_group, file_name, parse_name, restore_last_byte, rsed_trailer, Encoded, FileKind,
-    FileState, FileStatus, Group, LastByte, Options, Rebuilt, RebuiltFile, Survey,
-};
 pub use matrix::Matrix;
+pub use trailer::{restore_last_byte, rsed_trailer};

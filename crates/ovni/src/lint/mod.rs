@@ -1,6 +1,7 @@
 //! Validation of a trace the way ovniemu 1.14 checks it before and while emulating it
-//! (SPEC §8.2 steps 1-9 and the end checks, §9.2), so that a trace can be checked without the
-//! emulator: [`lint_dir`] returns the problems that would make ovniemu reject the trace.
+//! (`docs/ovni-format.md`, *ovnilint*: every step and the end check), so that a trace can be
+//! checked without the emulator: [`lint_dir`] returns the problems that would make ovniemu reject
+//! the trace.
 //!
 //! The stages follow ovniemu's order, so the first problem reported is the one ovniemu stops
 //! at:
@@ -13,7 +14,7 @@
 //! 4. the first event of every stream, and the one-hour clock gate;
 //! 5. the model probe: `ovni.require` versions against the embedded event table;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
-//!    enabled model, then the ovni model's rules ([`model`]) for `O` events, or for other
+//!    enabled model, then the ovni model's rules (`model`) for `O` events, or for other
 //!    models only that the event exists and its payload fits its signature;
 //! 7. the end check: every thread is dead.
 //!

@@ -1,5 +1,5 @@
 //! The ovni model (`O` events) as ovniemu 1.14 emulates it: thread states, CPUs, affinity,
-//! flushes and marks (SPEC §9.2).
+//! flushes and marks (`docs/ovni-format.md`, *ovnilint*, step 6).
 //!
 //! Each event is checked in the emulator's order and applied only if it passes, so after a
 //! rejected event (`--all`) the state is the one before it.

@@ -1,6 +1,7 @@
-//! ovniemu's clock offset table (`clock-offsets.txt`, written by `ovnisync`): a header line,
-//! then `index hostname median mean stdev` per line; the median is added to the clocks of
-//! every loom whose hostname (loom name up to the first `.`) matches (SPEC §8.2 step 5).
+//! ovniemu's clock offset table (`clock-offsets.txt`, written by `ovnisync`): a header line, then
+//! `index hostname median mean stdev` per line; the median is added to the clocks of every loom
+//! whose hostname (loom name up to the first `.`) matches (`docs/ovni-format.md`, *ovnilint*,
+//! step 3).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

@@ -102,7 +102,8 @@ impl Stream {
     }
 
     /// The keys of `stream.json` this crate reads (`version` and the `ovni` keys of
-    /// SPEC §3.1), as JSON. Other keys are skipped when the file is read and are not here.
+    /// `docs/ovni-format.md`, *`stream.json`*), as JSON. Other keys are skipped when the file is
+    /// read and are not here.
     pub fn meta(&self) -> &Value {
         self.meta_value.get_or_init(|| self.meta.to_value())
     }

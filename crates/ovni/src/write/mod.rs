@@ -1,4 +1,4 @@
-//! Writing traces with libovni's model (SPEC §4).
+//! Writing traces with libovni's model (`docs/ovni-format.md`, *Writer*).
 //!
 //! A [`Process`] is created once per process (`ovni_proc_init`) and shared between threads;
 //! each thread creates its own [`ThreadStream`] (`ovni_thread_init`) and emits into a private
@@ -10,7 +10,7 @@
 //!   leaves no stale events behind;
 //! * with a temporary directory ([`Process::init_staged`], libovni's `OVNI_TMPDIR`), finished
 //!   streams are moved with `rename` when possible, and copied only across file systems;
-//! * misuse returns [`Error::Usage`](crate::Error::Usage) instead of aborting the process.
+//! * misuse returns [`Error::Usage`] instead of aborting the process.
 
 mod meta;
 #[cfg(test)]

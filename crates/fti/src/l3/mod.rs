@@ -1,0 +1,269 @@
+//! L3 across the ranks of a group: FTI 1.1's Reed-Solomon encoding of the group's Rank files
+//! into one `RSed` file per rank, and the rebuilding of up to k lost files of a group of k.
+//!
+//! Both work block by block: each rank reads a block of its files, the group exchanges blocks
+//! in k-1 ring rounds (round s: send to group rank g+s, receive from g-s), and each rank computes
+//! what it needs from the k blocks (`ftiff::l3::Code`). Memory is k blocks per rank, whatever the
+//! file sizes. Blocks start at even offsets, so the 16-bit words of the code never straddle two.
+//!
+//! [`group`] does the same for one group's files side by side in one directory, in one
+//! process: what the offline tools `fti l3-encode` and `fti l3-rebuild` use.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::path::Path;
+
+use ftiff::hash::Md5Stream;
+use ftiff::l3::Code;
+use ftiff::raw::FileBlock;
+use ftiff::MappedFile;
+
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+use crate::storage::{Storage, StorageFile};
+
+pub mod group;
+use crate::store::Pending;
+use crate::topology::Place;
+
+/// Bytes of each file per block (even).
+const BLOCK: u64 = 4 << 20;
+
+/// Reads `[at, at + len)` of a file of `fs` bytes, zero-extended past its end.
+fn read_block(
+    file: &dyn StorageFile,
+    fs: u64,
+    at: u64,
+    len: u64,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    out.clear();
+    out.resize(len as usize, 0);
+    let have = fs.saturating_sub(at).min(len) as usize;
+    file.read_exact_at(&mut out[..have], at)
+}
+
+/// The blocks of every group rank, by group rank: this rank's `mine` (moved in when owned,
+/// copied when borrowed), the others' received in k-1 ring rounds. Every received block is cut
+/// or zero-extended to `len`.
+fn gather_group<'a>(
+    comm: &dyn Comm,
+    place: &Place,
+    mine: impl Into<Cow<'a, [u8]>>,
+    len: usize,
+) -> Vec<Vec<u8>> {
+    let mine = mine.into();
+    let k = place.group.len();
+    let g = place.group_rank as usize;
+    let mut all = vec![Vec::new(); k];
+    for s in 1..k {
+        let to = place.group[(g + s) % k];
+        let from_g = (g + k - s) % k;
+        let mut got = comm.exchange(to, &mine, place.group[from_g]);
+        got.resize(len, 0);
+        all[from_g] = got;
+    }
+    all[g] = mine.into_owned();
+    all
+}
+
+/// Encodes this rank's `RSed` file for checkpoint data already in `own` (whose file block
+/// already has `maxFs = max_fs`): bytes `[0, max_fs)` of code row `group_rank`, then the
+/// trailer, into `rsed`. Collective over the group: a rank without a file (`own = None`)
+/// or without an `RSed` file to write still takes part.
+pub(crate) fn encode(
+    comm: &dyn Comm,
+    place: &Place,
+    own: Option<(&dyn StorageFile, &Path, u64)>,
+    rsed: Option<&Pending>,
+    max_fs: u64,
+) -> Result<()> {
+    let own_fs = own.map_or(0, |(_, _, fs)| fs);
+    let code = Code::new(place.group.len()).map_err(Error::Format)?;
+    let g = place.group_rank as usize;
+    let row = code.encoder(&[g]);
+    let mut md5 = Md5Stream::default();
+    let mut first_error: Option<Error> = None;
+    // This rank's block: lent to the group's blocks for each round and taken back, so that one
+    // buffer serves the whole file.
+    let mut mine = Vec::new();
+    let mut at = 0;
+    while at < max_fs {
+        let len = BLOCK.min(max_fs - at);
+        mine.clear();
+        mine.resize(len as usize, 0);
+        if let Some((file, path, fs)) = own {
+            if let Err(e) = read_block(file, fs, at, len, &mut mine) {
+                first_error.get_or_insert(Error::io(path, e));
+            }
+        }
+        let mut blocks = gather_group(comm, place, std::mem::take(&mut mine), len as usize);
+        let refs: Vec<&[u8]> = blocks.iter().map(Vec::as_slice).collect();
+        // This rank's row of the code, hashed and written piece by piece as it is computed.
+        let encoded = ftiff::l3::apply(&row, &refs, len as usize, |offset, piece| {
+            md5.update(piece[0]);
+            if let Some(rsed) = rsed {
+                if let Err(e) = rsed.file.write_all_at(piece[0], at + offset as u64) {
+                    first_error.get_or_insert(Error::io(&rsed.path, e));
+                }
+            }
+            Ok::<(), Infallible>(())
+        });
+        let Ok(()) = encoded;
+        mine = std::mem::take(&mut blocks[g]);
+        at += len;
+    }
+    if let Some(rsed) = rsed {
+        let trailer =
+            ftiff::l3::rsed_trailer(&md5.finish(), max_fs, own_fs, ftiff::write::now_ns());
+        if let Err(e) = rsed.file.write_all_at(&trailer.encode(), max_fs) {
+            first_error.get_or_insert(Error::io(&rsed.path, e));
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
+pub(crate) fn verify_rsed(path: &Path) -> Result<FileBlock> {
+    let map = MappedFile::open(path).map_err(Error::Format)?;
+    let rsed = ftiff::RsedFile::parse(map.bytes()).map_err(|e| Error::Format(e.with_path(path)))?;
+    if let Some(e) = rsed.verify(map.bytes(), &|_| {}).into_iter().next() {
+        return Err(Error::Format(e.with_path(path)));
+    }
+    Ok(rsed.fb)
+}
+
+/// What this rank brings to a group rebuild.
+pub(crate) struct Held<'a> {
+    /// Where its files are read from.
+    pub storage: &'a dyn Storage,
+    /// Its verified Rank file and that file's size.
+    pub own: Option<(&'a Path, u64)>,
+    /// Its verified `RSed` file.
+    pub rsed: Option<&'a Path>,
+}
+
+/// Rebuilds the lost Rank and `RSed` files of this rank's group for checkpoint `id` (every
+/// rank of the group calls it; at most k of the 2k files may be missing; `lost` says whether
+/// the group lost Rank files, `RSed` files). Lost files are written into `new_own` /
+/// `new_rsed` (pending files under `tmp/`); the caller publishes and verifies them.
+///
+/// Rank files come first (decoding), then lost `RSed` files are encoded again from the
+/// complete Rank files: a rebuilt Rank file of odd size `maxFs` gets its last byte from its own
+/// hashes only once it is whole, and the code depends on that byte.
+pub(crate) fn rebuild(
+    comm: &dyn Comm,
+    place: &Place,
+    held: &Held<'_>,
+    max_fs: u64,
+    (new_own, new_rsed): (Option<&Pending>, Option<&Pending>),
+    (ranks_lost, rsed_lost): (bool, bool),
+) -> Result<()> {
+    let k = place.group.len();
+    let g = place.group_rank as usize;
+    let code = Code::new(k).map_err(Error::Format)?;
+    let open = |p: Option<&Path>| {
+        p.map(|p| held.storage.open(p, false).map_err(|e| Error::io(p, e)))
+            .transpose()
+    };
+    let mut first_error: Option<Error> = None;
+    let own_file = open(held.own.map(|(p, _)| p)).unwrap_or_else(|e| {
+        first_error = Some(e);
+        None
+    });
+    let rsed_file = open(held.rsed).unwrap_or_else(|e| {
+        first_error.get_or_insert(e);
+        None
+    });
+    let own_fs = held.own.map_or(0, |(_, fs)| fs);
+    if ranks_lost {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut at = 0;
+        while at < max_fs {
+            let len = BLOCK.min(max_fs - at);
+            let n = len as usize;
+            // Message: [has Rank block, has RSed block] + Rank block + RSed block.
+            let mut msg = vec![u8::from(own_file.is_some()), u8::from(rsed_file.is_some())];
+            let own_path = held.own.map(|(p, _)| p);
+            for (file, path, fs, buf) in [
+                (&own_file, own_path, own_fs, &mut a),
+                (&rsed_file, held.rsed, max_fs, &mut b),
+            ] {
+                buf.clear();
+                buf.resize(n, 0);
+                if let (Some(f), Some(path)) = (file, path) {
+                    if let Err(e) = read_block(&**f, fs, at, len, buf) {
+                        first_error.get_or_insert(Error::io(path, e));
+                    }
+                }
+                msg.extend_from_slice(buf);
+            }
+            let msgs = gather_group(comm, place, &msg, 2 + 2 * n);
+            let mut ranks: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
+            let mut codes: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
+            for m in &msgs {
+                ranks.push((m[0] == 1).then(|| m[2..2 + n].to_vec()));
+                codes.push((m[1] == 1).then(|| m[2 + n..2 + 2 * n].to_vec()));
+            }
+            match code.reconstruct(&mut ranks, &mut codes, n) {
+                Err(e) => {
+                    first_error.get_or_insert(Error::Format(e));
+                }
+                Ok(()) => {
+                    if let (Some(p), Some(bytes)) = (new_own, &ranks[g]) {
+                        if let Err(e) = p.file.write_all_at(bytes, at) {
+                            first_error.get_or_insert(Error::io(&p.path, e));
+                        }
+                    }
+                }
+            }
+            at += len;
+        }
+    }
+    // A rebuilt Rank file is its own file zero-extended to maxFs: cut it to its fs; with an odd
+    // maxFs its last byte was lost with the code's high half: its own hashes tell it.
+    let mut fs = own_fs;
+    if let (Some(p), None) = (new_own, &first_error) {
+        match finish_rank_file(p, max_fs) {
+            Ok(n) => fs = n,
+            Err(e) => first_error = Some(e),
+        }
+    }
+    if rsed_lost {
+        let own = match (new_own, &own_file, held.own) {
+            (Some(p), _, _) => Some((&*p.file, p.path.as_path())),
+            (None, Some(f), Some((path, _))) => Some((&**f, path)),
+            _ => None,
+        };
+        // Without a file to read (already failed), this rank takes part with zeros.
+        let encoded = encode(comm, place, own.map(|(f, p)| (f, p, fs)), new_rsed, max_fs);
+        if let Err(e) = encoded {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
+/// returns `fs`.
+fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
+    let fb = crate::levels::read_fb(&*p.file, &p.path)?;
+    let fs = u64::try_from(fb.fs)
+        .ok()
+        .filter(|&fs| fs <= max_fs)
+        .ok_or_else(|| Error::RebuiltSize {
+            path: p.path.clone(),
+            fs: fb.fs,
+            max_fs,
+        })?;
+    p.file.set_len(fs).map_err(|e| Error::io(&p.path, e))?;
+    if fs == max_fs && fs % 2 == 1 {
+        let map = MappedFile::open(&p.path).map_err(Error::Format)?;
+        let last = ftiff::l3::restore_last_byte(map.bytes())
+            .map_err(|e| Error::Format(e.with_path(&p.path)))?;
+        p.file
+            .write_all_at(&[last], fs - 1)
+            .map_err(|e| Error::io(&p.path, e))?;
+    }
+    Ok(fs)
+}

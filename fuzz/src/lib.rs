@@ -1,0 +1,155 @@
+//! The bodies of the fuzz targets (`fuzz_targets/*.rs` call them, `tests/corpus.rs` runs them
+//! over the committed seeds and regressions). Each takes arbitrary bytes and must neither
+//! panic, hang nor allocate without bound; where a property holds for every input (a value
+//! read back after it was written, a view that can be built for every parsed file), it is
+//! asserted.
+
+use std::path::Path;
+
+use ovni::events::EventTable;
+use ovni::metadata::{System, ThreadMeta};
+use ovni::read::{Merger, StreamMeta};
+use ovni::Stream;
+
+/// A target's body.
+pub type Target = fn(&[u8]);
+
+/// The targets, by name: the directory names under `seeds/` and `regressions/`.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("ftiff_read", ftiff_read),
+    ("rsed_trailer", rsed_trailer),
+    ("ovni_event", ovni_event),
+    ("ovni_stream", ovni_stream),
+    ("ovni_stream_json", ovni_stream_json),
+    ("fti_config", fti_config),
+];
+
+/// An FTI-FF checkpoint file (Rank, Pcof or L4): structure, verification (every hash), the
+/// variables read back with their chunk hashes checked, and the views `fti inspect` prints.
+pub fn ftiff_read(data: &[u8]) {
+    let Ok(ckpt) = ftiff::Checkpoint::parse(data) else {
+        return;
+    };
+    let problems = ckpt.verify(data, &|_| {});
+    for var in ckpt.vars() {
+        let read = ckpt.read_var(data, var.id);
+        if problems.is_empty() {
+            let bytes = read.unwrap_or_else(|e| panic!("verified file, var {}: {e}", var.id));
+            assert_eq!(bytes.len() as u64, var.size);
+        }
+    }
+    let layout = ckpt.layout();
+    let _ = ftiff::view::doc_format(&layout);
+    let _ = ftiff::view::text("fuzz.fti", data.len() as u64, &ckpt);
+    let _ = ftiff::view::json(&ckpt);
+}
+
+/// An L3 `RSed` file: its trailer, the checksum of the code, and its views.
+pub fn rsed_trailer(data: &[u8]) {
+    let Ok(rsed) = ftiff::RsedFile::parse(data) else {
+        return;
+    };
+    let _ = rsed.verify(data, &|_| {});
+    let _ = ftiff::view::rsed_text("fuzz.fti", data, &rsed);
+    let _ = ftiff::view::rsed_json(&rsed);
+}
+
+/// Events back to back (no stream header): each is decoded, its payload decoded against the
+/// event table and its description rendered as `ovnidump` prints it.
+pub fn ovni_event(data: &[u8]) {
+    let table = EventTable::builtin();
+    let mut rest = data;
+    let mut out = Vec::new();
+    while let Ok((ev, n)) = ovni::raw::decode_event(rest) {
+        assert!(
+            n > 0 && n <= rest.len(),
+            "decode_event must consume the event"
+        );
+        assert_eq!(ev.size(), n);
+        if let Some(spec) = table.event(ev.mcv) {
+            let _ = spec.decode(&ev);
+        }
+        out.clear();
+        let _ = table.render(&ev, &mut out);
+        rest = rest.get(n..).unwrap_or_default();
+    }
+}
+
+/// A `stream.obs` file: header, every event in file order (decoded and rendered), then the
+/// same bytes as two streams merged by clock.
+pub fn ovni_stream(data: &[u8]) {
+    let stream = |name: &str| {
+        Stream::from_bytes(
+            name.as_bytes().to_vec(),
+            Path::new(name).join("stream.obs"),
+            serde_json::Value::Null,
+            data.to_vec(),
+        )
+    };
+    let (Ok(a), Ok(b)) = (stream("a"), stream("b")) else {
+        return;
+    };
+    let table = EventTable::builtin();
+    let mut out = Vec::new();
+    for item in a.events() {
+        let Ok((_, ev)) = item else { break };
+        if let Some(spec) = table.event(ev.mcv) {
+            let _ = spec.decode(&ev);
+        }
+        out.clear();
+        let _ = table.render(&ev, &mut out);
+    }
+    let streams = [a, b];
+    for item in Merger::new(&streams).keep_going() {
+        let _ = item;
+    }
+}
+
+/// A `stream.json` file: the typed keys, their JSON round trip, and the thread metadata and
+/// merge rules ovniemu applies.
+pub fn ovni_stream_json(data: &[u8]) {
+    let Ok(meta) = StreamMeta::from_reader(data) else {
+        return;
+    };
+    let value = meta.to_value();
+    assert_eq!(
+        StreamMeta::from_value(&value),
+        meta,
+        "to_value/from_value round trip"
+    );
+    let _ = ThreadMeta::from_stream_unfinished("fuzz", &meta);
+    if let Ok(thread) = ThreadMeta::from_stream("fuzz", &meta) {
+        let _ = System::from_threads(vec![thread.clone(), thread], EventTable::builtin());
+    }
+}
+
+/// An FTI configuration file: parsed; when it parses, recording a restart into it (what the
+/// runtime writes after the first checkpoint) gives text that parses to that restart.
+pub fn fti_config(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let path = Path::new("fuzz.cfg");
+    let Ok(cfg) = fti::Config::from_ini_text(path, text) else {
+        return;
+    };
+    let exec_id = "2026-11-26_12-00-00";
+    let recorded = fti::restart_text(text, 1, exec_id);
+    let again = fti::Config::from_ini_text(path, &recorded)
+        .unwrap_or_else(|e| panic!("recorded restart does not parse: {e}\n{recorded}"));
+    assert_eq!(again.failure, Some(1), "failure recorded:\n{recorded}");
+    assert_eq!(
+        again.exec_id.as_deref(),
+        Some(exec_id),
+        "exec_id recorded:\n{recorded}"
+    );
+    assert_eq!(again.restart_id, None, "ckpt_id dropped:\n{recorded}");
+    // Every other setting is kept (warnings and notes name line numbers, which move).
+    let mut expected = cfg;
+    expected.failure = again.failure;
+    expected.exec_id = again.exec_id.clone();
+    expected.restart_id = None;
+    expected.warnings = again.warnings.clone();
+    expected.notes = again.notes.clone();
+    assert_eq!(again, expected, "other settings kept:\n{recorded}");
+}
