@@ -196,6 +196,7 @@
     const mark = document.getElementById("ovniview-render");
     mark.dataset.view = (START + BigInt(Math.round(v0))) + "," + (START + BigInt(Math.round(v1)));
     mark.dataset.mode = cpuMode ? "cpu" : "threads";
+    document.getElementById("ov-cpu").textContent = cpuMode ? "thread view" : "CPU view";
   }
 
   function setWindow(a, b) {

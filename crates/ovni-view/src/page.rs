@@ -289,6 +289,16 @@ fn tables(model: &Model, out: &mut String) {
         }
         out.push_str("</table>\n");
     }
+    if model.threads.iter().all(|t| t.held.is_empty()) {
+        out.push_str("<h2>Time per mark value</h2>\n<p>No marks in this trace.</p>\n");
+    } else {
+        mark_table(model, out);
+    }
+    state_table(model, out);
+}
+
+/// Time per mark value per thread.
+fn mark_table(model: &Model, out: &mut String) {
     out.push_str("<h2>Time per mark value</h2>\n<table class=\"num\"><tr><th>thread</th><th>rank</th><th>mark type</th><th>value</th><th>count</th><th>on top</th><th>ns</th></tr>\n");
     for th in &model.threads {
         for (&(ty, value), held) in &th.held {
@@ -312,7 +322,14 @@ fn tables(model: &Model, out: &mut String) {
             );
         }
     }
-    out.push_str("</table>\n<h2>Time per thread state</h2>\n<table class=\"num\"><tr><th>thread</th><th>rank</th>");
+    out.push_str("</table>\n");
+}
+
+/// Time per thread state per thread.
+fn state_table(model: &Model, out: &mut String) {
+    out.push_str(
+        "<h2>Time per thread state</h2>\n<table class=\"num\"><tr><th>thread</th><th>rank</th>",
+    );
     for s in State::ALL {
         let _ = write!(out, "<th>{}</th>", s.name());
     }
