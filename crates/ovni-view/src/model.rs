@@ -178,7 +178,7 @@ pub struct Thread {
     pub states: Vec<Span>,
     /// CPU intervals while active (value = the CPU's logical index, -1 = virtual CPU).
     pub cpus: Vec<Span>,
-    /// Mark intervals, in the order they ended.
+    /// Mark intervals, sorted by type, stack depth and start.
     pub marks: Vec<MarkSpan>,
     /// Time per state, by state number.
     pub state_ns: [u64; 6],
