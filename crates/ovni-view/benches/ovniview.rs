@@ -162,7 +162,7 @@ fn main() {
             .unwrap_or("?")
             .to_owned();
         println!(
-            "chromium round {round}: first view drawn at {ms} ms after navigation start; whole headless run (start, load, draw, dump the 35 MB DOM) {wall:.2} s"
+            "chromium round {round}: first view drawn at {ms} ms after navigation start; whole headless run (start, load, draw, dump the DOM with its inline data) {wall:.2} s"
         );
         let png = tmp.path().join("shot.png");
         let t = Instant::now();

@@ -11,8 +11,9 @@
 //!   bucket, drawn with the fraction of the bucket that short intervals cover.
 //!
 //! Levels are added from the coarsest while the page stays within its byte budget; when the
-//! remaining (shortest) intervals fit too, they are shipped exactly and the page is complete
-//! at every zoom. Otherwise the finest level shipped is drawn at deeper zooms, and the page
+//! remaining (shortest) intervals fit too and the finest level is about as fine as they are
+//! (at most [`REST_PER_BUCKET`] of them per bucket), they are shipped exactly and the page is
+//! complete at every zoom. Otherwise the finest level shipped is drawn at deeper zooms, and the page
 //! says that the detail there is aggregated.
 
 use crate::model::Span;
@@ -21,8 +22,12 @@ use crate::model::Span;
 pub const LEVEL0_BUCKETS: u64 = 1024;
 /// How much finer each level is than the previous one.
 pub const LEVEL_FACTOR: u64 = 4;
+/// The shortest intervals are shipped exactly only when the finest level has at most this
+/// many of them per non-empty bucket on average.
+pub const REST_PER_BUCKET: usize = 4;
 
-/// One row's shipped data; times are nanoseconds from the trace's start.
+/// One row's shipped data; times are nanoseconds from the trace's start. The page stores each
+/// list with [`encode`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RowLod {
     /// Per level `k`, the intervals first drawn exactly at `k`: flat triples
@@ -47,19 +52,76 @@ pub struct Lod {
     pub rows: Vec<RowLod>,
 }
 
-/// Characters a number takes in the page's JSON, with its comma.
-fn json_len(n: i64) -> usize {
-    let mut len = if n < 0 { 2 } else { 1 };
-    let mut v = n.unsigned_abs();
-    while v >= 10 {
-        v /= 10;
-        len += 1;
-    }
-    len + 1
+/// Bytes of `v` as an unsigned LEB128 varint.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
-fn nums_len(v: &[i64]) -> usize {
-    v.iter().map(|&n| json_len(n)).sum::<usize>() + 2
+fn zigzag(n: i64) -> u64 {
+    ((n << 1) ^ (n >> 63)) as u64
+}
+
+/// Which field of a triple is signed (zigzag-coded): the value of an exact triple.
+pub const EXACT_SIGNED: usize = 2;
+/// The value of a bucket triple.
+pub const BUCKET_SIGNED: usize = 1;
+
+fn field(n: i64, i: usize, signed: usize) -> u64 {
+    if i % 3 == signed {
+        zigzag(n)
+    } else {
+        n.max(0) as u64
+    }
+}
+
+/// Characters of [`encode`]'s output in the page, with its quotes and comma.
+fn encoded_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4 + 3
+}
+
+fn nums_len(v: &[i64], signed: usize) -> usize {
+    let bytes = v
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| varint_len(field(n, i, signed)))
+        .sum();
+    encoded_len(bytes)
+}
+
+/// Triples as the page stores them: each number an LEB128 varint (field `signed` of each
+/// triple zigzag-coded, the others non-negative), all in base64.
+pub fn encode(v: &[i64], signed: usize) -> String {
+    let mut bytes = Vec::with_capacity(v.len() * 2);
+    for (i, &n) in v.iter().enumerate() {
+        let mut x = field(n, i, signed);
+        while x >= 0x80 {
+            bytes.push((x as u8) | 0x80);
+            x >>= 7;
+        }
+        bytes.push(x as u8);
+    }
+    base64(&bytes)
+}
+
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk.first().copied().unwrap_or(0),
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for (k, shift) in [18u32, 12, 6, 0].into_iter().enumerate() {
+            if k <= chunk.len() {
+                out.push(char::from(ABC[((n >> shift) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn as_i64(v: u64) -> i64 {
@@ -80,15 +142,15 @@ fn exact_group(spans: &[Span], lo: u64, hi: u64) -> Vec<i64> {
 /// A bucket being filled: its index, covered time and time per value.
 type Bucket = (u64, u64, Vec<(i64, u64)>);
 
-/// What [`exact_group`] would take in the page's JSON, without building it.
+/// What [`exact_group`] would take in the page, without building it.
 fn exact_cost(spans: &[Span], lo: u64, hi: u64) -> usize {
     let mut prev = 0u64;
-    let mut len = 2;
+    let mut bytes = 0;
     for s in spans.iter().filter(|s| s.dur() >= lo && s.dur() < hi) {
-        len += json_len(as_i64(s.t0 - prev)) + json_len(as_i64(s.dur())) + json_len(s.value);
+        bytes += varint_len(s.t0 - prev) + varint_len(s.dur()) + varint_len(zigzag(s.value));
         prev = s.t0;
     }
-    len
+    encoded_len(bytes)
 }
 
 /// Buckets of width `w` over the intervals shorter than `w`.
@@ -147,19 +209,33 @@ pub fn build(rows: &[Vec<Span>], duration: u64, budget: usize) -> Lod {
         }
         let exact: Vec<Vec<i64>> = rows.iter().map(|r| exact_group(r, w, prev_w)).collect();
         let bucks: Vec<Vec<i64>> = rows.iter().map(|r| buckets(r, w)).collect();
-        let cost: usize = exact.iter().chain(&bucks).map(|v| nums_len(v)).sum();
+        let cost: usize = exact
+            .iter()
+            .map(|v| nums_len(v, EXACT_SIGNED))
+            .sum::<usize>()
+            + bucks
+                .iter()
+                .map(|v| nums_len(v, BUCKET_SIGNED))
+                .sum::<usize>();
         if !lod.widths.is_empty() && used + cost > budget {
             return lod;
         }
         used += cost;
         lod.widths.push(w);
+        let nbuckets: usize = bucks.iter().map(|b| b.len() / 3).sum();
         for ((row, e), b) in lod.rows.iter_mut().zip(exact).zip(bucks) {
             row.exact.push(e);
             row.buckets.push(b);
         }
-        // Everything shorter than `w`, exactly: complete if it fits.
+        // Everything shorter than `w`, exactly: complete if it fits, once this level is about
+        // as fine as those intervals (so that no zoom has to draw many intervals per pixel).
         let rest_cost: usize = rows.iter().map(|r| exact_cost(r, 1, w)).sum();
-        if used + rest_cost <= budget || w == 1 {
+        let rest_spans: usize = rows
+            .iter()
+            .map(|r| r.iter().filter(|s| s.dur() >= 1 && s.dur() < w).count())
+            .sum();
+        let fine = rest_spans <= REST_PER_BUCKET * nbuckets.max(1);
+        if (fine && used + rest_cost <= budget) || w == 1 {
             for (row, r) in lod.rows.iter_mut().zip(rows) {
                 row.rest = exact_group(r, 1, w);
             }
@@ -222,5 +298,73 @@ mod tests {
         for w in lod.widths.windows(2) {
             assert!(w[1] * LEVEL_FACTOR >= w[0] && w[1] < w[0]);
         }
+    }
+}
+
+#[cfg(test)]
+mod encoding {
+    use super::*;
+
+    fn decode(text: &str, signed: usize) -> Vec<i64> {
+        let abc = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut bits = 0u32;
+        let mut nbits = 0;
+        let mut bytes = Vec::new();
+        for c in text.chars().filter(|&c| c != '=') {
+            bits = (bits << 6) | abc.find(c).unwrap() as u32;
+            nbits += 6;
+            if nbits >= 8 {
+                nbits -= 8;
+                bytes.push((bits >> nbits) as u8);
+                bits &= (1 << nbits) - 1;
+            }
+        }
+        let mut out = Vec::new();
+        let (mut x, mut shift) = (0u64, 0);
+        for b in bytes {
+            x |= u64::from(b & 0x7f) << shift;
+            shift += 7;
+            if b < 0x80 {
+                let i = out.len();
+                out.push(if i % 3 == signed {
+                    ((x >> 1) as i64) ^ -((x & 1) as i64)
+                } else {
+                    x as i64
+                });
+                x = 0;
+                shift = 0;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn triples_round_trip() {
+        let v = vec![
+            0,
+            1,
+            -1,
+            127,
+            128,
+            i64::MAX,
+            16383,
+            16384,
+            i64::MIN,
+            5,
+            300,
+            42,
+        ];
+        for signed in [EXACT_SIGNED, BUCKET_SIGNED] {
+            let mut want = v.clone();
+            for (i, n) in want.iter_mut().enumerate() {
+                if i % 3 != signed {
+                    *n = (*n).max(0);
+                }
+            }
+            let text = encode(&v, signed);
+            assert_eq!(decode(&text, signed), want);
+            assert_eq!(nums_len(&v, signed), text.len() + 3);
+        }
+        assert_eq!(encode(&[], EXACT_SIGNED), "");
     }
 }

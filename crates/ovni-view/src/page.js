@@ -10,6 +10,21 @@
   const STATE_COL = ["#c8c8c8", "#3f9f4f", "#9ecae1", "#4d4d4d", "#2171b5", "#f39c4a"];
   const STATE_EV = ["(before its first event)", "OHx or OHr", "OHp", "OHe", "OHc", "OHw"];
 
+  // A list as the page stores it: base64 of LEB128 varints, field `signed` of each triple
+  // zigzag-coded (crates/ovni-view/src/lod.rs, `encode`).
+  function unpack(text, signed) {
+    const bin = atob(text), n = bin.length, out = [];
+    let x = 0, mul = 1, i = 0;
+    for (let p = 0; p < n; p++) {
+      const b = bin.charCodeAt(p);
+      x += (b & 0x7f) * mul;
+      if (b < 0x80) {
+        if (i % 3 === signed) x = x % 2 === 1 ? -(x + 1) / 2 : x / 2;
+        out.push(x); x = 0; mul = 1; i++;
+      } else mul *= 128;
+    }
+    return out;
+  }
   function decodeExact(a) {
     const n = Math.floor(a.length / 3);
     const t0 = new Float64Array(n), du = new Float64Array(n), v = new Float64Array(n);
@@ -40,9 +55,9 @@
     return { i: i, k: r.k, ty: r.ty, d: r.d, ge: [], gb: [], gr: null, open: new Set(r.o) };
   });
 
-  function group(row, g) { return row.ge[g] || (row.ge[g] = decodeExact(levelData(g).e[row.i])); }
-  function bucketsOf(row, k) { return row.gb[k] || (row.gb[k] = decodeBuckets(levelData(k).b[row.i])); }
-  function restOf(row) { return row.gr || (row.gr = decodeExact(restData()[row.i])); }
+  function group(row, g) { return row.ge[g] || (row.ge[g] = decodeExact(unpack(levelData(g).e[row.i], 2))); }
+  function bucketsOf(row, k) { return row.gb[k] || (row.gb[k] = decodeBuckets(unpack(levelData(k).b[row.i], 1))); }
+  function restOf(row) { return row.gr || (row.gr = decodeExact(unpack(restData()[row.i], 2))); }
   function drawn(row, p) {
     const gs = [];
     for (let g = 0; g < p.ng && g < W.length; g++) gs.push(group(row, g));
@@ -116,8 +131,9 @@
     while (lo < hi) { const mid = (lo + hi) >> 1; if (arr[mid] < x) lo = mid + 1; else hi = mid; }
     return lo;
   }
+  // The coarsest level whose buckets are at most 2 pixels wide.
   function level(nsPerPx) {
-    for (let k = 0; k < W.length; k++) if (W[k] <= nsPerPx) return k;
+    for (let k = 0; k < W.length; k++) if (W[k] <= 2 * nsPerPx) return k;
     return W.length;
   }
   // The exact groups and the buckets drawn at this zoom.

@@ -139,6 +139,13 @@ fn push_nums(out: &mut String, nums: &[i64]) {
     out.push(']');
 }
 
+/// A list as a JSON string of [`lod::encode`] (base64: nothing to escape).
+fn push_packed(out: &mut String, nums: Option<&Vec<i64>>, signed: usize) {
+    out.push('"');
+    out.push_str(&lod::encode(nums.map_or(&[][..], |v| v), signed));
+    out.push('"');
+}
+
 fn group_name(th: &Thread) -> String {
     let rank = th.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
     format!("{} / proc {}{}", th.loom, th.pid, rank)
@@ -214,14 +221,14 @@ fn data_json(model: &Model, opts: &PageOptions) -> Data {
             if i > 0 {
                 level.push(',');
             }
-            push_nums(&mut level, l.exact.get(k).map_or(&[][..], |v| v));
+            push_packed(&mut level, l.exact.get(k), lod::EXACT_SIGNED);
         }
         level.push_str("],\"b\":[");
         for (i, l) in lod.rows.iter().enumerate() {
             if i > 0 {
                 level.push(',');
             }
-            push_nums(&mut level, l.buckets.get(k).map_or(&[][..], |v| v));
+            push_packed(&mut level, l.buckets.get(k), lod::BUCKET_SIGNED);
         }
         level.push_str("]}");
         levels.push(level);
@@ -231,7 +238,7 @@ fn data_json(model: &Model, opts: &PageOptions) -> Data {
         if i > 0 {
             rest.push(',');
         }
-        push_nums(&mut rest, &l.rest);
+        push_packed(&mut rest, Some(&l.rest), lod::EXACT_SIGNED);
     }
     rest.push(']');
     Data {

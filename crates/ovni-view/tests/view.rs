@@ -581,7 +581,7 @@ fn every_zoom_of_an_aggregated_page_draws() {
     synthetic(&trace, 2, 20_000);
     let file = tmp.path().join("big.html");
     let opts = PageOptions {
-        max_bytes: 300 << 10,
+        max_bytes: 100 << 10,
         ..PageOptions::default()
     };
     ovni_view::write_page(&trace, &file, &opts).unwrap();
