@@ -191,6 +191,7 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     // its stream (with `trace = 1` or `app`).
     let options = fti::Options {
         app_ovni: crate::app_ovni::detect().map(|a| Box::new(a) as Box<dyn fti::AppOvni>),
+        reporter: std::sync::Arc::new(message::Console::default()),
         ..Default::default()
     };
     let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)
@@ -646,10 +647,12 @@ impl Session {
         };
         let path = info.path.clone();
         let closing = "completing the restart before a new checkpoint";
-        let (ckpt, _map) = ftiff::Checkpoint::open(&path).map_err(|e| Failure::Runtime {
+        let unreadable = |e: ftiff::Error| Failure::Runtime {
             doing: closing,
             err: Box::new(e.into()),
-        })?;
+        };
+        let map = ftiff::MappedFile::open(&path).map_err(unreadable)?;
+        let ckpt = ftiff::Checkpoint::of(&map).map_err(unreadable)?;
         let mut scratch: Vec<(c_int, Vec<u8>)> = ckpt
             .vars()
             .iter()
@@ -703,12 +706,14 @@ impl Session {
                 "no checkpoint to recover: this run is not a restart and has taken none".into(),
             ))
         })?;
-        let (ckpt, _map) = ftiff::Checkpoint::open(&last.path).map_err(|e| {
+        let unreadable = |e: ftiff::Error| {
             Fail::nrec(Failure::Runtime {
                 doing: "FTI_Recover",
                 err: Box::new(e.into()),
             })
-        })?;
+        };
+        let map = ftiff::MappedFile::open(&last.path).map_err(unreadable)?;
+        let ckpt = ftiff::Checkpoint::of(&map).map_err(unreadable)?;
         let stored: Vec<(c_int, u64)> = ckpt
             .vars()
             .iter()

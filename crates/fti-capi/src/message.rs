@@ -43,3 +43,48 @@ pub(crate) fn debug(text: &str) {
 pub(crate) fn error(text: &str) {
     say(Priority::Error, text);
 }
+
+/// Work of at least this many bytes gets a progress bar.
+const PROGRESS_MIN: u64 = 256 << 20;
+
+/// The runtime's reporter in C and Fortran programs: FTI's messages as [`FtiPrint`] prints
+/// them, and a progress bar on stderr for long work (writing or verifying at least 256 MiB)
+/// when stderr is a terminal.
+#[derive(Default)]
+pub(crate) struct Console {
+    bars: std::sync::Mutex<std::collections::HashMap<String, indicatif::ProgressBar>>,
+}
+
+impl Reporter for Console {
+    fn report(&self, priority: Priority, rank: u32, text: &str) {
+        FtiPrint.report(priority, rank, text);
+    }
+
+    fn progress(&self, _rank: u32, what: &str, done: u64, total: u64) {
+        use std::io::IsTerminal as _;
+        if total < PROGRESS_MIN || !std::io::stderr().is_terminal() {
+            return;
+        }
+        let Ok(mut bars) = self.bars.lock() else {
+            return;
+        };
+        if done >= total {
+            if let Some(bar) = bars.remove(what) {
+                bar.finish_and_clear();
+            }
+            return;
+        }
+        bars.entry(what.to_owned())
+            .or_insert_with(|| {
+                let bar = indicatif::ProgressBar::new(total);
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+                ) {
+                    bar.set_style(style);
+                }
+                bar.set_message(what.to_owned());
+                bar
+            })
+            .set_position(done);
+    }
+}

@@ -291,25 +291,43 @@ fn is_rsed(path: &Path, kind: Kind) -> bool {
 
 /// Opens a checkpoint whose variable bytes are about to be used: verified in full (with a
 /// progress bar for large files) unless `verify` is off, which is said loudly.
-fn open(path: &Path, verify: bool) -> Result<(Checkpoint, MappedFile)> {
+fn open(path: &Path, verify: bool) -> Result<MappedFile> {
+    let file = load(path)?;
     if !verify {
         eprintln!(
             "fti: warning: {}: not verified (--no-verify): the bytes used may be another variable's, cut or corrupt",
             path.display()
         );
-        return Ok(Checkpoint::open(path)?);
+        Checkpoint::of(&file)?;
+        return Ok(file);
     }
-    let len = std::fs::metadata(path).map_or(0, |m| m.len());
-    let bar = progress_bar(path, len);
-    let opened = Checkpoint::open_verified(path, &|done| bar.set_position(done));
+    let bar = progress_bar(path, file.bytes().len() as u64);
+    let verified = Checkpoint::verified(&file, &|done| bar.set_position(done)).map(|_| ());
     bar.finish_and_clear();
-    opened.context(
+    verified.context(
         "the file does not verify; nothing was read from it (fti verify lists every problem)",
-    )
+    )?;
+    Ok(file)
+}
+
+/// A checkpoint file's bytes. Files in an `lK_archive` directory are read rather than mapped:
+/// a running program's differential checkpoint may take one of them and rewrite it in place,
+/// which must not change (or, when it shrinks, fault) a map under this tool
+/// (`docs/crash-safety.md`, *Memory maps*).
+pub fn load(path: &Path) -> ftiff::Result<MappedFile> {
+    let archived = path
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d.to_string_lossy().ends_with("_archive"));
+    if archived {
+        MappedFile::read(path)
+    } else {
+        MappedFile::open(path)
+    }
 }
 
 fn inspect(path: &Path, format: Format, kind: Kind) -> Result<ExitCode> {
-    let map = MappedFile::open(path)?;
+    let map = load(path)?;
     let bytes = map.bytes();
     let out = if is_rsed(path, kind) {
         let rsed = RsedFile::parse(bytes).map_err(|e| e.with_path(path))?;
@@ -361,7 +379,7 @@ fn verify(files: &[PathBuf], kind: Kind, quiet: bool) -> Result<ExitCode> {
 
 /// Every problem of one file, each naming the file.
 fn verify_one(path: &Path, kind: Kind) -> Vec<ftiff::Error> {
-    let map = match MappedFile::open(path) {
+    let map = match load(path) {
         Ok(map) => map,
         Err(e) => return vec![e],
     };
@@ -375,7 +393,7 @@ fn verify_one(path: &Path, kind: Kind) -> Vec<ftiff::Error> {
         }
     } else {
         match Checkpoint::parse(bytes) {
-            Ok(ckpt) => ckpt.verify(bytes, &progress),
+            Ok(ckpt) => ckpt.verify(&progress),
             Err(e) => vec![e],
         }
     };
@@ -404,7 +422,8 @@ fn extract(
     output: Option<&Path>,
     all: Option<&Path>,
 ) -> Result<ExitCode> {
-    let (ckpt, map) = open(path, verify)?;
+    let map = open(path, verify)?;
+    let ckpt = Checkpoint::of(&map)?;
     if ckpt.trailing > 0 {
         eprintln!(
             "fti: warning: {}: {} byte(s) after the end given by FB.fs are ignored (FTI 1.1 ignores them too)",
@@ -413,9 +432,7 @@ fn extract(
         );
     }
     let write = |id: i32, out: &Path| -> Result<()> {
-        let data = ckpt
-            .read_var(map.bytes(), id)
-            .map_err(|e| e.with_path(path))?;
+        let data = ckpt.read_var(id).map_err(|e| e.with_path(path))?;
         if out == Path::new("-") {
             return Ok(std::io::stdout().lock().write_all(&data)?);
         }
@@ -435,10 +452,10 @@ fn extract(
 }
 
 fn diff(a: &Path, b: &Path, verify: bool) -> Result<ExitCode> {
-    let (ca, ma) = open(a, verify)?;
-    let (cb, mb) = open(b, verify)?;
+    let (ma, mb) = (open(a, verify)?, open(b, verify)?);
+    let (ca, cb) = (Checkpoint::of(&ma)?, Checkpoint::of(&mb)?);
     let mut same = true;
-    let changes = ftiff::diff::diff(&ca, ma.bytes(), &cb, mb.bytes())
+    let changes = ftiff::diff::diff(&ca, &cb)
         .with_context(|| format!("comparing {} and {}", a.display(), b.display()))?;
     let mut stdout = std::io::stdout().lock();
     for d in changes {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _, Result};
 use fti::topology::Topology;
 use fti::Level;
-use ftiff::{Checkpoint, MappedFile, RsedFile};
+use ftiff::{Checkpoint, RsedFile};
 
 /// Ranks numbered this high or higher are not believed: a file naming one is skipped (a run
 /// that large would make every listed checkpoint that many rows long).
@@ -547,7 +547,7 @@ pub fn checkpoints(scan: &Scan, sizes: Sizes, warnings: &mut Vec<String>) -> Res
     Ok(out)
 }
 
-/// Checks one file: a Rank or Pcof file as [`Checkpoint::open_verified`] does (structure,
+/// Checks one file: a Rank or Pcof file as [`Checkpoint::verified`] does (structure,
 /// every hash), an RSed file by its trailer and the checksum of its code. Returns the first
 /// problem.
 pub fn verify_file(
@@ -556,11 +556,11 @@ pub fn verify_file(
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<(), String> {
     if kind != Kind::Rsed {
-        return Checkpoint::open_verified(path, progress)
-            .map(|_| ())
+        return crate::load(path)
+            .and_then(|f| Checkpoint::verified(&f, progress).map(|_| ()))
             .map_err(|e| e.to_string());
     }
-    let map = MappedFile::open(path).map_err(|e| e.to_string())?;
+    let map = crate::load(path).map_err(|e| e.to_string())?;
     let rsed = RsedFile::parse(map.bytes()).map_err(|e| e.with_path(path).to_string())?;
     match rsed.verify(map.bytes(), progress).into_iter().next() {
         Some(problem) => Err(problem.with_path(path).to_string()),

@@ -1,15 +1,8 @@
 //! The `fti` tool on real FTI 1.1 files.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti")
-}
-
-fn seed(k: u32) -> PathBuf {
-    fixtures().join(format!("seed-example/ckpt{k}-rank0.fti"))
-}
+use crate::util::{fixtures, seed};
 
 fn fti(args: &[&std::ffi::OsStr]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fti"))
@@ -20,10 +13,6 @@ fn fti(args: &[&std::ffi::OsStr]) -> Output {
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-macro_rules! args {
-    ($($a:expr),*) => { &[$(std::ffi::OsStr::new(&$a)),*] };
 }
 
 #[test]
@@ -220,7 +209,7 @@ fn diff_names_changed_containers() {
     let mut data: Vec<Vec<u8>> = ckpt
         .vars()
         .iter()
-        .map(|v| ckpt.read_var(&bytes, v.id).unwrap())
+        .map(|v| ckpt.read_var(v.id).unwrap())
         .collect();
     data[2][13000] ^= 0xff;
     let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
@@ -251,7 +240,7 @@ fn fast_integrity_files_are_understood() {
     let data: Vec<Vec<u8>> = ckpt
         .vars()
         .iter()
-        .map(|v| ckpt.read_var(&bytes, v.id).unwrap())
+        .map(|v| ckpt.read_var(v.id).unwrap())
         .collect();
     let slices: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let fast = dir.path().join("Ckpt3-Rank0.fti");

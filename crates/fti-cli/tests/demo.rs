@@ -273,16 +273,19 @@ fn list_and_prune_checkpoints() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no checkpoint files"));
 }
 
+/// A small grid, a checkpoint every 10 of its 50 iterations.
+const SMALL_GRID: heatdis::Params = heatdis::Params {
+    size: 16,
+    iters: 50,
+    every: 10,
+    crash_at: None,
+    partner_level: fti::Level::L2,
+};
+
 #[test]
 fn heat_flows_down_from_the_top_row() {
     let dir = tempfile::tempdir().unwrap();
-    let p = heatdis::Params {
-        size: 16,
-        iters: 50,
-        every: 10,
-        crash_at: None,
-        partner_level: fti::Level::L2,
-    };
+    let p = SMALL_GRID;
     let out = heatdis::run(heatdis::config(dir.path()), p, &mut |_| {}).unwrap();
     assert_eq!(
         (out.computed, out.checkpoints, out.recovered),
@@ -307,13 +310,7 @@ fn heat_flows_down_from_the_top_row() {
 
 #[test]
 fn any_number_of_ranks_computes_the_same_grid() {
-    let p = heatdis::Params {
-        size: 16,
-        iters: 50,
-        every: 10,
-        crash_at: None,
-        partner_level: fti::Level::L2,
-    };
+    let p = SMALL_GRID;
     let one = heatdis::run(
         heatdis::config(tempfile::tempdir().unwrap().path()),
         p,

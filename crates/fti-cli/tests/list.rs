@@ -6,8 +6,10 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use crate::util::{copy_dir, fixtures, text};
+
 fn levels() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/levels")
+    fixtures().join("levels")
 }
 
 const EXEC_L2: &str = "2026-11-22_04-12-33";
@@ -21,29 +23,12 @@ fn copy(tree: &str) -> (tempfile::TempDir, PathBuf) {
     (tmp, run)
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn fti(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fti"))
         .args(args)
         .arg(dir)
         .output()
         .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// `fti list --format json DIR`: the exit code and the parsed list.

@@ -8,7 +8,6 @@
 #[path = "../../ftiff/tests/support/mutants.rs"]
 mod campaign;
 
-use std::ffi::OsStr;
 use std::path::Path;
 
 use campaign::{Input, Mutant, Outcome};
@@ -19,17 +18,7 @@ const REFUSED: usize = 30;
 /// Kinds whose accepted mutants are run too: bytes covered by no hash a reader needs.
 const ACCEPTED_KINDS: [&str; 3] = ["fb.timestamp", "fb.mode", "append"];
 
-#[path = "support/bounded.rs"]
-mod bounded;
-use bounded::fti;
-
-macro_rules! args {
-    ($($a:expr),*) => { &[$(OsStr::new(&$a)),*] };
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::util::{fti, text};
 
 /// The mutants to run: the first refused mutant of each kind of mutation, until there are
 /// `REFUSED`, and the first accepted, changed mutant of each of `ACCEPTED_KINDS`.

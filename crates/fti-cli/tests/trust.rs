@@ -5,25 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti")
-}
-
-fn seed(k: u32) -> PathBuf {
-    fixtures().join(format!("seed-example/ckpt{k}-rank0.fti"))
-}
-
-#[path = "support/bounded.rs"]
-mod bounded;
-use bounded::fti;
-
-macro_rules! args {
-    ($($a:expr),*) => { &[$(std::ffi::OsStr::new(&$a)),*] };
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use crate::util::{fti, seed, text};
 
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status().unwrap();

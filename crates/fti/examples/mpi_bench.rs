@@ -72,7 +72,7 @@ const L3_BLOCK: usize = 4 << 20;
 /// The L3 encoding rate the issue asks for, in GB/s of the group's files per core.
 const L3_GOAL: f64 = 2.0;
 
-/// FTI 1.1's L3 step in GB/s per core (`../shared/BASELINES.md`: 4 ranks on 2 cores).
+/// FTI 1.1's L3 step in GB/s per core (measured on this kind of machine: 4 ranks on 2 cores).
 const FTI_L3: f64 = 0.3;
 
 /// Every row of the results. The background L2 measure gives two rows (`L2BgReturn`,

@@ -2,7 +2,7 @@
 //! and as an example of the MPI API. Start it with `mpirun -np N`:
 //!
 //! * `mpi_levels write ROOT LEVEL GROUP_SIZE`: checkpoint 1 at L1, then checkpoint 2 at LEVEL
-//!   (1, 2 or 4), of the level vectors' dataset (`tests/support/dataset.rs`), under `ROOT/run`;
+//!   (1, 2 or 4), of the level vectors' dataset (`tests/util/dataset.rs`), under `ROOT/run`;
 //! * `mpi_levels recover ROOT GROUP_SIZE [EXEC_ID]`: restart, recover and check every element;
 //!   each rank prints `RECOVERED <rank> <id> <level> <how>`.
 //!
@@ -11,7 +11,7 @@
 //! `BACKGROUND=1`, post-processing runs in the background thread (`inline_l2 = 0`,
 //! `inline_l4 = 0`; MPI is initialised with `MPI_THREAD_MULTIPLE`).
 
-#[path = "../tests/support/dataset.rs"]
+#[path = "../tests/util/dataset.rs"]
 mod dataset;
 
 use std::path::Path;

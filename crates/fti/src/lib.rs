@@ -31,12 +31,14 @@
 //! from, rebuilding a lost node's files from its partners (`docs/runtime.md`).
 #![deny(missing_docs)]
 
+mod collective;
 pub mod comm;
 mod config;
 mod error;
+mod l2;
 pub mod l3;
-mod levels;
 pub mod report;
+mod restart_plan;
 mod runtime;
 pub mod storage;
 pub mod store;

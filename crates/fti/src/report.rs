@@ -19,10 +19,19 @@ pub enum Priority {
     Error = 4,
 }
 
-/// Receives the runtime's messages at or above the run's verbosity.
+/// Receives the runtime's messages at or above the run's verbosity, and the progress of its
+/// long work (front ends draw it; the runtime draws nothing).
 pub trait Reporter: Send + Sync {
     /// One message of rank `rank`. `text` is one line, without a newline.
     fn report(&self, priority: Priority, rank: u32, text: &str);
+
+    /// Progress of rank `rank`'s long work `what` (writing or verifying a checkpoint):
+    /// `done` of `total` bytes. Called with `done = 0` when the work starts, as it advances,
+    /// and with `done = total` when it ends, also when it failed. Only at verbosity 2 or
+    /// lower (information shown). The default ignores it.
+    fn progress(&self, rank: u32, what: &str, done: u64, total: u64) {
+        let _ = (rank, what, done, total);
+    }
 }
 
 /// FTI 1.1's `FTI_Print`: information `[ FTI  Information ] : msg` on stdout from rank 0 only;
@@ -132,6 +141,40 @@ impl Messages {
 
     pub(crate) fn debug(&self, text: &str) {
         self.say(Priority::Debug, text);
+    }
+
+    /// Starts reporting the progress of `total` bytes of work.
+    pub(crate) fn progress(&self, what: String, total: u64) -> Progress {
+        let progress = Progress {
+            messages: self.clone(),
+            what,
+            total,
+        };
+        progress.set(0);
+        progress
+    }
+}
+
+/// Long work whose progress goes to the reporter; ends (`done = total`) when dropped.
+pub(crate) struct Progress {
+    messages: Messages,
+    what: String,
+    total: u64,
+}
+
+impl Progress {
+    /// `done` bytes of the work are done.
+    pub(crate) fn set(&self, done: u64) {
+        let m = &self.messages;
+        if Priority::Info as u8 >= m.verbosity {
+            m.reporter.progress(m.rank, &self.what, done, self.total);
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.set(self.total);
     }
 }
 

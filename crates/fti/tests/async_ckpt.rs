@@ -9,20 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-#[path = "support/unwritable.rs"]
-mod unwritable;
+use crate::util::unwritable;
 use unwritable::make_unwritable;
 
 use fti::{Config, Fti, Level, Status, Threads, Var};
 
 fn config(root: &Path, async_ckpt: bool) -> Config {
     Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
         async_ckpt,
-        verbosity: 3,
-        ..Config::default()
+        ..crate::util::config(root)
     }
 }
 
@@ -69,8 +64,9 @@ fn files_equal_synchronous_ones_at_l1_and_l4() {
         let sync = run(a.path(), false, level);
         let asynchronous = run(b.path(), true, level);
         assert_eq!(timeless(&sync), timeless(&asynchronous), "{level}");
-        let (ckpt, map) = ftiff::Checkpoint::open_verified(&asynchronous, &|_| {}).unwrap();
-        assert_eq!(ckpt.read_var(map.bytes(), 1).unwrap().len(), 20_000);
+        let map = ftiff::MappedFile::open(&asynchronous).unwrap();
+        let ckpt = ftiff::Checkpoint::verified(&map, &|_| {}).unwrap();
+        assert_eq!(ckpt.read_var(1).unwrap().len(), 20_000);
     }
 }
 
@@ -199,7 +195,7 @@ fn killed_with_a_checkpoint_in_flight() {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--exact",
-                "async_child",
+                "async_ckpt::async_child",
                 "--nocapture",
                 "--test-threads=1",
                 "-q",

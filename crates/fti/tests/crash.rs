@@ -41,14 +41,10 @@ impl Mode {
 
 fn config(root: &Path, keep: usize, mode: Mode) -> Config {
     Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
         keep_ckpts: keep,
         dcp: mode == Mode::Dcp,
         dcp_block_size: 4096,
-        verbosity: 3,
-        ..Config::default()
+        ..crate::util::config(root)
     }
 }
 
@@ -117,12 +113,17 @@ fn spawn_child(
     stop_at: Option<&str>,
 ) -> std::process::Child {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
-        .env("FTI_CRASH_ROOT", root)
-        .env("FTI_CRASH_KEEP", keep.to_string())
-        .env("FTI_CRASH_MODE", mode.name())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "--exact",
+        "crash::crash_child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("FTI_CRASH_ROOT", root)
+    .env("FTI_CRASH_KEEP", keep.to_string())
+    .env("FTI_CRASH_MODE", mode.name())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     if let Some(c) = count {
         cmd.env("FTI_CRASH_COUNT", c.to_string());
     }

@@ -171,7 +171,7 @@ fn run_child(root: &Path, verbosity: Option<&str>) -> (String, String) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
-        "log_child",
+        "fti_configs::log_child",
         "--nocapture",
         "--test-threads=1",
         "-q",

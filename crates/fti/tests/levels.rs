@@ -3,10 +3,8 @@
 //! recovered through L2, odd and uneven group layouts. The same code runs over MPI in
 //! `tests/mpi.rs`.
 
-#[path = "support/dataset.rs"]
-mod dataset;
-#[path = "support/trees.rs"]
-mod trees;
+use crate::util::dataset;
+use crate::util::trees;
 
 use std::collections::BTreeMap;
 

@@ -6,11 +6,9 @@
 //! (scripts/test).
 #![cfg(feature = "mpi")]
 
-#[path = "support/files.rs"]
-mod files;
+use crate::util::files;
+use crate::util::trees;
 use files::files_below;
-#[path = "support/trees.rs"]
-mod trees;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

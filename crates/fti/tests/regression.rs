@@ -8,12 +8,8 @@ use ftiff::VarSize;
 
 fn config(root: &Path) -> Config {
     Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
         dcp_block_size: 4096,
-        verbosity: 3,
-        ..Config::default()
+        ..crate::util::config(root)
     }
 }
 

@@ -3,23 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::util::trees::copy_tree;
 use fti::{Config, Error, Fti, Level, Snapshot, Status, Var};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/levels")
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// An FTI 1.1 run directory set up as FTI left it: `run/` = `files/<step>`, the config as FTI
@@ -133,10 +121,12 @@ fn continuing_an_fti_run_matches_fti_structure() {
         .unwrap();
     assert!(info.path.starts_with(dir.path()));
     assert!(info.path.ends_with("l1/Ckpt2-Rank2.fti"));
-    let ours = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    let ours = std::fs::read(&info.path).unwrap();
+    let ours = ftiff::Checkpoint::parse(&ours).unwrap();
     let theirs_path =
         fixtures().join("L1/files/step2/Local/node2/2026-11-22_04-12-33/l1/Ckpt2-Rank2.fti");
-    let theirs = ftiff::Checkpoint::parse(&std::fs::read(theirs_path).unwrap()).unwrap();
+    let theirs = std::fs::read(theirs_path).unwrap();
+    let theirs = ftiff::Checkpoint::parse(&theirs).unwrap();
     assert_eq!(ours.layout(), theirs.layout());
     // Only one file per rank in l1, as FTI 1.1 expects.
     let l1: Vec<_> = std::fs::read_dir(info.path.parent().unwrap())
@@ -146,13 +136,7 @@ fn continuing_an_fti_run_matches_fti_structure() {
 }
 
 fn local_config(root: &Path) -> Config {
-    Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
-        verbosity: 3,
-        ..Config::default()
-    }
+    crate::util::config(root)
 }
 
 #[test]
@@ -216,7 +200,8 @@ fn checkpoint_crash_recover_with_resizes() {
             &[Var::new(0, &mut step2), Var::slice(1, &mut field2)],
         )
         .unwrap();
-    let ckpt = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    let bytes = std::fs::read(&info.path).unwrap();
+    let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
     assert_eq!(ckpt.layout().blocks.len(), 5);
 }
 
@@ -372,8 +357,8 @@ fn l4_flush_from_local_and_errors() {
     fti.wait().unwrap();
     let bytes = std::fs::read(&info.path).unwrap();
     let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
-    assert!(ckpt.verify(&bytes, &|_| {}).is_empty());
-    assert_eq!(ckpt.read_var(&bytes, 0).unwrap(), 42i64.to_le_bytes());
+    assert!(ckpt.verify(&|_| {}).is_empty());
+    assert_eq!(ckpt.read_var(0).unwrap(), 42i64.to_le_bytes());
     let local = fti.dirs().level_dir(Level::L1).join("Ckpt1-Rank0.fti");
     assert_eq!(std::fs::read(local).unwrap(), bytes);
     assert!(matches!(
@@ -390,7 +375,8 @@ fn l4_flush_from_local_and_errors() {
     let info = fti
         .checkpoint(2, Level::L1, &[Var::new(5, &mut y)])
         .unwrap();
-    let ckpt = ftiff::Checkpoint::parse(&std::fs::read(&info.path).unwrap()).unwrap();
+    let bytes = std::fs::read(&info.path).unwrap();
+    let ckpt = ftiff::Checkpoint::parse(&bytes).unwrap();
     assert!(ckpt.var(0).unwrap().removed && !ckpt.var(5).unwrap().removed);
     assert!(fti
         .checkpoint(3, Level::L1, &[Var::new(5, &mut y), Var::new(0, &mut x)])
@@ -457,4 +443,59 @@ fn restart_from_a_chosen_older_checkpoint() {
     })
     .unwrap();
     assert_eq!(fti.status(), &Status::Fresh);
+}
+
+/// What a reporter saw of the runtime's long work: (what, done, total), in order.
+#[derive(Default)]
+struct SeenProgress(std::sync::Mutex<Vec<(String, u64, u64)>>);
+
+impl fti::report::Reporter for SeenProgress {
+    fn report(&self, _: fti::report::Priority, _: u32, _: &str) {}
+    fn progress(&self, _: u32, what: &str, done: u64, total: u64) {
+        self.0.lock().unwrap().push((what.to_owned(), done, total));
+    }
+}
+
+/// The runtime draws no progress bar: the progress of writing and verifying checkpoints goes
+/// to the reporter (front ends draw it), from 0 to the whole, when information is shown.
+#[test]
+fn progress_of_long_work_goes_to_the_reporter() {
+    let root = tempfile::tempdir().unwrap();
+    let run = |verbosity: u8| {
+        let seen = std::sync::Arc::new(SeenProgress::default());
+        let options = fti::Options {
+            reporter: seen.clone(),
+            ..fti::Options::default()
+        };
+        let cfg = Config {
+            verbosity,
+            ..crate::util::config(root.path())
+        };
+        let mut fti = Fti::init_with_options(cfg, Box::new(fti::SelfComm), options).unwrap();
+        if let Status::Restart(_) = fti.status() {
+            let mut data = vec![0u8; 1 << 20];
+            fti.recover(&mut [Var::slice(1, &mut data)]).unwrap();
+        } else {
+            let mut data = vec![7u8; 1 << 20];
+            fti.checkpoint(1, Level::L1, &[Var::slice(1, &mut data)])
+                .unwrap();
+        }
+        std::mem::forget(fti);
+        let seen = seen.0.lock().unwrap().clone();
+        seen
+    };
+    let written = run(2);
+    let (first, last) = (written.first().unwrap(), written.last().unwrap());
+    assert_eq!(first.0, "checkpoint 1 (L1)");
+    assert_eq!((first.1, last.1), (0, last.2), "{written:?}");
+    assert!(last.2 > 1 << 20, "{written:?}");
+    let verified = run(2);
+    assert!(
+        verified
+            .iter()
+            .any(|(what, done, total)| what == "verifying checkpoint 1" && done == total),
+        "{verified:?}"
+    );
+    // Warnings only: no progress either.
+    assert_eq!(run(3), Vec::new());
 }

@@ -24,7 +24,8 @@ fn partner_copies_of_the_real_l2_runs_follow_the_topology() {
                 "{step}: Pcof{rank} is not Rank{left}"
             );
             // ptFs of a Rank file is the size of the partner copy it holds.
-            let own = ftiff::Checkpoint::parse(&file(rank, "Rank")).unwrap();
+            let own = file(rank, "Rank");
+            let own = ftiff::Checkpoint::parse(&own).unwrap();
             assert_eq!(own.fb.pt_fs, file(rank, "Pcof").len() as i64);
         }
     }

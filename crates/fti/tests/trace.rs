@@ -172,7 +172,7 @@ fn a_killed_run_leaves_a_trace_that_lints() {
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "traced_child",
+            "trace::traced_child",
             "--nocapture",
             "--test-threads=1",
             "-q",

@@ -9,24 +9,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "support/files.rs"]
-mod files;
+use crate::util::files;
+use crate::util::unwritable;
 use files::files_below;
-#[path = "support/unwritable.rs"]
-mod unwritable;
 use unwritable::make_unwritable;
 
 use fti::{Config, Error, Fti, Level, Status, Threads, Var};
 
-fn config(root: &Path) -> Config {
-    Config {
-        ckpt_dir: root.join("Local"),
-        glbl_dir: root.join("Global"),
-        meta_dir: root.join("Meta"),
-        verbosity: 3,
-        ..Config::default()
-    }
-}
+use crate::util::config;
 
 /// A config file under `root/conf/` pointing at `root`'s directories, with `restart` as its
 /// `[restart]` section.
@@ -417,7 +407,7 @@ fn a_fifo_in_the_checkpoint_directory_is_skipped_at_restart() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "fifo_child",
+            "trust::fifo_child",
             "--nocapture",
             "--test-threads=1",
             "-q",
@@ -486,7 +476,7 @@ fn a_run_killed_while_its_config_is_unwritable() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "record_child",
+            "trust::record_child",
             "--nocapture",
             "--test-threads=1",
             "-q",

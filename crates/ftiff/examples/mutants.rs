@@ -1,7 +1,7 @@
 //! The FTI-FF mutation campaign: tens of thousands of deterministic mutants of valid checkpoint
 //! files, each checked against the promise of `fti verify`, `extract`, `diff` and `inspect`.
 //!
-//! For every mutant: if `Checkpoint::open_verified` accepts it, its variables (ids, protect
+//! For every mutant: if `Checkpoint::verified` accepts it, its variables (ids, protect
 //! positions, sizes) and every variable's bytes must equal the original's, and `diff` both ways
 //! must report every variable unchanged; parsing, the three views (and the `RSed` views), and
 //! the unverified reads must not panic; and every mutant must finish within a time bound.

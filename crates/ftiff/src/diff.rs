@@ -48,14 +48,9 @@ pub struct VarDiff {
 
 /// Compares variables by id: B's variables in protect order, then those only in A. Chunk
 /// hashes of both files are checked while reading.
-pub fn diff(
-    a: &Checkpoint,
-    a_bytes: &[u8],
-    b: &Checkpoint,
-    b_bytes: &[u8],
-) -> Result<Vec<VarDiff>> {
+pub fn diff(a: &Checkpoint<'_>, b: &Checkpoint<'_>) -> Result<Vec<VarDiff>> {
     let mut out = Vec::new();
-    let live = |c: &Checkpoint, id: i32| c.var(id).ok().filter(|v| !v.removed).copied();
+    let live = |c: &Checkpoint<'_>, id: i32| c.var(id).ok().filter(|v| !v.removed).copied();
     for vb in b.vars().iter().filter(|v| !v.removed) {
         let change = match live(a, vb.id) {
             None => Change::Added { size: vb.size },
@@ -64,8 +59,8 @@ pub fn diff(
                 to: vb.size,
             },
             Some(_) => {
-                let old = a.read_var(a_bytes, vb.id)?;
-                let new = b.read_var(b_bytes, vb.id)?;
+                let old = a.read_var(vb.id)?;
+                let new = b.read_var(vb.id)?;
                 let chunks: Vec<u32> = b
                     .records_of(vb.idx)
                     .map(|r| &r.chunk)

@@ -12,14 +12,14 @@ use ftiff::{hash, Checkpoint};
 /// What a reader makes of `bytes`: `Err` when anything is wrong, else every variable's data.
 fn outcome(bytes: &[u8]) -> Result<Vec<(i32, Vec<u8>)>, String> {
     let ckpt = Checkpoint::parse(bytes).map_err(|e| e.to_string())?;
-    let problems = ckpt.verify(bytes, &no_progress);
+    let problems = ckpt.verify(&no_progress);
     if !problems.is_empty() {
         return Err(problems[0].to_string());
     }
     ckpt.vars()
         .iter()
         .map(|v| {
-            ckpt.read_var(bytes, v.id)
+            ckpt.read_var(v.id)
                 .map(|d| (v.id, d))
                 .map_err(|e| e.to_string())
         })
@@ -171,7 +171,7 @@ fn appended_bytes_are_reported_by_verify_but_readable() {
     bytes.extend_from_slice(b"junk");
     let ckpt = Checkpoint::parse(&bytes).unwrap();
     assert_eq!(ckpt.trailing, 4);
-    let problems = ckpt.verify(&bytes, &no_progress);
+    let problems = ckpt.verify(&no_progress);
     assert_eq!(problems.len(), 1);
     assert!(matches!(
         problems[0].kind(),
@@ -181,7 +181,7 @@ fn appended_bytes_are_reported_by_verify_but_readable() {
         }
     ));
     assert_eq!(problems[0].offset(), Some(24300));
-    assert_eq!(ckpt.read_var(&bytes, 1).unwrap(), var_bytes(1, 1000, 0));
+    assert_eq!(ckpt.read_var(1).unwrap(), var_bytes(1, 1000, 0));
 }
 
 #[test]
@@ -230,7 +230,7 @@ fn container_walk_rules_fti_always_follows() {
     );
     let removed = Checkpoint::parse(&bytes).unwrap();
     assert!(removed.vars()[0].removed);
-    let problems = removed.verify(&bytes, &no_progress);
+    let problems = removed.verify(&no_progress);
     assert!(
         matches!(
             problems[0].kind(),
@@ -315,10 +315,10 @@ fn twenty_thousand_variables() {
     ftiff::write_path(&path, &layout, &data, &ftiff::WriteOptions::default()).unwrap();
     let bytes = std::fs::read(&path).unwrap();
     let ckpt = Checkpoint::parse(&bytes).unwrap();
-    assert!(ckpt.verify(&bytes, &no_progress).is_empty());
+    assert!(ckpt.verify(&no_progress).is_empty());
     assert!(ftiff::view::text("many.fti", bytes.len() as u64, &ckpt)
         .contains("variable id 19999 (idx 19999): 1 bytes in 1 container(s)"));
-    let changes = ftiff::diff::diff(&ckpt, &bytes, &ckpt, &bytes).unwrap();
+    let changes = ftiff::diff::diff(&ckpt, &ckpt).unwrap();
     assert_eq!(changes.len(), 20_000);
-    assert_eq!(ckpt.read_var(&bytes, 19_999).unwrap(), [0x1f]);
+    assert_eq!(ckpt.read_var(19_999).unwrap(), [0x1f]);
 }

@@ -1,7 +1,7 @@
 //! A slice of the FTI-FF mutation campaign (the full one is `examples/mutants.rs`, run by
 //! `scripts/mutants`): mutants of FTI 1.1 files and of files written here (variables of the
 //! same size, removed variables, several blocks, fast integrity), with `FB.myHash` and the
-//! `VMD.hash`es recomputed or not. `Checkpoint::open_verified` never accepts one whose
+//! `VMD.hash`es recomputed or not. `Checkpoint::verified` never accepts one whose
 //! variables differ from the original's, and parsing and the views never panic or hang.
 
 #[path = "support/mutants.rs"]
@@ -52,7 +52,7 @@ fn a_slice_of_the_campaign_keeps_the_promise() {
 fn swapped_ids(input: &campaign::Input) -> Vec<u8> {
     let mut bytes = input.bytes.clone();
     let records: Vec<_> = input
-        .ckpt
+        .ckpt()
         .records()
         .map(|r| r.vmd_offset as usize)
         .collect();
@@ -74,10 +74,11 @@ fn swapped_ids_of_same_size_variables_are_caught_by_the_file_checksum() {
         let bytes = swapped_ids(input);
         // Structurally valid, and read without verification it hands out the wrong bytes.
         let ckpt = Checkpoint::parse(&bytes).unwrap();
-        assert_eq!(ckpt.read_var(&bytes, 11).unwrap(), input.data[0], "{name}");
+        assert_eq!(ckpt.read_var(11).unwrap(), input.data[0], "{name}");
         let path = work.path().join("swapped.fti");
         std::fs::write(&path, &bytes).unwrap();
-        let err = Checkpoint::open_verified(&path, &|_| {}).unwrap_err();
+        let map = ftiff::MappedFile::open(&path).unwrap();
+        let err = Checkpoint::verified(&map, &|_| {}).unwrap_err();
         assert!(
             matches!(
                 err.kind(),

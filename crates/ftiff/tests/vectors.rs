@@ -43,7 +43,7 @@ fn every_vector_parses_verifies_and_matches_its_view() {
             continue;
         }
         let ckpt = Checkpoint::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let problems = ckpt.verify(&bytes, &no_progress);
+        let problems = ckpt.verify(&no_progress);
         assert!(problems.is_empty(), "{}: {problems:?}", path.display());
         let ours = view::text(&name, bytes.len() as u64, &ckpt);
         assert_eq!(
@@ -58,7 +58,7 @@ fn every_vector_parses_verifies_and_matches_its_view() {
         }
         let rank = data_rank(path);
         for var in ckpt.vars() {
-            let data = ckpt.read_var(&bytes, var.id).unwrap();
+            let data = ckpt.read_var(var.id).unwrap();
             assert_eq!(
                 data,
                 var_bytes(var.id, data.len() / 4, rank),
@@ -156,13 +156,10 @@ fn writer_reproduces_model_written_files() {
 fn planning_from_a_real_file_continues_it() {
     let dir = fixtures().join("seed-example");
     for k in 1..7 {
-        let prev =
-            Checkpoint::parse(&std::fs::read(dir.join(format!("ckpt{k}-rank0.fti"))).unwrap())
-                .unwrap();
-        let next = Checkpoint::parse(
-            &std::fs::read(dir.join(format!("ckpt{}-rank0.fti", k + 1))).unwrap(),
-        )
-        .unwrap();
+        let prev_bytes = std::fs::read(dir.join(format!("ckpt{k}-rank0.fti"))).unwrap();
+        let next_bytes = std::fs::read(dir.join(format!("ckpt{}-rank0.fti", k + 1))).unwrap();
+        let prev = Checkpoint::parse(&prev_bytes).unwrap();
+        let next = Checkpoint::parse(&next_bytes).unwrap();
         let planned = Layout::plan(Some(&prev.layout()), &next.var_sizes()).unwrap();
         assert_eq!(planned, next.layout(), "ckpt{k} -> ckpt{}", k + 1);
     }
@@ -192,12 +189,13 @@ fn sparse_file_with_a_5_gib_variable() {
     file.write_all_at(&fb.encode(), 0).unwrap();
     file.write_all_at(b"tail", layout.file_size() - 4).unwrap();
     drop(file);
-    let (ckpt, map) = Checkpoint::open(&path).unwrap();
+    let map = ftiff::MappedFile::open(&path).unwrap();
+    let ckpt = Checkpoint::of(&map).unwrap();
     assert_eq!(ckpt.fs(), 96 + 12 + 128 + 3 + big);
     let var = ckpt.var(10).unwrap();
     assert_eq!(var.size, big);
     let chunk = ckpt.records().nth(1).unwrap().chunk;
-    let data = ckpt.chunk_data(map.bytes(), &chunk);
+    let data = ckpt.chunk_data(&chunk);
     assert_eq!(data.len() as u64, big);
     assert_eq!(&data[data.len() - 4..], b"tail");
 }

@@ -3,11 +3,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ovni/tests/fixtures")
-}
+use crate::util::{fixtures, run};
 
 fn cases(kind: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(fixtures().join(kind))
@@ -24,14 +21,6 @@ fn all_cases() -> Vec<PathBuf> {
     v.extend(cases("invalid"));
     assert_eq!(v.len(), 26, "fixture set changed");
     v
-}
-
-fn run(bin: &str, args: &[&str], cwd: &Path) -> Output {
-    Command::new(bin)
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .unwrap()
 }
 
 fn golden_rc(case: &Path, name: &str) -> i32 {

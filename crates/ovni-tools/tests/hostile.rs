@@ -2,29 +2,10 @@
 //! before the problem, then fail with a message naming the stream and the offset.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
-const STREAM: &str = "ovni/loom.node0/proc.387/thread.387";
-
-fn fixture(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ovni/tests/fixtures")
-        .join(case)
-}
-
-/// Copies a fixture trace into a temporary directory and applies `edit` to its stream.obs.
-fn corrupt(case: &str, edit: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = fixture(case).join(STREAM);
-    let dst = tmp.path().join(STREAM);
-    fs::create_dir_all(&dst).unwrap();
-    fs::copy(src.join("stream.json"), dst.join("stream.json")).unwrap();
-    let mut obs = fs::read(src.join("stream.obs")).unwrap();
-    edit(&mut obs);
-    fs::write(dst.join("stream.obs"), obs).unwrap();
-    tmp
-}
+use crate::util::{corrupt, fixture};
 
 fn dump(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_ovnidump"))

@@ -2,29 +2,13 @@
 //! trace built for it.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-const STREAM: &str = "ovni/loom.node0/proc.387/thread.387";
+use crate::util::{corrupt, fixture, run, STREAM};
 
-fn fixture(case: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../ovni/tests/fixtures")
-        .join(case)
-}
-
-/// A copy of traces/single whose stream.obs holds `events` after the header (or `obs`
-/// entirely with `raw`).
+/// A copy of traces/single with `obs` applied to its stream.obs.
 fn trace(obs: impl FnOnce(&mut Vec<u8>)) -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = fixture("traces/single").join(STREAM);
-    let dst = tmp.path().join(STREAM);
-    fs::create_dir_all(&dst).unwrap();
-    fs::copy(src.join("stream.json"), dst.join("stream.json")).unwrap();
-    let mut b = fs::read(src.join("stream.obs")).unwrap();
-    obs(&mut b);
-    fs::write(dst.join("stream.obs"), b).unwrap();
-    tmp
+    corrupt("traces/single", obs)
 }
 
 fn event(mcv: &[u8; 3], clock: u64) -> Vec<u8> {
@@ -40,14 +24,6 @@ fn with_events(events: &[Vec<u8>]) -> tempfile::TempDir {
             o.extend_from_slice(e);
         }
     })
-}
-
-fn run(bin: &str, args: &[&str], dir: &Path) -> Output {
-    Command::new(bin)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap()
 }
 
 fn text(b: &[u8]) -> String {

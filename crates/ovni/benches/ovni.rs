@@ -1,15 +1,19 @@
-//! Emit cost, reader and linter throughput, each next to a baseline measured in the same run.
+//! Emit cost, reader, linter and emulator throughput, each next to a baseline measured in the
+//! same run.
 //!
 //! `cargo bench -p ovni --bench ovni` (env `OVNI_BENCH_MB`, default 256: size of the traces
 //! read back and linted; `OVNI_BENCH_EVENTS`, default 5e6: events per emit measurement;
-//! `OVNI_BENCH_PARTS`, default `emit,read,lint,cpus`: which parts to run; `cpus` is the
-//! scaling of metadata merging with the number of CPUs of a loom).
+//! `OVNI_BENCH_EMU_EVENTS`, default 1e7: events of the trace emulated;
+//! `OVNI_BENCH_PARTS`, default `emit,read,lint,emu,cpus`: which parts to run; `cpus` is the
+//! scaling of metadata merging with the number of CPUs of a loom; `emu` times `ovni::emu`
+//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace).
 
 use std::fs::File;
 use std::hint::black_box;
 use std::io::{self, Write};
 use std::time::Instant;
 
+use ovni::emu::{emulate, Collect, EmuOptions};
 use ovni::lint::{lint_dir, LintOptions};
 use ovni::raw::{encode_normal, Mcv};
 use ovni::tools::{self, DumpMode};
@@ -85,7 +89,8 @@ fn main() {
         env_num("OVNI_BENCH_MB", 256)
     };
     let tmp = tempfile::tempdir().unwrap();
-    let parts = std::env::var("OVNI_BENCH_PARTS").unwrap_or_else(|_| "emit,read,lint,cpus".into());
+    let parts =
+        std::env::var("OVNI_BENCH_PARTS").unwrap_or_else(|_| "emit,read,lint,emu,cpus".into());
     if parts.contains("emit") {
         emit_part(tmp.path(), n);
     }
@@ -96,6 +101,14 @@ fn main() {
         for threads in [1, 4] {
             lint_part(&tmp.path().join(format!("lint{threads}")), mb, threads);
         }
+    }
+    if parts.contains("emu") {
+        let events = if quick {
+            10_000
+        } else {
+            env_num("OVNI_BENCH_EMU_EVENTS", 10_000_000)
+        };
+        emu_part(&tmp.path().join("emu"), events);
     }
     if parts.contains("cpus") {
         let counts: &[i32] = if quick {
@@ -247,6 +260,23 @@ fn read_part(tmp: &std::path::Path, mb: u64) {
 /// then repeating pause, resume, mark push, mark pop, flush begin and end, then ending. The
 /// threads' events are interleaved one by one, the worst case for the merge.
 fn write_lint_trace(dir: &std::path::Path, mb: u64, threads: i32) {
+    let cycle_bytes: u64 = CYCLE.iter().map(|(_, p)| 12 + *p as u64).sum();
+    let cycles = (mb * 1024 * 1024 / cycle_bytes / threads as u64).max(1);
+    write_cycles(dir, cycles, threads);
+}
+
+/// The events of one cycle and their payload sizes.
+const CYCLE: [(&[u8; 3], usize); 6] = [
+    (b"OHp", 0),
+    (b"OHw", 0),
+    (b"OHr", 0),
+    (b"OM[", 12),
+    (b"OM]", 12),
+    (b"OAs", 4),
+];
+
+/// The trace of [`write_lint_trace`] with `cycles` cycles per thread.
+fn write_cycles(dir: &std::path::Path, cycles: u64, threads: i32) {
     let cycle: [(&[u8; 3], usize); 6] = [
         (b"OHp", 0),
         (b"OHw", 0),
@@ -255,8 +285,6 @@ fn write_lint_trace(dir: &std::path::Path, mb: u64, threads: i32) {
         (b"OM]", 12),
         (b"OAs", 4),
     ];
-    let cycle_bytes: u64 = cycle.iter().map(|(_, p)| 12 + *p as u64).sum();
-    let cycles = (mb * 1024 * 1024 / cycle_bytes / threads as u64).max(1);
     let p = Process::init(dir, 1, "bench", 1).unwrap();
     let mut ths: Vec<_> = (0..threads)
         .map(|i| {
@@ -353,4 +381,90 @@ fn lint_part(dir: &std::path::Path, mb: u64, threads: i32) {
         merged / lint,
         if rate(lint) >= 10.0 { "met" } else { "missed" }
     );
+}
+
+/// The emulator against the linter on one trace of about `events` thread-state and mark
+/// events (the lint trace: one thread, cycles of OHp OHw OHr OM[ OM] OAs), in the same run.
+/// The emulator also writes the six Paraver files into the trace directory.
+fn emu_part(dir: &std::path::Path, events: u64) {
+    write_cycles(dir, (events / CYCLE.len() as u64).max(1), 1);
+    let trace = Trace::open(dir).unwrap();
+    let bytes: usize = trace.streams().iter().map(|s| s.bytes().len()).sum();
+    let sum: u64 = trace
+        .streams()
+        .iter()
+        .map(|s| s.bytes().chunks(4096).map(|c| u64::from(c[0])).sum::<u64>())
+        .sum();
+    black_box(sum);
+    drop(trace);
+    let cpu0 = cpu_time();
+    let t = Instant::now();
+    let report = lint_dir(dir, &LintOptions::default());
+    let lint = t.elapsed().as_secs_f64();
+    let lint_cpu = cpu_time() - cpu0;
+    assert!(report.accepted());
+    let mut rep = Collect::default();
+    let cpu0 = cpu_time();
+    let th0 = thread_cpu_time();
+    let t = Instant::now();
+    let outcome = emulate(dir, &EmuOptions::default(), &mut rep);
+    let emu = t.elapsed().as_secs_f64();
+    let emu_cpu = cpu_time() - cpu0;
+    let emu_main = thread_cpu_time() - th0;
+    assert!(outcome.ok, "{:?}", rep.0);
+    assert_eq!(outcome.events, report.events);
+    let out_bytes: u64 = ["cpu.prv", "thread.prv"]
+        .iter()
+        .map(|f| std::fs::metadata(dir.join(f)).unwrap().len())
+        .sum();
+    // The floor of writing that much: the same bytes in 128 KiB writes to a new file.
+    let chunk = vec![b'2'; 1 << 17];
+    let cpu0 = cpu_time();
+    let t = Instant::now();
+    let mut f = File::create(dir.join("floor.bin")).unwrap();
+    let mut left = out_bytes as usize;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        f.write_all(&chunk[..n]).unwrap();
+        left -= n;
+    }
+    drop(f);
+    let floor = t.elapsed().as_secs_f64();
+    let floor_cpu = cpu_time() - cpu0;
+    std::fs::remove_file(dir.join("floor.bin")).unwrap();
+    let rate = |secs: f64| report.events as f64 / secs / 1e6;
+    println!(
+        "emu, 1 stream, {:.0} MiB, {} events (OHx, cycles of OHp OHw OHr OM[ OM] OAs, OHe, and the writer's flushes); {:.0} MiB of .prv written",
+        bytes as f64 / 1048576.0,
+        report.events,
+        out_bytes as f64 / 1048576.0
+    );
+    println!(
+        "  lint_dir (ovnilint)   {:8.1} M events/s ({lint:.2} s wall, {lint_cpu:.2} s CPU)",
+        rate(lint)
+    );
+    println!(
+        "  emulate (ovniemu)     {:8.1} M events/s ({emu:.2} s wall, {emu_cpu:.2} s CPU, {emu_main:.2} s in the emulating thread) = {:.2}x ovnilint's rate (goal >= 0.5x: {}; CPU time ratio {:.2}x), {:.1}x ovniemu 1.14's 0.98 M/s",
+        rate(emu),
+        lint / emu,
+        if lint / emu >= 0.5 { "met" } else { "missed" },
+        lint_cpu / emu_cpu,
+        rate(emu) / 0.98
+    );
+    println!(
+        "  writing the same {:.0} MiB alone: {floor:.2} s wall, {floor_cpu:.2} s CPU (the floor of any emulator writing these files)",
+        out_bytes as f64 / 1048576.0
+    );
+}
+
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu_time() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// CPU time of the process (all threads), in seconds.
+fn cpu_time() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }

@@ -246,6 +246,8 @@ pub enum MetaProblem {
     },
     /// A version string that is not `x.y.z`.
     BadVersionString(String),
+    /// A required model that the emulator does not emulate (it only emulates ovni).
+    ModelNotEmulated(String),
     /// `stream.json` is larger than the reader accepts.
     FileTooLarge {
         /// File size in bytes.
@@ -300,6 +302,12 @@ impl fmt::Display for MetaProblem {
             }
             Self::MarkLabelMismatch { mark, value } => {
                 write!(f, "mark type {mark} value {value} has different labels")
+            }
+            Self::ModelNotEmulated(m) => {
+                write!(
+                    f,
+                    "requires the {m} model, which is not emulated (only ovni is)"
+                )
             }
             Self::UnsupportedModelVersion { model, want, have } => write!(
                 f,
@@ -763,6 +771,17 @@ pub enum TraceProblem {
         /// Its state.
         state: ThreadState,
     },
+    /// A thread ends with values still pushed on a stack mark (`ovniemu -l`).
+    MarksLeftPushed {
+        /// Relative path of its stream.
+        stream: String,
+        /// Thread id.
+        tid: i64,
+        /// Mark type.
+        mark: i64,
+        /// Values left on the stack.
+        depth: usize,
+    },
 }
 
 impl fmt::Display for TraceProblem {
@@ -777,6 +796,12 @@ impl fmt::Display for TraceProblem {
                 Some(l) => write!(f, "clock offsets {}:{l}: {what}", path.display()),
                 None => write!(f, "clock offsets {}: {what}", path.display()),
             },
+            Self::MarksLeftPushed {
+                tid, mark, depth, ..
+            } => write!(
+                f,
+                "thread {tid} ends with {depth} values pushed on mark type {mark}"
+            ),
             Self::ThreadNotDead { tid, state, .. } => {
                 write!(f, "thread {tid} is not dead at the end of the trace (state {state})")
             }

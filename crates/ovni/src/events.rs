@@ -220,6 +220,11 @@ impl EventTable {
         self.by_model[usize::from(id)].and_then(|i| self.models.get(i))
     }
 
+    /// Number of events defined for model character `id`.
+    pub fn model_events(&self, id: u8) -> usize {
+        self.events.keys().filter(|k| k[0] == id).count()
+    }
+
     /// Model by name.
     pub fn model_by_name(&self, name: &str) -> Option<&Model> {
         self.models.iter().find(|m| m.name == name)

@@ -11,16 +11,19 @@
 //! * [`write`](mod@write): a writer with libovni's model (processes, threads, flushes, marks,
 //!   attributes), which unlike libovni never loses buffered events;
 //! * [`tools`]: the logic of `ovnidump`, `ovnitop` and `ovnisort -c`;
+//! * [`emu`]: the emulator (`ovniemu`): the ovni model's channels and the Paraver files;
 //! * [`lint`]: the checks ovniemu makes before and while emulating a trace (`ovnilint`).
 //!
 //! Untrusted bytes never panic and never drive an allocation: every length read from a file
 //! is checked against the bytes that are actually there.
 #![deny(missing_docs)]
 
+pub mod emu;
 pub mod error;
 pub mod events;
 pub mod lint;
 pub mod metadata;
+mod model;
 mod printf;
 pub mod raw;
 pub mod read;

@@ -492,7 +492,7 @@ fn strerror(e: &io::Error) -> String {
 }
 
 /// The trace directory as the C tools print it: trailing slashes removed.
-fn c_root(root: &Path) -> String {
+pub(crate) fn c_root(root: &Path) -> String {
     let r = root.to_string_lossy();
     let t = r.trim_end_matches('/');
     if t.is_empty() {

@@ -8,9 +8,7 @@ use ovni::lint::{lint_dir, LintOptions, Report};
 use ovni::raw::Mcv;
 use ovni::write::{Process, ThreadStream, MARK_STACK};
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
+use crate::util::fixtures;
 
 fn cases() -> Vec<PathBuf> {
     let mut v = Vec::new();

@@ -2,47 +2,14 @@
 //! stream is loaded stays within 4 times the file size plus a constant, and files above the
 //! documented limit are refused before they are read.
 //!
-//! One test in its own binary, so the counting allocator sees nothing else.
+//! The test runs in a process of its own, so the counting allocator sees nothing else.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call is forwarded to the system allocator unchanged; only counters change.
-#[allow(unsafe_code)]
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let live = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
-        PEAK.fetch_max(live, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        if new > l.size() {
-            let live = LIVE.fetch_add(new - l.size(), Ordering::Relaxed) + new - l.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        } else {
-            LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(p, l, new) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+use crate::util::{in_own_process, LIVE, PEAK};
 
 const HEAD: &str = r#"{"version": 3, "ovni": {"lib": {"version": "1.14.0", "commit": "x"},
  "part": "thread", "tid": 1, "pid": 1, "loom": "n0", "app_id": 1,
@@ -84,6 +51,9 @@ type Body = Box<dyn Fn(&mut dyn Write)>;
 
 #[test]
 fn metadata_memory_is_bounded_by_four_times_the_file() {
+    if !in_own_process("meta_memory::metadata_memory_is_bounded_by_four_times_the_file") {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     const SLACK: usize = 1 << 20;
     // Entries of the other hostile shapes: enough for their cost per entry to dominate.

@@ -2,18 +2,13 @@
 //! 1.14 and the outputs of its tools.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use ovni::events::EventTable;
 use ovni::metadata::System;
 use ovni::tools::{self, DumpMode, Notice};
 use ovni::{Error, MetaProblem, StreamProblem, Trace};
 
-fn fixture(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(p)
-}
+use crate::util::fixture;
 
 fn dump(case: &str, mode: DumpMode) -> (Vec<u8>, Vec<Notice>, Option<Error>) {
     let trace = Trace::open(&fixture(case).join("ovni")).unwrap();

@@ -12,7 +12,7 @@ use std::sync::mpsc;
 
 use crate::util::{self, Link};
 
-#[path = "../../../fti/tests/support/files.rs"]
+#[path = "../../../fti/tests/util/files.rs"]
 mod files;
 use files::files_below;
 

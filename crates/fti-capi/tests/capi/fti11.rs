@@ -2,22 +2,13 @@
 //! (`tests/c/fti11.c` under `mpirun -np 4`): the real 4-rank L1, L2, L3 and L4 trees of the
 //! shared vectors, with the config file as FTI 1.1 rewrote it (`failure = 1`, its `exec_id`).
 
-use std::path::Path;
-
 use crate::util::{self, Link};
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+/// The runtime tests' checkpoint-tree helpers.
+#[path = "../../../fti/tests/util/trees.rs"]
+#[allow(dead_code)]
+mod trees;
+use trees::copy_tree;
 
 #[test]
 fn fti_1_1_runs_restart_through_the_c_api() {

@@ -247,7 +247,7 @@ pub(crate) fn rebuild(
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
 /// returns `fs`.
 fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
-    let fb = crate::levels::read_fb(&*p.file, &p.path)?;
+    let fb = crate::l2::read_fb(&*p.file, &p.path)?;
     let fs = u64::try_from(fb.fs)
         .ok()
         .filter(|&fs| fs <= max_fs)

@@ -20,7 +20,7 @@ impl Fti {
             return true;
         };
         let mine: u64 = vars.iter().map(|v| v.size()).sum();
-        let largest = levels::gather_u64(&*self.comm, mine)
+        let largest = collective::gather_u64(&*self.comm, mine)
             .into_iter()
             .max()
             .unwrap_or(0);

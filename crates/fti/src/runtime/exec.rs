@@ -36,7 +36,7 @@ pub(super) fn fresh_exec_id(
         let taken = [&dirs.local, &dirs.global, &dirs.meta]
             .iter()
             .any(|d| d.symlink_metadata().is_ok());
-        if levels::gather_u64(comm, u64::from(taken))
+        if collective::gather_u64(comm, u64::from(taken))
             .iter()
             .all(|&t| t == 0)
         {

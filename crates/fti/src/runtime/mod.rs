@@ -23,11 +23,13 @@ use std::sync::Arc;
 use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 
+use crate::collective::{self, agree};
 use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
 use crate::error::{Candidate, Error, Result, Skipped, Step};
-use crate::levels::{self, agree, Holds, Plan};
+use crate::l2;
 use crate::report::{FtiPrint, Messages, Reporter};
+use crate::restart_plan::{self, Holds, Plan};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
@@ -107,11 +109,21 @@ pub enum Snapshot {
     Checkpointed(CheckpointInfo),
 }
 
-/// The restart's chosen checkpoint, verified and mapped.
+/// A checkpoint file verified in full (the restart's chosen checkpoint, or the file
+/// `recover_var_from` read last) and still mapped.
 struct Restart {
     info: CheckpointInfo,
-    ckpt: Checkpoint,
     map: MappedFile,
+    /// `FB.maxFs`, for an L3 rebuild.
+    max_fs: u64,
+}
+
+impl Restart {
+    /// The checkpoint, parsed again from its map (the meta data only: a walk over its block
+    /// records). The bytes are those verified: a map is never held across a checkpoint.
+    fn ckpt(&self) -> Result<Checkpoint<'_>> {
+        Checkpoint::of(&self.map).map_err(Error::Format)
+    }
 }
 
 /// The FTI runtime of one process. See the crate documentation for a complete example.
@@ -287,7 +299,7 @@ impl Fti {
                 })
             }
             // A rank whose node was lost finds nothing: the newest any rank has wins.
-            (None, _) => levels::agree_newest(
+            (None, _) => collective::agree_newest(
                 &*comm,
                 newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
             ),
@@ -424,7 +436,7 @@ impl Fti {
     /// [`Fti::recover`], as `FTI_GetStoredSize` and `FTI_Realloc` do), or in the last checkpoint.
     pub fn stored_size(&self, id: i32) -> Option<u64> {
         if let Some(r) = &self.restart {
-            return r.ckpt.var(id).ok().map(|v| v.size);
+            return r.ckpt().ok()?.var(id).ok().map(|v| v.size);
         }
         let layout = self.layout.as_ref()?;
         layout
@@ -442,6 +454,7 @@ impl Fti {
         level: Level,
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
+        self.release_maps();
         if self.asynchronous(level, vars) {
             return self.checkpoint_async(id, level, vars);
         }
@@ -480,6 +493,14 @@ impl Fti {
             return Err(e);
         }
         Ok(info)
+    }
+
+    /// Drops the maps of checkpoint files this process keeps between calls (the file
+    /// `recover_var_from` verified last): a checkpoint about to start may take such a file
+    /// and rewrite it in place (`docs/crash-safety.md`, *Memory maps*). The restart's own map
+    /// is gone already: no checkpoint is taken before the restart is recovered.
+    fn release_maps(&mut self) {
+        self.verified = None;
     }
 
     /// FTI's warning for a checkpoint that failed.
@@ -628,9 +649,10 @@ fn open_verified(
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<Restart, ftiff::Error> {
-    let (ckpt, map) = Checkpoint::open_verified(&found.path, progress)?;
-    let info = found_info(found, &ckpt);
-    Ok(Restart { info, ckpt, map })
+    let map = MappedFile::open(&found.path)?;
+    let ckpt = Checkpoint::verified(&map, progress)?;
+    let (info, max_fs) = (found_info(found, &ckpt), ckpt.fb.max_fs.max(0) as u64);
+    Ok(Restart { info, map, max_fs })
 }
 
 /// The run's topology and node names. With `local_test = 1` the node of a rank is
@@ -666,23 +688,4 @@ fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String
         .map(|c| hosts[c[0] as usize].clone())
         .collect();
     Ok((Topology::new(&order, node_size, cfg.group_size)?, names))
-}
-
-/// Checkpoints and recoveries of at least this many bytes show a progress bar.
-const PROGRESS_MIN: u64 = 256 << 20;
-
-/// A progress bar on stderr for long work, shown only on a terminal and at verbosity <= 2.
-fn progress_bar(cfg: &Config, total: u64, what: String) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if total < PROGRESS_MIN || cfg.verbosity > 2 || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(total);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "{msg} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-    ) {
-        bar.set_style(style);
-    }
-    bar.set_message(what);
-    bar
 }

@@ -35,7 +35,7 @@ impl Fti {
                     if background && !self.cfg.inline_l2 {
                         return Ok((None, fb, Some(plan)));
                     }
-                    let copy = levels::exchange_copies(
+                    let copy = l2::exchange_copies(
                         &*self.comm,
                         &self.dirs,
                         id,
@@ -74,7 +74,7 @@ impl Fti {
                     .open(&own, false)
                     .map_err(|e| Error::io(&own, e));
                 let own_file = file.as_ref().ok().map(|f| (&**f, own.as_path()));
-                let copy = levels::exchange_copies(comm, &dirs, id, &plan, own_file);
+                let copy = l2::exchange_copies(comm, &dirs, id, &plan, own_file);
                 let published = file
                     .and(copy)
                     .and_then(|c| store::publish_pending(&dirs, c));
@@ -193,18 +193,18 @@ impl Fti {
         &mut self,
         pending: &store::Pending,
         fb: FileBlock,
-    ) -> Result<(levels::PartnerPlan, FileBlock)> {
+    ) -> Result<(l2::PartnerPlan, FileBlock)> {
         let place = self.my_place()?;
         store::crash_point("partner");
-        let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
-        let plan = levels::PartnerPlan {
+        let sizes = collective::gather_u64(&*self.comm, fb.fs as u64);
+        let plan = l2::PartnerPlan {
             left: place.left(),
             right: place.right(),
             own_fs: fb.fs as u64,
             left_fs: sizes[place.left() as usize],
-            rounds: levels::rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
+            rounds: collective::rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
         };
-        let fb = levels::set_fb(&*pending.file, &pending.path, |b| {
+        let fb = l2::set_fb(&*pending.file, &pending.path, |b| {
             b.pt_fs = plan.left_fs as i64
         });
         agree(&*self.comm, Step::L2Copy, fb.map(|fb| (plan, fb)))
@@ -220,14 +220,14 @@ impl Fti {
     ) -> Result<(Option<store::Pending>, FileBlock)> {
         let place = self.my_place()?;
         store::crash_point("partner");
-        let sizes = levels::gather_u64(&*self.comm, fb.fs as u64);
+        let sizes = collective::gather_u64(&*self.comm, fb.fs as u64);
         let max_fs = place
             .group
             .iter()
             .map(|&r| sizes[r as usize])
             .max()
             .unwrap_or(0);
-        let fb = levels::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+        let fb = l2::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
         let rsed = store::begin_named(&self.dirs, Level::L3, self.dirs.rsed_name(id), None);
         let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
         // Every rank takes part in the encoding even after a local error, so that the group's

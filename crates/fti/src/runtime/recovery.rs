@@ -13,8 +13,8 @@ impl Fti {
             .restart
             .as_ref()
             .ok_or(Error::State("recover: this run is not a restart"))?;
-        let stored: Vec<&ftiff::VarInfo> =
-            restart.ckpt.vars().iter().filter(|v| !v.removed).collect();
+        let ckpt = restart.ckpt()?;
+        let stored: Vec<&ftiff::VarInfo> = ckpt.vars().iter().filter(|v| !v.removed).collect();
         if stored.len() != vars.len() {
             return Err(Error::Variable {
                 id: vars.get(stored.len()).or(vars.last()).map_or(-1, |v| v.id),
@@ -34,9 +34,7 @@ impl Fti {
             t.begin(Phase::Recover)
         });
         for v in vars.iter_mut() {
-            restart
-                .ckpt
-                .copy_var_into(restart.map.bytes(), v.id, v.bytes)
+            ckpt.copy_var_into(v.id, v.bytes)
                 .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
         }
         let info = restart.info.clone();
@@ -52,10 +50,9 @@ impl Fti {
             .restart
             .as_ref()
             .ok_or(Error::State("recover_var: this run is not a restart"))?;
-        matching_var(&restart.ckpt, var)?;
-        restart
-            .ckpt
-            .copy_var_into(restart.map.bytes(), var.id, var.bytes)
+        let ckpt = restart.ckpt()?;
+        matching_var(&ckpt, var)?;
+        ckpt.copy_var_into(var.id, var.bytes)
             .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
     }
 
@@ -101,11 +98,11 @@ impl Fti {
     ) -> Result<CheckpointInfo> {
         // The restart's checkpoint was verified in full at init: its mapped bytes are used.
         if let Some(r) = self.restart.as_ref().filter(|r| r.info.path == found.path) {
-            matching_var(&r.ckpt, var)?;
-            r.ckpt
-                .copy_var_into(r.map.bytes(), var.id, var.bytes)
+            let ckpt = r.ckpt()?;
+            matching_var(&ckpt, var)?;
+            ckpt.copy_var_into(var.id, var.bytes)
                 .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-            return Ok(found_info(found, &r.ckpt));
+            return Ok(found_info(found, &ckpt));
         }
         let key = FileKey::of(&found.path);
         let cached = self
@@ -124,17 +121,16 @@ impl Fti {
                 err: std::io::Error::other("the file changed while it was read"),
             });
         };
-        matching_var(&v.file.ckpt, var)?;
-        v.file
-            .ckpt
-            .copy_var_into(v.file.map.bytes(), var.id, var.bytes)
+        let ckpt = v.file.ckpt()?;
+        matching_var(&ckpt, var)?;
+        ckpt.copy_var_into(var.id, var.bytes)
             .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-        Ok(found_info(found, &v.file.ckpt))
+        Ok(found_info(found, &ckpt))
     }
 
     pub(super) fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
         if let Some(r) = self.restart.take() {
-            self.layout = Some(r.ckpt.layout());
+            self.layout = Some(r.ckpt()?.layout());
         }
         // Restarting from a chosen older checkpoint abandons the newer ones: they belong to
         // a timeline this run no longer continues, and keeping them would make a later
@@ -218,7 +214,7 @@ pub(super) struct VerifiedFile {
 }
 
 /// The protected (not removed) variable of `ckpt` with `var`'s id and size.
-pub(super) fn matching_var(ckpt: &Checkpoint, var: &Var<'_>) -> Result<()> {
+pub(super) fn matching_var(ckpt: &Checkpoint<'_>, var: &Var<'_>) -> Result<()> {
     let stored = ckpt
         .var(var.id)
         .ok()
@@ -231,7 +227,7 @@ pub(super) fn matching_var(ckpt: &Checkpoint, var: &Var<'_>) -> Result<()> {
 }
 
 /// What is known of a checkpoint found on disk.
-pub(super) fn found_info(found: &Found, ckpt: &Checkpoint) -> CheckpointInfo {
+pub(super) fn found_info(found: &Found, ckpt: &Checkpoint<'_>) -> CheckpointInfo {
     CheckpointInfo {
         id: found.id,
         level: found.level,

@@ -23,7 +23,7 @@ impl Fti {
             .filter(|(id, _)| wanted.is_none_or(|w| w == *id))
             .collect();
         let left = self.topology.place(self.cfg.rank).map(|p| p.left());
-        for (id, level) in levels::candidates(&*self.comm, &mine) {
+        for (id, level) in collective::candidates(&*self.comm, &mine) {
             let mut verified = None;
             let mut said_why = false;
             for found in own.iter().filter(|f| f.id == id && f.level == level) {
@@ -38,7 +38,7 @@ impl Fti {
                     }
                 }
             }
-            let owns = levels::gather_holds(
+            let owns = collective::gather_holds(
                 &*self.comm,
                 Holds {
                     own: verified.is_some(),
@@ -81,14 +81,14 @@ impl Fti {
                 }
                 found => found.is_some(),
             };
-            let holds = levels::gather_holds(
+            let holds = collective::gather_holds(
                 &*self.comm,
                 Holds {
                     own: verified.is_some(),
                     copy: copy_ok,
                 },
             );
-            let Some(plan) = levels::plan(level, &holds, &self.topology) else {
+            let Some(plan) = restart_plan::plan(level, &holds, &self.topology) else {
                 let missing: Vec<u32> = (0..holds.len() as u32)
                     .filter(|&r| !holds[r as usize].own)
                     .collect();
@@ -107,9 +107,7 @@ impl Fti {
                     let own_file = verified
                         .as_ref()
                         .map(|r| (r.info.path.clone(), r.info.size));
-                    let max_fs = verified
-                        .as_ref()
-                        .map_or(0, |r| r.ckpt.fb.max_fs.max(0) as u64);
+                    let max_fs = verified.as_ref().map_or(0, |r| r.max_fs);
                     let rsed = copy_found.filter(|_| copy_ok).map(|c| c.path.clone());
                     let rebuilt =
                         self.rebuild_l3(id, (&files, &lost_copies), own_file, rsed, max_fs);
@@ -129,7 +127,7 @@ impl Fti {
                 } => {
                     let copy = copy_found.cloned();
                     let own_l2 = own.iter().find(|f| f.id == id && f.level == level).cloned();
-                    let rebuilt = levels::rebuild_l2(
+                    let rebuilt = l2::rebuild_l2(
                         &*self.comm,
                         &self.dirs,
                         &self.topology,
@@ -230,7 +228,7 @@ impl Fti {
             .as_deref()
             .and_then(|p| crate::l3::verify_rsed(p).ok())
             .map_or(0, |fb| fb.fs.max(0) as u64);
-        let all = levels::gather_u64(&*self.comm, known_max_fs.max(rsed_max));
+        let all = collective::gather_u64(&*self.comm, known_max_fs.max(rsed_max));
         let max_fs = place
             .group
             .iter()
@@ -283,13 +281,11 @@ impl Fti {
     /// Opens and verifies one of this rank's files, with a progress bar for large ones.
     pub(super) fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, Skipped> {
         let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
-        let bar = progress_bar(
-            &self.cfg,
-            size,
-            format!("verifying checkpoint {}", found.id),
-        );
-        let verified = open_verified(found, &|n| bar.set_position(n));
-        bar.finish_and_clear();
+        let bar = self
+            .messages
+            .progress(format!("verifying checkpoint {}", found.id), size);
+        let verified = open_verified(found, &|n| bar.set(n));
+        drop(bar);
         verified.map_err(|e| {
             Skipped::Unverified(Candidate {
                 id: found.id,
@@ -338,8 +334,8 @@ pub(super) fn check_rank_count(
     let nodes = store::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
     let max = |all: Vec<u64>| all.into_iter().max().unwrap_or(0);
     let (highest, nodes) = (
-        max(levels::gather_u64(comm, highest)),
-        max(levels::gather_u64(comm, nodes)),
+        max(collective::gather_u64(comm, highest)),
+        max(collective::gather_u64(comm, nodes)),
     );
     let node_size = u64::from(cfg.node_size.max(1));
     let checkpoint = match (highest, nodes) {

@@ -107,12 +107,10 @@ impl Fti {
             Ok(p) => p,
             Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
-        let bar = progress_bar(
-            &self.cfg,
-            layout.file_size(),
-            format!("checkpoint {id} ({level})"),
-        );
-        let progress = |n| bar.set_position(n);
+        let bar = self
+            .messages
+            .progress(format!("checkpoint {id} ({level})"), layout.file_size());
+        let progress = |n| bar.set(n);
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
         let written = agree(
             &*self.comm,
@@ -132,7 +130,7 @@ impl Fti {
             }
             .map_err(|e| Error::Format(e.with_path(&pending.path))),
         )?;
-        bar.finish_and_clear();
+        drop(bar);
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
         let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
         let written = ftiff::Written { fb, ..written };

@@ -1,4 +1,5 @@
-//! The storage layer: every file-system effect of the runtime goes through one [`Storage`].
+//! The storage layer: every file-system effect of the runtime and of the L3 group tools
+//! ([`crate::l3::group`]) goes through one [`Storage`].
 //!
 //! [`Disk`] is the real file system. [`PowerCut`] keeps, beside the real files, an image of
 //! what a disk would still hold after a power failure (only what was synced), and fails every
@@ -6,7 +7,8 @@
 //! the durable image (`docs/crash-safety.md`).
 //!
 //! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) are not
-//! effects and stay on the file system through `ftiff`'s reader; the reads of the write path
+//! effects and stay on the file system through `ftiff`'s reader, under the memory-map contract
+//! of `docs/crash-safety.md` (*Memory maps*); the reads of the write path
 //! (a differential checkpoint's old file block, the sources of L2 and L4 copies) go through
 //! [`Storage::open`].
 

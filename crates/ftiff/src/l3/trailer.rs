@@ -50,7 +50,7 @@ pub fn restore_last_byte(bytes: &[u8]) -> Result<u8> {
                 if let Some(last) = copy.last_mut() {
                     *last = b;
                 }
-                Checkpoint::parse(&copy).is_ok_and(|c| c.verify(&copy, &|_| {}).is_empty())
+                Checkpoint::parse(&copy).is_ok_and(|c| c.verify(&|_| {}).is_empty())
             })
         }
     };

@@ -11,7 +11,6 @@ mod validate;
 mod verify;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use crate::blocks::Integrity;
 use crate::error::{Error, ErrorKind, Record, Result};
@@ -50,9 +49,11 @@ pub struct VarInfo {
     pub removed: bool,
 }
 
-/// A structurally valid checkpoint file (hashes not yet checked).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Checkpoint {
+/// A structurally valid checkpoint file (hashes not yet checked), borrowing the bytes it was
+/// parsed from: every later read (verify, variables, chunks) is of those same bytes.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Checkpoint<'data> {
+    bytes: &'data [u8],
     /// The file block.
     pub fb: FileBlock,
     /// Blocks in file order, each with its VMD records.
@@ -67,9 +68,21 @@ pub struct Checkpoint {
     idx_of_id: HashMap<i32, u32>,
 }
 
-impl Checkpoint {
+impl std::fmt::Debug for Checkpoint<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Checkpoint")
+            .field("len", &self.bytes.len())
+            .field("fb", &self.fb)
+            .field("blocks", &self.blocks)
+            .field("trailing", &self.trailing)
+            .field("integrity", &self.integrity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'data> Checkpoint<'data> {
     /// Parses and validates the structure of a checkpoint file held in `bytes`.
-    pub fn parse(bytes: &[u8]) -> Result<Self> {
+    pub fn parse(bytes: &'data [u8]) -> Result<Self> {
         let len = bytes.len() as u64;
         let mut cur = Cursor::new(bytes, 0);
         let fb = FileBlock::parse(&mut cur)?;
@@ -123,6 +136,7 @@ impl Checkpoint {
         // `fs <= len`, so it fits in usize; the body holds exactly the blocks.
         let body = bytes.get(fb::SIZE..fs as usize).unwrap_or_default();
         let mut ckpt = Checkpoint {
+            bytes,
             fb,
             blocks: Vec::new(),
             trailing: len - fs,
@@ -162,32 +176,31 @@ impl Checkpoint {
         Ok(())
     }
 
-    /// Parses the file at `path` (memory-mapped).
-    pub fn open(path: &Path) -> Result<(Self, MappedFile)> {
-        let map = MappedFile::open(path)?;
-        let ckpt = Checkpoint::parse(map.bytes()).map_err(|e| e.with_path(path))?;
-        Ok((ckpt, map))
+    /// Parses a file opened with [`MappedFile`] (mapped or read).
+    pub fn of(file: &'data MappedFile) -> Result<Self> {
+        Checkpoint::parse(file.bytes()).map_err(|e| e.with_path(file.path()))
     }
 
-    /// Parses and verifies the file at `path` ([`Checkpoint::verify`]: every hash, the zero
-    /// fill): the way to read variable bytes that can be trusted. `VMD.id` and
-    /// `VMD.chunksize` are covered by the file checksum only, so a variable's own chunk hashes
-    /// cannot tell that its record was swapped or cut. Bytes after `FB.fs` are not an error
-    /// here (FTI ignores them; [`Checkpoint::trailing`] counts them). Returns the first
-    /// problem otherwise.
-    pub fn open_verified(
-        path: &Path,
-        progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<(Self, MappedFile)> {
-        let (ckpt, map) = Checkpoint::open(path)?;
+    /// Parses and verifies a file ([`Checkpoint::verify`]: every hash, the zero fill): the way
+    /// to read variable bytes that can be trusted. `VMD.id` and `VMD.chunksize` are covered by
+    /// the file checksum only, so a variable's own chunk hashes cannot tell that its record
+    /// was swapped or cut. Bytes after `FB.fs` are not an error here (FTI ignores them;
+    /// [`Checkpoint::trailing`] counts them). Returns the first problem otherwise.
+    pub fn verified(file: &'data MappedFile, progress: &(dyn Fn(u64) + Sync)) -> Result<Self> {
+        let ckpt = Checkpoint::of(file)?;
         let first = ckpt
-            .verify(map.bytes(), progress)
+            .verify(progress)
             .into_iter()
             .find(|p| !matches!(p.kind(), ErrorKind::TrailingBytes { .. }));
         match first {
-            Some(problem) => Err(problem.with_path(path)),
-            None => Ok((ckpt, map)),
+            Some(problem) => Err(problem.with_path(file.path())),
+            None => Ok(ckpt),
         }
+    }
+
+    /// The bytes the checkpoint was parsed from.
+    pub fn bytes(&self) -> &'data [u8] {
+        self.bytes
     }
 
     /// The file's structure.
@@ -255,20 +268,21 @@ impl Checkpoint {
     /// Copies the current bytes of variable `id` into `out`, which must have exactly the
     /// variable's size, checking each chunk's hash. On a hash mismatch `out` may be partly
     /// written.
-    pub fn read_var_into(&self, bytes: &[u8], id: i32, out: &mut [u8]) -> Result<()> {
-        self.copy_chunks(bytes, id, out, true)
+    pub fn read_var_into(&self, id: i32, out: &mut [u8]) -> Result<()> {
+        self.copy_chunks(id, out, true)
     }
 
     /// Copies the current bytes of variable `id` into `out` without checking chunk hashes: for
     /// a checkpoint whose [`Checkpoint::verify`] found no problem on these same bytes, so that
     /// recovery does not hash the data a third time.
-    pub fn copy_var_into(&self, bytes: &[u8], id: i32, out: &mut [u8]) -> Result<()> {
-        self.copy_chunks(bytes, id, out, false)
+    pub fn copy_var_into(&self, id: i32, out: &mut [u8]) -> Result<()> {
+        self.copy_chunks(id, out, false)
     }
 
     /// Copies every chunk of variable `id` to its `dptr` in `out`, checking chunk hashes if
     /// `check`.
-    fn copy_chunks(&self, bytes: &[u8], id: i32, out: &mut [u8], check: bool) -> Result<()> {
+    fn copy_chunks(&self, id: i32, out: &mut [u8], check: bool) -> Result<()> {
+        let bytes = self.bytes;
         let var = self.var(id)?;
         let actual = out.len() as u64;
         let mismatch = |expected| {
@@ -287,8 +301,8 @@ impl Checkpoint {
                 self.check_chunk(bytes, r)?;
             }
             let data = slice_at(bytes, c.fptr.0, c.chunk_size);
-            // parse() proved that a chunk with data ends within the variable's size; the
-            // checks only matter if `bytes` are not the ones parsed.
+            // parse() proved that a chunk with data ends within the variable's size and the
+            // file; the checks cost nothing and keep the copy panic-free.
             let end = c.dptr.0 + c.chunk_size;
             let target = usize::try_from(c.dptr.0)
                 .ok()
@@ -302,20 +316,20 @@ impl Checkpoint {
 
     /// The current bytes of variable `id`, chunk hashes checked. The allocation is bounded by
     /// the file size (the chunks are in the file).
-    pub fn read_var(&self, bytes: &[u8], id: i32) -> Result<Vec<u8>> {
+    pub fn read_var(&self, id: i32) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.var(id)?.size as usize];
-        self.read_var_into(bytes, id, &mut out)?;
+        self.read_var_into(id, &mut out)?;
         Ok(out)
     }
 
     /// The bytes of one chunk (no hash check).
-    pub fn chunk_data<'a>(&self, bytes: &'a [u8], chunk: &Chunk) -> &'a [u8] {
-        slice_at(bytes, chunk.fptr.0, chunk.chunk_size)
+    pub fn chunk_data(&self, chunk: &Chunk) -> &'data [u8] {
+        slice_at(self.bytes, chunk.fptr.0, chunk.chunk_size)
     }
 }
 
-/// `len` bytes of `bytes` at `start`, or fewer if the range is not all there (only possible
-/// when called with other bytes than the checkpoint was parsed from).
+/// `len` bytes of `bytes` at `start`, or fewer if the range is not all there (never, for the
+/// ranges `parse` validated).
 fn slice_at(bytes: &[u8], start: u64, len: u64) -> &[u8] {
     let (Ok(start), Ok(len)) = (usize::try_from(start), usize::try_from(len)) else {
         return &[];

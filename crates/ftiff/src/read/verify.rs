@@ -9,12 +9,12 @@ use crate::error::{Error, ErrorKind, Record, Result};
 use crate::hash::{self, Digest, Md5Stream};
 use crate::raw::{fb, vmd};
 
-impl Checkpoint {
-    /// Checks every hash, the zero fill and the file length. `bytes` must be the bytes this
-    /// checkpoint was parsed from. Returns every problem found (empty: the file is intact).
-    /// The file checksum runs on one thread while the chunk hashes run on the others;
-    /// `progress` receives the number of checksum bytes done so far.
-    pub fn verify(&self, bytes: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Vec<Error> {
+impl Checkpoint<'_> {
+    /// Checks every hash, the zero fill and the file length. Returns every problem found
+    /// (empty: the file is intact). The file checksum runs on one thread while the chunk hashes
+    /// run on the others; `progress` receives the number of checksum bytes done so far.
+    pub fn verify(&self, progress: &(dyn Fn(u64) + Sync)) -> Vec<Error> {
+        let bytes = self.bytes;
         let mut problems = Vec::new();
         problems.extend(self.fb.check_my_hash(0).err());
         // `fs` was checked against the length by `parse`.

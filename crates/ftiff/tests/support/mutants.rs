@@ -3,7 +3,7 @@
 //! process-level slice of the `fti` tool (`crates/fti-cli/tests/mutants.rs`).
 //!
 //! The promise checked: a file whose variable bytes differ from the original's is never
-//! accepted by [`Checkpoint::open_verified`] (what `fti verify`, `extract` and `diff` go
+//! accepted by [`Checkpoint::verified`] (what `fti verify`, `extract` and `diff` go
 //! through), and parsing and the three views of `fti inspect` never panic or hang.
 //!
 //! Threat model: a mutant may have its cheap hashes recomputed — `FB.myHash` and every
@@ -102,8 +102,6 @@ pub struct Input {
     pub path: PathBuf,
     /// Its bytes.
     pub bytes: Vec<u8>,
-    /// Its parsed structure.
-    pub ckpt: Checkpoint,
     /// Its variables in protect order.
     pub vars: Vec<VarInfo>,
     /// The bytes of each variable, by protect position.
@@ -234,15 +232,23 @@ fn write_history(
     Ok(())
 }
 
+impl Input {
+    /// Its parsed structure (the bytes verified when it was loaded).
+    pub fn ckpt(&self) -> Checkpoint<'_> {
+        Checkpoint::parse(&self.bytes).expect("an original parses: it was verified when loaded")
+    }
+}
+
 /// Reads, verifies and records an original.
 fn load(name: String, path: PathBuf) -> Result<Input, String> {
     let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let (ckpt, map) = Checkpoint::open_verified(&path, &|_| {})
+    let map = ftiff::MappedFile::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let ckpt = Checkpoint::verified(&map, &|_| {})
         .map_err(|e| format!("original {name} does not verify: {e}"))?;
     let vars = ckpt.vars().to_vec();
     let data = vars
         .iter()
-        .map(|v| ckpt.read_var(map.bytes(), v.id))
+        .map(|v| ckpt.read_var(v.id))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("original {name}: {e}"))?;
     let mut again = bytes.clone();
@@ -252,11 +258,12 @@ fn load(name: String, path: PathBuf) -> Result<Input, String> {
             "original {name}: recomputing its cheap hashes changes it (the campaign's hashing is wrong)"
         ));
     }
+    drop(ckpt);
+    drop(map);
     Ok(Input {
         name,
         path,
         bytes,
-        ckpt,
         vars,
         data,
     })
@@ -640,7 +647,7 @@ fn apply(
     rng: &mut Rng,
 ) -> Option<String> {
     let len = bytes.len() as i64;
-    let ckpt = &src.ckpt;
+    let ckpt = &src.ckpt();
     let records: Vec<&ftiff::ChunkRecord> = ckpt.records().collect();
     let layout = ckpt.layout();
     let pick_record = |rng: &mut Rng| -> Option<(usize, &ftiff::ChunkRecord)> {
@@ -701,7 +708,7 @@ fn apply(
         }),
         "fb.myHash" => Some(flip(bytes, rng, fb::MY_HASH..fb::PADDING)),
         "fb.mode" => {
-            let block_log2 = match src.ckpt.integrity {
+            let block_log2 = match src.ckpt().integrity {
                 Integrity::Fast { block_log2 } => block_log2,
                 Integrity::Md5 => 12,
             };
@@ -1177,7 +1184,7 @@ fn apply(
 /// What the reader made of a mutant that keeps the promise.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    /// `open_verified` refused it.
+    /// `Checkpoint::verified` refused it.
     Refused {
         /// The first problem, as a label.
         label: String,
@@ -1237,17 +1244,17 @@ fn inspect_all(original: &Input, bytes: &[u8]) -> Result<(), String> {
     no_panic("unverified read_var and diff", || {
         if let Ok(ckpt) = Checkpoint::parse(bytes) {
             for v in ckpt.vars() {
-                let _ = ckpt.read_var(bytes, v.id);
+                let _ = ckpt.read_var(v.id);
             }
-            let _ = ftiff::diff::diff(&original.ckpt, &original.bytes, &ckpt, bytes);
-            let _ = ftiff::diff::diff(&ckpt, bytes, &original.ckpt, &original.bytes);
+            let _ = ftiff::diff::diff(&original.ckpt(), &ckpt);
+            let _ = ftiff::diff::diff(&ckpt, &original.ckpt());
         }
     })
 }
 
 /// Checks an accepted mutant against its original: same variables, same bytes, and `diff`
 /// both ways finds every variable unchanged.
-fn same_as_original(original: &Input, ckpt: &Checkpoint, bytes: &[u8]) -> Result<(), String> {
+fn same_as_original(original: &Input, ckpt: &Checkpoint<'_>) -> Result<(), String> {
     if ckpt.vars() != original.vars.as_slice() {
         let show = |vars: &[VarInfo]| -> String {
             let list: Vec<String> = vars
@@ -1266,7 +1273,7 @@ fn same_as_original(original: &Input, ckpt: &Checkpoint, bytes: &[u8]) -> Result
         ));
     }
     for (v, expected) in original.vars.iter().zip(&original.data) {
-        match ckpt.read_var(bytes, v.id) {
+        match ckpt.read_var(v.id) {
             Ok(got) if got == *expected => {}
             Ok(got) => {
                 let at = got.iter().zip(expected).position(|(a, b)| a != b);
@@ -1287,11 +1294,11 @@ fn same_as_original(original: &Input, ckpt: &Checkpoint, bytes: &[u8]) -> Result
     for (dir, diff) in [
         (
             "original -> mutant",
-            ftiff::diff::diff(&original.ckpt, &original.bytes, ckpt, bytes),
+            ftiff::diff::diff(&original.ckpt(), ckpt),
         ),
         (
             "mutant -> original",
-            ftiff::diff::diff(ckpt, bytes, &original.ckpt, &original.bytes),
+            ftiff::diff::diff(ckpt, &original.ckpt()),
         ),
     ] {
         let diff = diff.map_err(|e| format!("accepted, but diff {dir} fails: {e}"))?;
@@ -1311,7 +1318,7 @@ fn checksum_only(bytes: &[u8]) -> bool {
     let Ok(ckpt) = Checkpoint::parse(bytes) else {
         return false;
     };
-    let problems = ckpt.verify(bytes, &|_| {});
+    let problems = ckpt.verify(&|_| {});
     let mut fields = problems.iter().filter_map(|p| match p.kind() {
         ErrorKind::TrailingBytes { .. } => None,
         ErrorKind::HashMismatch { record, field, .. } => Some(format!("{record}.{field}")),
@@ -1324,16 +1331,17 @@ fn checksum_only(bytes: &[u8]) -> bool {
 pub fn check(original: &Input, bytes: &[u8], path: &Path) -> Result<Outcome, String> {
     std::fs::write(path, bytes).map_err(|e| format!("writing {}: {e}", path.display()))?;
     inspect_all(original, bytes)?;
-    let opened = no_panic("Checkpoint::open_verified", || {
-        Checkpoint::open_verified(path, &|_| {})
+    let map = ftiff::MappedFile::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let opened = no_panic("Checkpoint::verified", || {
+        Checkpoint::verified(&map, &|_| {})
     })?;
     match opened {
         Err(e) => Ok(Outcome::Refused {
             label: error_label(&e),
             checksum_only: checksum_only(bytes),
         }),
-        Ok((ckpt, map)) => no_panic("reading an accepted mutant", || {
-            same_as_original(original, &ckpt, map.bytes())
+        Ok(ckpt) => no_panic("reading an accepted mutant", || {
+            same_as_original(original, &ckpt)
         })?
         .map(|()| Outcome::AcceptedIdentical),
     }
@@ -1391,7 +1399,7 @@ impl Watchdog {
 pub struct KindStats {
     /// Mutants made.
     pub total: u64,
-    /// Refused by `open_verified`.
+    /// Refused by `Checkpoint::verified`.
     pub refused: u64,
     /// Accepted with identical variables.
     pub accepted: u64,

@@ -14,7 +14,7 @@
 //! 4. the first event of every stream, and the one-hour clock gate;
 //! 5. the model probe: `ovni.require` versions against the embedded event table;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
-//!    enabled model, then the ovni model's rules (`model`) for `O` events, or for other
+//!    enabled model, then the ovni model's rules (`crate::model`) for `O` events, or for other
 //!    models only that the event exists and its payload fits its signature;
 //! 7. the end check: every thread is dead.
 //!
@@ -22,8 +22,7 @@
 //! state unchanged; a broken stream ends; the ovni model only runs when the metadata of every
 //! stream is valid).
 
-mod model;
-mod offsets;
+pub(crate) mod offsets;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -38,7 +37,7 @@ use crate::metadata::{required_models, version_compatible, System, ThreadMeta};
 use crate::raw::{Event, Mcv, JUMBO_SIZE_FIELD};
 use crate::read::{find_streams, Merged, Merger, Stream};
 
-use model::OvniModel;
+use crate::model::OvniModel;
 
 /// Streams whose first clocks differ by more than this need a clock offset table.
 const CLOCK_GATE_NS: u128 = 3_600_000_000_000;
@@ -217,12 +216,14 @@ fn code(e: &Error) -> &'static str {
                 "require-version"
             }
             MetaProblem::FileTooLarge { .. } => "metadata-too-large",
+            MetaProblem::ModelNotEmulated(_) => "model-not-emulated",
         },
         Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {
             TraceProblem::ClockGate { .. } => "clock-gate",
             TraceProblem::ClockOffsets { .. } => "clock-offsets",
             TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
+            TraceProblem::MarksLeftPushed { .. } => "marks-left-pushed",
         },
     }
 }

@@ -407,15 +407,15 @@ impl FromObject for MarkMeta {
 pub struct LabelsMeta {
     /// All label texts, back to back.
     text: String,
-    /// (value, start, end in `text`), in document order until the object ends, then sorted
-    /// by value with only the last label of a repeated value kept.
+    /// (value, start, end in `text`), in document order; a repeated value keeps only its
+    /// last label.
     spans: Vec<(i64, u32, u32)>,
     /// The first label problem.
     pub problem: Option<MetaProblem>,
 }
 
 impl LabelsMeta {
-    /// Labels by value, ascending.
+    /// Labels in document order (the order ovniemu writes them in the `.pcf`).
     pub fn iter(&self) -> impl Iterator<Item = (i64, &str)> {
         self.spans.iter().map(|&(v, a, b)| {
             let text = self.text.get(a as usize..b as usize).unwrap_or_default();
@@ -457,10 +457,12 @@ impl FromObject for LabelsMeta {
     }
 
     fn finish(&mut self) {
-        // A repeated value keeps its last label, as in a JSON object.
-        self.spans.reverse();
-        self.spans.sort_by_key(|s| s.0);
+        // A repeated value keeps its last label, at the place of that last label. In place:
+        // a hostile file can hold millions of labels, and `start` grows in document order.
+        self.spans
+            .sort_unstable_by_key(|s| (s.0, std::cmp::Reverse(s.1)));
         self.spans.dedup_by_key(|s| s.0);
+        self.spans.sort_unstable_by_key(|s| s.1);
     }
 }
 

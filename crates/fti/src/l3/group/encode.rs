@@ -48,8 +48,8 @@ pub fn encode_group(storage: &dyn Storage, group: &Group, opts: &Options) -> Res
         .into_par_iter()
         .map(|g| {
             let path = group.path(FileKind::Rank, g);
-            let (ckpt, map) = open_rank(&path).map_err(|e| e.with_path(&path))?;
-            Ok((path, ckpt.fb, map))
+            let (fb, map) = open_rank(&path).map_err(|e| e.with_path(&path))?;
+            Ok((path, fb, map))
         })
         .collect::<Result<Vec<_>>>()?;
     let max_fs = files.iter().map(|f| f.1.fs as u64).max().unwrap_or(0);
@@ -98,23 +98,24 @@ pub(super) fn prefix(bytes: &[u8], n: u64) -> &[u8] {
 /// every byte after the file block (in FTI 1.1 files the chunk hashes only repeat that check,
 /// at the cost of a second MD5 pass). Fast files, whose checksum covers the meta data only,
 /// get their chunk hashes checked too. Bytes after `fs` are ignored, as FTI does.
-pub(super) fn open_rank(path: &Path) -> Result<(Checkpoint, MappedFile)> {
+pub(super) fn open_rank(path: &Path) -> Result<(FileBlock, MappedFile)> {
     let map = MappedFile::open(path)?;
     let bytes = map.bytes();
     let ckpt = Checkpoint::parse(bytes)?;
+    let fb = ckpt.fb;
     let problem = match ckpt.integrity {
         Integrity::Md5 => {
             let body = bytes.get(fb::SIZE..ckpt.fs() as usize).unwrap_or_default();
             fb_problem(&ckpt.fb, 0, body)
         }
         Integrity::Fast { .. } => ckpt
-            .verify(bytes, &|_| {})
+            .verify(&|_| {})
             .into_iter()
             .find(|p| !matches!(p.kind(), ErrorKind::TrailingBytes { .. })),
     };
     match problem {
         Some(p) => Err(p),
-        None => Ok((ckpt, map)),
+        None => Ok((fb, map)),
     }
 }
 

@@ -348,7 +348,7 @@ type Checked = (FileState, Option<(u64, MappedFile)>);
 fn rank_state(group: &Group, g: usize) -> Checked {
     let path = group.path(FileKind::Rank, g);
     let (status, map) = match open_rank(&path) {
-        Ok((ckpt, _)) if ckpt.fb.max_fs == -1 => (
+        Ok((fb, _)) if fb.max_fs == -1 => (
             FileStatus::Unusable(Error::malformed(
                 fb::MAX_FS as u64,
                 Record::FileBlock,
@@ -358,7 +358,7 @@ fn rank_state(group: &Group, g: usize) -> Checked {
             )),
             None,
         ),
-        Ok((ckpt, map)) => (FileStatus::Intact, Some((ckpt.fs(), map))),
+        Ok((fb, map)) => (FileStatus::Intact, Some((fb.fs as u64, map))),
         Err(e) => (missing_or(e), None),
     };
     let state = FileState {
@@ -496,7 +496,7 @@ fn finish_rank(
     }
     let map = MappedFile::open(&temp.path)?;
     let ckpt = Checkpoint::parse(map.bytes()).map_err(invalid)?;
-    if let Some(p) = ckpt.verify(map.bytes(), &|_| {}).into_iter().next() {
+    if let Some(p) = ckpt.verify(&|_| {}).into_iter().next() {
         return Err(invalid(p));
     }
     Ok((fs, last_byte))

@@ -2,7 +2,9 @@
 //! flushes and marks (`docs/ovni-format.md`, *ovnilint*, step 6).
 //!
 //! Each event is checked in the emulator's order and applied only if it passes, so after a
-//! rejected event (`--all`) the state is the one before it.
+//! rejected event (`--all`) the state is the one before it. The linter ([`crate::lint`]) only
+//! needs the verdict; the emulator ([`crate::emu`]) reads the state after each accepted event
+//! (thread states, CPUs, the thread running on each CPU, mark stacks) to drive its channels.
 
 use std::collections::HashMap;
 
@@ -33,6 +35,8 @@ struct Thread {
 struct Cpu {
     /// Threads in state Running assigned to this CPU.
     running: u32,
+    /// Sum of the indices of those threads: the running thread when `running == 1`.
+    run_sum: u64,
     physical: bool,
     phyid: i64,
     loom: u32,
@@ -112,6 +116,7 @@ impl OvniModel {
                 }
                 cpus.push(Cpu {
                     running: 0,
+                    run_sum: 0,
                     physical: true,
                     phyid: c.phyid,
                     loom: id,
@@ -120,6 +125,7 @@ impl OvniModel {
             let vcpu = cpus.len() as u32;
             cpus.push(Cpu {
                 running: 0,
+                run_sum: 0,
                 physical: false,
                 phyid: -1,
                 loom: id,
@@ -233,10 +239,77 @@ impl OvniModel {
         Ok(())
     }
 
-    fn add_running(&mut self, cpu: u32, delta: i32) {
+    fn add_running(&mut self, cpu: u32, t: usize, delta: i32) {
         if let Some(c) = self.cpus.get_mut(cpu as usize) {
             c.running = c.running.saturating_add_signed(delta);
+            let t = t as u64;
+            c.run_sum = match delta {
+                1 => c.run_sum.wrapping_add(t),
+                -1 => c.run_sum.wrapping_sub(t),
+                _ => c.run_sum,
+            };
         }
+    }
+
+    /// State of thread `t` (Unknown for an index out of range).
+    #[inline]
+    pub(crate) fn state(&self, t: usize) -> ThreadState {
+        self.threads
+            .get(t)
+            .map_or(ThreadState::Unknown, |th| th.state)
+    }
+
+    /// CPU (global index in [`OvniModel::new`]'s order) that thread `t` holds.
+    #[inline]
+    pub(crate) fn cpu(&self, t: usize) -> Option<u32> {
+        self.threads
+            .get(t)
+            .map(|th| th.cpu)
+            .filter(|&c| c != NO_CPU)
+    }
+
+    /// The thread running on `cpu` when exactly one is, as ovniemu's `th_running`.
+    #[inline]
+    pub(crate) fn running_on(&self, cpu: u32) -> (u32, Option<usize>) {
+        match self.cpus.get(cpu as usize) {
+            Some(c) if c.running == 1 => (1, usize::try_from(c.run_sum).ok()),
+            Some(c) => (c.running, None),
+            None => (0, None),
+        }
+    }
+
+    /// Number of CPUs, every loom's physical CPUs then its virtual one.
+    pub(crate) fn ncpus(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// Mark stack of thread `t` for the type at `index` in the order of [`System::marks`]
+    /// (empty for single types).
+    pub(crate) fn mark_stack(&self, t: usize, index: usize) -> &[i64] {
+        self.threads
+            .get(t)
+            .and_then(|th| th.stacks.get(index))
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Index of mark type `ty` in the order of [`System::marks`].
+    pub(crate) fn mark_index(&self, ty: i64) -> Option<usize> {
+        usize::try_from(ty)
+            .ok()
+            .and_then(|m| self.mark_index.get(m).copied())
+            .filter(|&i| i != NO_MARK)
+            .map(usize::from)
+    }
+
+    /// Thread that `OAr` in thread `t` with payload `payload` targets (after a successful
+    /// event, the one whose CPU changed).
+    pub(crate) fn remote_target(&self, t: usize, payload: &[u8]) -> Option<usize> {
+        let th = self.threads.get(t)?;
+        let tid = i32_at(payload, 4);
+        self.in_proc
+            .get(&(th.proc, tid))
+            .or_else(|| self.in_loom.get(&(th.loom, tid)))
+            .map(|&r| r as usize)
     }
 
     /// Checks and applies one `O` event emitted by thread `t`.
@@ -317,7 +390,7 @@ impl OvniModel {
             }
         };
         let delta = running_delta - i32::from(state == S::Running);
-        self.add_running(cpu, delta);
+        self.add_running(cpu, t, delta);
         if let Some(th) = self.threads.get_mut(t) {
             th.state = next;
             if next == S::Dead {
@@ -343,7 +416,7 @@ impl OvniModel {
             return Err(EventProblem::AlreadyHasCpu { tid, state });
         }
         self.check_room(cpu)?;
-        self.add_running(cpu, 1);
+        self.add_running(cpu, t, 1);
         if let Some(th) = self.threads.get_mut(t) {
             th.state = ThreadState::Running;
             th.cpu = cpu;
@@ -359,8 +432,8 @@ impl OvniModel {
         let (from, running) = (th.cpu, th.state == ThreadState::Running);
         if running {
             self.check_room(to)?;
-            self.add_running(from, -1);
-            self.add_running(to, 1);
+            self.add_running(from, t, -1);
+            self.add_running(to, t, 1);
         }
         if let Some(th) = self.threads.get_mut(t) {
             th.cpu = to;

@@ -1,0 +1,184 @@
+//! L2: each rank sends its file to its right partner, which keeps it as
+//! `Ckpt<id>-Pcof<r>.fti`; a lost file comes back from that copy, a lost copy from its owner.
+//! The file-block edits of L2 and L3 (`ptFs`, `maxFs`) are here too.
+
+use std::path::{Path, PathBuf};
+
+use ftiff::raw::FileBlock;
+
+use crate::collective::{agree, gather_u64, rounds_for, transfer, OpenFile};
+use crate::comm::Comm;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::storage::StorageFile;
+use crate::store::{self, Dirs, Found};
+use crate::topology::Topology;
+
+/// How a rank exchanges L2 partner copies: it sends its file (`own_fs` bytes) to its right
+/// partner while receiving its left partner's (`left_fs` bytes), in `rounds` messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartnerPlan {
+    pub left: u32,
+    pub right: u32,
+    pub own_fs: u64,
+    pub left_fs: u64,
+    pub rounds: u64,
+}
+
+/// Sends this rank's file to its right partner while receiving its left partner's into a new
+/// `Ckpt<id>-Pcof<r>.fti` under `tmp/` (returned, not yet published). Collective; a rank
+/// without its file (`own = None`) or that cannot create the copy still takes part.
+pub(crate) fn exchange_copies(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    id: i32,
+    plan: &PartnerPlan,
+    own: Option<OpenFile<'_>>,
+) -> Result<store::Pending> {
+    let copy = store::begin_named(dirs, Level::L2, dirs.copy_name(id), None);
+    let sent = transfer(
+        comm,
+        (plan.right, own, plan.own_fs),
+        (
+            plan.left,
+            copy.as_ref().ok().map(|c| (&*c.file, c.path.as_path())),
+            plan.left_fs,
+        ),
+        plan.rounds,
+    );
+    let copy = sent.and(copy)?;
+    if own.is_none() {
+        return Err(Error::OwnFileUnreadable);
+    }
+    Ok(copy)
+}
+
+/// Reads the file block of an open file.
+pub(crate) fn read_fb(file: &dyn StorageFile, path: &Path) -> Result<FileBlock> {
+    FileBlock::read_from(file, 0).map_err(|e| Error::Format(e.with_path(path)))
+}
+
+/// Changes fields of a written file's block (`ptFs` at L2, `maxFs` at L3) and the `myHash`
+/// that covers them; data and checksum are unchanged.
+pub(crate) fn set_fb(
+    file: &dyn StorageFile,
+    path: &Path,
+    change: impl FnOnce(&mut FileBlock),
+) -> Result<FileBlock> {
+    let mut block = read_fb(file, path)?;
+    change(&mut block);
+    block.seal();
+    file.write_all_at(&block.encode(), 0)
+        .map_err(|e| Error::io(path, e))?;
+    Ok(block)
+}
+
+/// Carries out a [`Plan::Rebuild`] for checkpoint `id`: lost files come back from the right
+/// partner's copy, lost copies from the left partner's (possibly just rebuilt) file. Every
+/// rebuilt file is published like a new one and returned.
+pub(crate) fn rebuild_l2(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    topology: &Topology,
+    id: i32,
+    (files, copies): (&[u32], &[u32]),
+    own: Option<&Found>,
+    copy: Option<&Found>,
+) -> Result<Vec<PathBuf>> {
+    let me = comm.rank();
+    let place = topology
+        .place(me)
+        .ok_or(Error::State("this rank is not in the topology"))?;
+    let (left, right) = (place.left(), place.right());
+    let mut rebuilt = Vec::new();
+    // Round 1: the right partner's copy comes back as this rank's file.
+    let copy_path = copy.map(|c| c.path.as_path());
+    let round = (
+        (left, files.contains(&left).then_some(copy_path).flatten()),
+        (right, files.contains(&me).then(|| dirs.file_name(id))),
+    );
+    rebuilt.extend(move_file(comm, dirs, round, Step::RebuildL2Files)?);
+    // Round 2: the left partner's file (possibly just rebuilt) comes back as the copy this rank
+    // keeps.
+    let own_path = if files.contains(&me) {
+        Some(dirs.level_dir(Level::L2).join(dirs.file_name(id)))
+    } else {
+        own.map(|f| f.path.clone())
+    };
+    let round = (
+        (
+            right,
+            copies
+                .contains(&right)
+                .then_some(own_path.as_deref())
+                .flatten(),
+        ),
+        (left, copies.contains(&me).then(|| dirs.copy_name(id))),
+    );
+    rebuilt.extend(move_file(comm, dirs, round, Step::RebuildL2Copies)?);
+    Ok(rebuilt)
+}
+
+/// The rank a round sends to, and the file it sends (if any).
+type Outgoing<'a> = (u32, Option<&'a Path>);
+
+/// The rank a round receives from, and the name the received file is published under (if any).
+type Incoming = (u32, Option<String>);
+
+/// One collective round of [`rebuild_l2`]: sends the file at `send` (if any) to rank `to` while
+/// receiving, from rank `from`, the file this rank publishes as `L2/<recv>` (if any). Returns the
+/// published path.
+fn move_file(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    ((to, send), (from, recv)): (Outgoing<'_>, Incoming),
+    step: Step,
+) -> Result<Option<PathBuf>> {
+    let send_path = send;
+    let file = send
+        .map(|p| dirs.storage.open(p, false).map_err(|e| Error::io(p, e)))
+        .transpose();
+    let len = file
+        .as_ref()
+        .ok()
+        .and_then(Option::as_ref)
+        .and_then(|f| f.len().ok())
+        .unwrap_or(0);
+    // sizes[r] = what rank r sends.
+    let sizes = gather_u64(comm, len);
+    let rounds = rounds_for(sizes.iter().copied());
+    let pending = recv
+        .map(|name| store::begin_named(dirs, Level::L2, name, None))
+        .transpose();
+    // Every rank makes every exchange, also when it could not open its side: its partners
+    // then see a short transfer instead of waiting forever.
+    let moved = transfer(
+        comm,
+        (
+            to,
+            file.as_ref().ok().and_then(Option::as_deref).zip(send_path),
+            len,
+        ),
+        (
+            from,
+            pending
+                .as_ref()
+                .ok()
+                .and_then(Option::as_ref)
+                .map(|p| (&*p.file, p.path.as_path())),
+            sizes[from as usize],
+        ),
+        rounds,
+    );
+    let local = match (file, pending) {
+        (Err(e), _) | (_, Err(e)) => Err(Error::InStep {
+            step: step.clone(),
+            err: Box::new(e),
+        }),
+        (Ok(_), Ok(recv)) => moved.and_then(|()| match recv {
+            Some(p) => store::publish_pending(dirs, p).map(Some),
+            None => Ok(None),
+        }),
+    };
+    agree(comm, step, local)
+}

@@ -1,0 +1,154 @@
+//! How a restart recovers a candidate checkpoint, from what every rank holds of it: pure
+//! code, decided identically on every rank (the gathering is in [`crate::collective`], the
+//! rebuilding in [`crate::l2`] and [`crate::l3`]).
+
+use crate::config::Level;
+use crate::topology::Topology;
+
+/// What one rank holds of one candidate checkpoint.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Holds {
+    /// Its own file is there and verifies.
+    pub own: bool,
+    /// Its redundancy file is there and verifies: the L2 partner copy it keeps for its left
+    /// partner, or its L3 `RSed` file.
+    pub copy: bool,
+}
+
+/// How the run recovers one candidate, decided identically on every rank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Every rank has its own file.
+    Own,
+    /// L2: these ranks get their file back from their right partner's copy, and these get
+    /// the copy they keep back from their left partner.
+    Rebuild { files: Vec<u32>, copies: Vec<u32> },
+}
+
+/// Whether a candidate at `level` can be recovered by every rank, given what each holds.
+pub(crate) fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Option<Plan> {
+    if holds.iter().all(|h| h.own) {
+        return Some(Plan::Own);
+    }
+    if level == Level::L3 {
+        // Each group of k ranks survives the loss of up to k of its 2k Rank and RSed files.
+        for (r, _) in holds.iter().enumerate() {
+            let group = &topology.place(r as u32)?.group;
+            let lost = group
+                .iter()
+                .map(|&g| {
+                    holds
+                        .get(g as usize)
+                        .map_or(2, |h| usize::from(!h.own) + usize::from(!h.copy))
+                })
+                .sum::<usize>();
+            if group.len() < 2 || lost > group.len() {
+                return None;
+            }
+        }
+        let lacking = |f: fn(&Holds) -> bool| {
+            (0..holds.len() as u32)
+                .filter(|&r| f(&holds[r as usize]))
+                .collect()
+        };
+        return Some(Plan::Rebuild {
+            files: lacking(|h| !h.own),
+            copies: lacking(|h| !h.copy),
+        });
+    }
+    if level != Level::L2 {
+        return None;
+    }
+    let mut files = Vec::new();
+    for (r, h) in holds.iter().enumerate() {
+        if !h.own {
+            let right = topology.place(r as u32)?.right();
+            if right == r as u32 || !holds.get(right as usize)?.copy {
+                return None;
+            }
+            files.push(r as u32);
+        }
+    }
+    let copies = (0..holds.len() as u32)
+        .filter(|&r| !holds[r as usize].copy)
+        .collect();
+    Some(Plan::Rebuild { files, copies })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` ranks on nodes of one, in groups of `k`.
+    fn topology(n: u32, k: u32) -> Topology {
+        Topology::new(&(0..n).collect::<Vec<_>>(), 1, k).unwrap()
+    }
+
+    /// What each rank holds, from a string: `b` both files, `o` own only, `c` copy only, `-`
+    /// neither.
+    fn holds(s: &str) -> Vec<Holds> {
+        s.chars()
+            .map(|c| Holds {
+                own: matches!(c, 'b' | 'o'),
+                copy: matches!(c, 'b' | 'c'),
+            })
+            .collect()
+    }
+
+    fn rebuild(files: &[u32], copies: &[u32]) -> Option<Plan> {
+        Some(Plan::Rebuild {
+            files: files.to_vec(),
+            copies: copies.to_vec(),
+        })
+    }
+
+    #[test]
+    fn every_own_file_there_is_recovered_as_is_at_any_level() {
+        for level in Level::ALL {
+            assert_eq!(
+                plan(level, &holds("oooo"), &topology(4, 4)),
+                Some(Plan::Own)
+            );
+        }
+    }
+
+    #[test]
+    fn a_lost_file_at_l1_or_l4_cannot_be_recovered() {
+        for level in [Level::L1, Level::L4] {
+            assert_eq!(
+                plan(level, &holds("b-bb"), &topology(4, 4)),
+                None,
+                "{level}"
+            );
+        }
+    }
+
+    #[test]
+    fn l2_rebuilds_a_lost_file_from_its_right_partner_s_copy() {
+        let t = topology(4, 4);
+        // Rank 1 lost both its files: its right partner (2) keeps its copy; its left partner
+        // (0) gets the copy it kept back from rank 1's rebuilt file.
+        assert_eq!(plan(Level::L2, &holds("b-bb"), &t), rebuild(&[1], &[1]));
+        // The copy of rank 1's file is lost with rank 2's node: no way back.
+        assert_eq!(plan(Level::L2, &holds("b-ob"), &t), None);
+        // Two neighbours lost: rank 1's copy went with rank 2.
+        assert_eq!(plan(Level::L2, &holds("b--b"), &t), None);
+        // Every own file there, a copy lost: it is rebuilt.
+        assert_eq!(plan(Level::L2, &holds("bbob"), &t), Some(Plan::Own));
+    }
+
+    #[test]
+    fn l3_rebuilds_up_to_k_lost_files_of_each_group() {
+        let t = topology(8, 4);
+        assert_eq!(plan(Level::L3, &holds("b-bbbbbb"), &t), rebuild(&[1], &[1]));
+        // Four of group 0's eight files lost (two ranks' both), one of group 1's.
+        assert_eq!(
+            plan(Level::L3, &holds("--bbbbbo"), &t),
+            rebuild(&[0, 1], &[0, 1, 7])
+        );
+        // Five of group 0's files lost.
+        assert_eq!(plan(Level::L3, &holds("---cbbbb"), &t), None);
+        // A group of one has no code.
+        assert_eq!(plan(Level::L3, &holds("-"), &topology(1, 1)), None);
+    }
+}

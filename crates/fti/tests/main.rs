@@ -1,0 +1,18 @@
+//! The integration tests of the runtime, in one test binary: a module per subject, helpers in
+//! [`util`]. The multi-rank tests under `mpirun` (`mpi`) need `--features mpi` and the
+//! examples built (`cargo build -p fti --features mpi --examples`).
+
+mod async_ckpt;
+mod crash;
+mod dcp;
+mod fti_configs;
+mod l3_group;
+mod levels;
+mod mpi;
+mod power_loss;
+mod regression;
+mod runtime;
+mod topology;
+mod trace;
+mod trust;
+mod util;

@@ -1,0 +1,9 @@
+//! The integration tests of the ovni tools, in one test binary: a module per subject, helpers
+//! in [`util`].
+
+mod goldens;
+mod hostile;
+mod ovniemu;
+mod ovniview;
+mod regressions;
+mod util;

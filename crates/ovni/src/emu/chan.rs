@@ -1,0 +1,477 @@
+//! Channels: the values the emulator tracks, and the Paraver records they produce.
+//!
+//! This reproduces what ovniemu 1.14 writes, record for record and in the same order within a
+//! timestamp. In the original every value lives in a *channel*; setting a channel marks it
+//! dirty (once per event, in the order they are set). After each event the dirty channels
+//! run their callbacks in that order: the *muxes* that follow another channel (the marks of
+//! a thread while it is active, the flush and marks of the thread running on a CPU) set their
+//! output channels, which join the end of the dirty list. Then every dirty channel that has a
+//! Paraver row writes one record, in dirty order, filtered by the row's duplicate rule.
+//!
+//! Channel ids are flat: per thread row `cpu, state, tid, flush, mark[k].., markout[k]..`,
+//! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`.
+
+use super::prv::Prv;
+
+/// Paraver record types of the ovni model, as ovniemu 1.14 numbers them (the `.pcf` files
+/// name them).
+const TY_PID: u32 = 1;
+const TY_TID: u32 = 2;
+const TY_NRUN: u32 = 3;
+const TY_STATE: u32 = 4;
+const TY_CPU: u32 = 6;
+const TY_FLUSH: u32 = 7;
+/// Mark type `t` is written as record type `100 + t`.
+pub(crate) const TY_MARK: u32 = 100;
+
+const TH_CPU: usize = 0;
+const TH_STATE: usize = 1;
+const TH_TID: usize = 2;
+const TH_FLUSH: usize = 3;
+const TH_MARKS: usize = 4;
+
+const CPU_TID: usize = 0;
+const CPU_PID: usize = 1;
+const CPU_THRUN: usize = 2;
+const CPU_NRUN: usize = 3;
+const CPU_FLUSH: usize = 4;
+const CPU_MARKS: usize = 5;
+
+/// How a Paraver row treats a value equal to the last one it wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rule {
+    /// Written again.
+    Emit,
+    /// Not written.
+    SkipDup,
+    /// Not written if it is null, written again otherwise.
+    SkipDupNull,
+    /// Written again, with 1 added to non-null values (CPU indices are 1-based).
+    Next,
+}
+
+/// What a channel is, so that its callbacks need no arithmetic on its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No callback (its value only goes to a Paraver row).
+    Plain,
+    /// A thread's state: selects its mark muxes.
+    State(u32),
+    /// A thread's flush channel: input of its CPU's flush mux.
+    Flush(u32),
+    /// A thread's mark channel `k`: input of its mark mux and of its CPU's.
+    Mark(u32, u16),
+    /// A CPU's running thread: selects its flush and mark muxes.
+    Running(u32),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Reg {
+    /// `false`: cpu.prv, `true`: thread.prv.
+    thread_file: bool,
+    row: u32,
+    /// Type slot in its file ([`Prv::type_slot`]).
+    ty: u16,
+    rule: Rule,
+    /// Last value written (`None`: nothing yet).
+    last: Option<Option<i64>>,
+}
+
+/// One channel: its value and what a change does.
+#[derive(Debug, Clone, Copy)]
+struct Chan {
+    value: Option<i64>,
+    is_dirty: bool,
+    /// Setting the value the channel already has does not make it dirty.
+    ignore_dup: bool,
+    kind: Kind,
+}
+
+/// Every channel of the ovni model and the state of its muxes.
+#[derive(Debug)]
+pub(crate) struct Channels {
+    chans: Vec<Chan>,
+    reg: Vec<Option<Reg>>,
+    dirty: Vec<u32>,
+    nthreads: usize,
+    nmarks: usize,
+    th_stride: usize,
+    cpu_stride: usize,
+    /// Tid and pid of each thread row.
+    tids: Vec<i64>,
+    pids: Vec<i64>,
+    /// The thread's mark muxes select their input (the thread is active).
+    th_active: Vec<bool>,
+    /// CPU row whose muxes select this thread.
+    th_cpu_sel: Vec<Option<u32>>,
+    /// Thread row selected by each CPU's muxes.
+    cpu_sel: Vec<Option<u32>>,
+}
+
+impl Channels {
+    /// Channels for threads with `(tid, pid)` per row, `ncpus` CPU rows and mark types with
+    /// Paraver type offsets `marks` (stack or single does not matter here).
+    pub(crate) fn new(
+        threads: &[(i64, i64)],
+        ncpus: usize,
+        marks: &[i64],
+        cpu_prv: &mut Prv,
+        th_prv: &mut Prv,
+    ) -> Self {
+        let nthreads = threads.len();
+        let nmarks = marks.len();
+        let th_stride = TH_MARKS + 2 * nmarks;
+        let cpu_stride = CPU_MARKS + nmarks;
+        let n = nthreads * th_stride + ncpus * cpu_stride;
+        let mut c = Self {
+            chans: vec![
+                Chan {
+                    value: None,
+                    is_dirty: false,
+                    ignore_dup: false,
+                    kind: Kind::Plain,
+                };
+                n
+            ],
+            reg: vec![None; n],
+            dirty: Vec::with_capacity(64),
+            nthreads,
+            nmarks,
+            th_stride,
+            cpu_stride,
+            tids: threads.iter().map(|t| t.0).collect(),
+            pids: threads.iter().map(|t| t.1).collect(),
+            th_active: vec![false; nthreads],
+            th_cpu_sel: vec![None; nthreads],
+            cpu_sel: vec![None; ncpus],
+        };
+        let mark_ty = |k: usize| TY_MARK + marks.get(k).map_or(0, |&m| m as u32);
+        for t in 0..nthreads {
+            let row = t as u32;
+            let mut reg = |ty, rule| {
+                Some(Reg {
+                    thread_file: true,
+                    row,
+                    ty: th_prv.type_slot(ty),
+                    rule,
+                    last: None,
+                })
+            };
+            let b = t * th_stride;
+            c.set_reg(b + TH_CPU, reg(TY_CPU, Rule::Next));
+            c.set_reg(b + TH_STATE, reg(TY_STATE, Rule::SkipDup));
+            c.set_reg(b + TH_TID, reg(TY_TID, Rule::Emit));
+            c.set_reg(b + TH_FLUSH, reg(TY_FLUSH, Rule::SkipDup));
+            if let Some(ch) = c.chans.get_mut(b + TH_TID) {
+                ch.ignore_dup = true;
+            }
+            for k in 0..nmarks {
+                c.set_reg(
+                    b + TH_MARKS + nmarks + k,
+                    reg(mark_ty(k), Rule::SkipDupNull),
+                );
+                c.set_kind(b + TH_MARKS + k, Kind::Mark(row, k as u16));
+            }
+            c.set_kind(b + TH_STATE, Kind::State(row));
+            c.set_kind(b + TH_FLUSH, Kind::Flush(row));
+        }
+        for cpu in 0..ncpus {
+            let row = cpu as u32;
+            let mut reg = |ty, rule| {
+                Some(Reg {
+                    thread_file: false,
+                    row,
+                    ty: cpu_prv.type_slot(ty),
+                    rule,
+                    last: None,
+                })
+            };
+            let b = nthreads * th_stride + cpu * cpu_stride;
+            c.set_reg(b + CPU_TID, reg(TY_TID, Rule::Emit));
+            c.set_reg(b + CPU_PID, reg(TY_PID, Rule::Emit));
+            c.set_reg(b + CPU_NRUN, reg(TY_NRUN, Rule::Emit));
+            c.set_reg(b + CPU_FLUSH, reg(TY_FLUSH, Rule::SkipDup));
+            for k in 0..nmarks {
+                c.set_reg(b + CPU_MARKS + k, reg(mark_ty(k), Rule::SkipDupNull));
+            }
+            c.set_kind(b + CPU_THRUN, Kind::Running(row));
+            for s in [CPU_TID, CPU_PID, CPU_THRUN, CPU_NRUN] {
+                if let Some(ch) = c.chans.get_mut(b + s) {
+                    ch.ignore_dup = true;
+                }
+            }
+        }
+        c
+    }
+
+    fn set_kind(&mut self, id: usize, kind: Kind) {
+        if let Some(ch) = self.chans.get_mut(id) {
+            ch.kind = kind;
+        }
+    }
+
+    fn set_reg(&mut self, id: usize, reg: Option<Reg>) {
+        if let Some(r) = self.reg.get_mut(id) {
+            *r = reg;
+        }
+    }
+
+    #[inline]
+    fn th(&self, t: usize, slot: usize) -> usize {
+        t * self.th_stride + slot
+    }
+
+    #[inline]
+    fn cpu(&self, c: usize, slot: usize) -> usize {
+        self.nthreads * self.th_stride + c * self.cpu_stride + slot
+    }
+
+    #[inline]
+    fn get(&self, id: usize) -> Option<i64> {
+        self.chans.get(id).and_then(|c| c.value)
+    }
+
+    #[inline]
+    fn set(&mut self, id: usize, v: Option<i64>) {
+        let Some(ch) = self.chans.get_mut(id) else {
+            return;
+        };
+        if ch.ignore_dup && ch.value == v {
+            return;
+        }
+        ch.value = v;
+        if !ch.is_dirty {
+            ch.is_dirty = true;
+            self.dirty.push(id as u32);
+        }
+    }
+
+    /// `thread_set_cpu` / `thread_unset_cpu` / `thread_migrate_cpu`: the CPU row of thread `t`.
+    pub(crate) fn thread_cpu(&mut self, t: usize, cpu: Option<usize>) {
+        self.set(self.th(t, TH_CPU), cpu.map(|c| c as i64));
+    }
+
+    /// `thread_set_state`: the state and the tid while active.
+    pub(crate) fn thread_state(&mut self, t: usize, state: i64, active: bool) {
+        self.set(self.th(t, TH_STATE), Some(state));
+        let tid = self.tids.get(t).copied().filter(|_| active);
+        self.set(self.th(t, TH_TID), tid);
+    }
+
+    /// `cpu_update`: running thread row (when exactly one runs) and the number running.
+    pub(crate) fn cpu_update(&mut self, c: usize, running: Option<usize>, nrun: u32) {
+        let tid = running.and_then(|t| self.tids.get(t).copied());
+        let pid = running.and_then(|t| self.pids.get(t).copied());
+        self.set(self.cpu(c, CPU_TID), tid);
+        self.set(self.cpu(c, CPU_PID), pid);
+        self.set(self.cpu(c, CPU_THRUN), running.map(|t| t as i64));
+        self.set(self.cpu(c, CPU_NRUN), Some(i64::from(nrun)));
+    }
+
+    /// The flush channel of thread `t` (1 while flushing).
+    pub(crate) fn flush(&mut self, t: usize, v: Option<i64>) {
+        self.set(self.th(t, TH_FLUSH), v);
+    }
+
+    /// Mark channel `k` of thread `t` (a single value or the top of a stack).
+    pub(crate) fn mark(&mut self, t: usize, k: usize, v: Option<i64>) {
+        self.set(self.th(t, TH_MARKS + k), v);
+    }
+
+    /// Runs the muxes of the dirty channels, then writes the records of the event in dirty
+    /// order.
+    pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
+        let mut i = 0;
+        while let Some(&id) = self.dirty.get(i) {
+            self.callbacks(id as usize);
+            i += 1;
+        }
+        for &id in &self.dirty {
+            let id = id as usize;
+            let Some(ch) = self.chans.get_mut(id) else {
+                continue;
+            };
+            ch.is_dirty = false;
+            let value = ch.value;
+            let Some(Some(reg)) = self.reg.get_mut(id) else {
+                continue;
+            };
+            if reg.last == Some(value)
+                && (reg.rule == Rule::SkipDup || (reg.rule == Rule::SkipDupNull && value.is_none()))
+            {
+                continue;
+            }
+            reg.last = Some(value);
+            let v = match (value, reg.rule) {
+                (Some(v), Rule::Next) => v.wrapping_add(1),
+                (Some(v), _) => v,
+                (None, _) => 0,
+            };
+            let prv = if reg.thread_file {
+                &mut *th_prv
+            } else {
+                &mut *cpu_prv
+            };
+            prv.record(reg.row, reg.ty, v);
+        }
+        self.dirty.clear();
+    }
+
+    #[inline]
+    fn callbacks(&mut self, id: usize) {
+        match self.chans.get(id).map(|c| c.kind) {
+            None | Some(Kind::Plain) => {}
+            Some(Kind::State(t)) => {
+                let t = t as usize;
+                let active = matches!(self.get(id), Some(1 | 4 | 5));
+                if let Some(a) = self.th_active.get_mut(t) {
+                    *a = active;
+                }
+                for k in 0..self.nmarks {
+                    let v = if active {
+                        self.get(self.th(t, TH_MARKS + k))
+                    } else {
+                        None
+                    };
+                    self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
+                }
+            }
+            Some(Kind::Flush(t)) => {
+                if let Some(Some(c)) = self.th_cpu_sel.get(t as usize).copied() {
+                    self.set(self.cpu(c as usize, CPU_FLUSH), self.get(id));
+                }
+            }
+            Some(Kind::Mark(t, k)) => {
+                let (t, k) = (t as usize, usize::from(k));
+                let v = self.get(id);
+                if self.th_active.get(t) == Some(&true) {
+                    self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
+                }
+                if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
+                    self.set(self.cpu(c as usize, CPU_MARKS + k), v);
+                }
+            }
+            Some(Kind::Running(c)) => self.select_running(c as usize, id),
+        }
+    }
+
+    /// A CPU's running thread changed: its muxes follow the new thread's channels.
+    fn select_running(&mut self, c: usize, id: usize) {
+        if let Some(Some(old)) = self.cpu_sel.get(c).copied() {
+            if let Some(s) = self.th_cpu_sel.get_mut(old as usize) {
+                if *s == Some(c as u32) {
+                    *s = None;
+                }
+            }
+        }
+        let new = self
+            .get(id)
+            .and_then(|t| usize::try_from(t).ok())
+            .filter(|&t| t < self.nthreads);
+        if let Some(s) = self.cpu_sel.get_mut(c) {
+            *s = new.map(|t| t as u32);
+        }
+        if let Some(t) = new {
+            if let Some(s) = self.th_cpu_sel.get_mut(t) {
+                *s = Some(c as u32);
+            }
+        }
+        let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
+        self.set(self.cpu(c, CPU_FLUSH), flush);
+        for k in 0..self.nmarks {
+            let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
+            self.set(self.cpu(c, CPU_MARKS + k), v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on channels for one thread (tid 7, pid 3) on CPU row 0 of 2, with mark types
+    /// 1 and 2, and returns the records of both files after the header.
+    fn run(f: impl FnOnce(&mut Channels, &mut Prv, &mut Prv)) -> (String, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 2).unwrap();
+        let mut th = Prv::create(&dir.path().join("thread.prv"), 1).unwrap();
+        let mut c = Channels::new(&[(7, 3)], 2, &[1, 2], &mut cpu, &mut th);
+        f(&mut c, &mut cpu, &mut th);
+        cpu.close().unwrap();
+        th.close().unwrap();
+        let read = |f: &str| {
+            let s = std::fs::read_to_string(dir.path().join(f)).unwrap();
+            s.lines()
+                .skip(1)
+                .map(|l| l.trim_start_matches("2:0:1:1:").to_string() + "\n")
+                .collect::<String>()
+        };
+        (read("cpu.prv"), read("thread.prv"))
+    }
+
+    fn execute(c: &mut Channels, cpu: &mut Prv, th: &mut Prv) {
+        c.thread_cpu(0, Some(0));
+        c.thread_state(0, 1, true);
+        c.cpu_update(0, Some(0), 1);
+        c.propagate(cpu, th);
+    }
+
+    #[test]
+    fn execute_writes_ovniemus_records_in_its_order() {
+        let (cpu, th) = run(execute);
+        assert_eq!(
+            cpu,
+            "1:0:2:7\n1:0:1:3\n1:0:3:1\n1:0:7:0\n1:0:101:0\n1:0:102:0\n"
+        );
+        assert_eq!(th, "1:0:6:1\n1:0:4:1\n1:0:2:7\n1:0:101:0\n1:0:102:0\n");
+    }
+
+    #[test]
+    fn a_single_mark_set_twice_is_written_twice() {
+        let (cpu, th) = run(|c, cpu, th| {
+            execute(c, cpu, th);
+            for _ in 0..2 {
+                c.mark(0, 0, Some(5));
+                c.propagate(cpu, th);
+            }
+        });
+        assert!(cpu.ends_with("1:0:101:5\n1:0:101:5\n"), "{cpu}");
+        assert!(th.ends_with("1:0:101:5\n1:0:101:5\n"), "{th}");
+    }
+
+    #[test]
+    fn cooling_keeps_the_threads_marks_and_drops_the_cpus() {
+        let (cpu, th) = run(|c, cpu, th| {
+            execute(c, cpu, th);
+            c.mark(0, 0, Some(5));
+            c.propagate(cpu, th);
+            // Running -> Cooling: still active, no longer running.
+            c.thread_state(0, 4, true);
+            c.cpu_update(0, None, 0);
+            c.propagate(cpu, th);
+        });
+        // The thread's mark mux re-selects the same value: written again (only null
+        // repeats are skipped); the CPU's goes to null.
+        assert!(th.ends_with("1:0:101:5\n1:0:4:4\n1:0:101:5\n"), "{th}");
+        assert!(
+            cpu.ends_with("1:0:101:5\n1:0:2:0\n1:0:1:0\n1:0:3:0\n1:0:101:0\n"),
+            "{cpu}"
+        );
+    }
+
+    #[test]
+    fn a_paused_thread_moved_to_a_fresh_cpu_sets_its_count_to_zero() {
+        let (cpu, _) = run(|c, cpu, th| {
+            execute(c, cpu, th);
+            c.thread_state(0, 2, false);
+            c.cpu_update(0, None, 0);
+            c.propagate(cpu, th);
+            c.cpu_update(0, None, 0);
+            c.cpu_update(1, None, 0);
+            c.thread_cpu(0, Some(1));
+            c.propagate(cpu, th);
+        });
+        // The new CPU's count goes from null to 0; its tid and pid stay null (not written).
+        assert!(cpu.ends_with("1:0:3:0\n2:0:3:0\n"), "{cpu}");
+    }
+}

@@ -1,0 +1,424 @@
+//! The Paraver trace (`.prv`): a header whose duration is patched at close, then one line
+//! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
+//!
+//! Lines are formatted by hand into a buffer: the emulator writes several lines per event and
+//! `fmt` would dominate its run time. Full buffers go to a writer thread, so that copying
+//! them into the file (most of the time the emulator spends in the kernel) overlaps with the
+//! emulation; at most [`BUFFERS`] buffers per file exist at once.
+
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::JoinHandle;
+
+use crate::error::{Error, Result};
+
+/// Bytes buffered before they are handed to the writer thread.
+const FLUSH_AT: usize = 1 << 16;
+/// Buffers per file: the one being filled and those queued or being written.
+const BUFFERS: usize = 8;
+
+/// The header line, with the duration (ns, zero-padded to 20 digits) and the number of rows.
+pub(crate) fn header(duration: i64, rows: usize) -> String {
+    format!("#Paraver (19/01/38 at 03:14):{duration:020}_ns:0:1:1({rows}:1)\n")
+}
+
+/// Room for one record line: `2:0:1:1:<row>:` (at most 29 bytes, copied as 32), the time
+/// and `:` (at most 21, copied as 24), `<type>:` (at most 11, copied as 16), then a value of
+/// at most 20 characters and the newline: 83 bytes at most, 112 with the fixed-size copies.
+const MAX_LINE: usize = 112;
+
+/// Powers of ten that fit in a `u64`.
+const POW10: [u64; 20] = {
+    let mut t = [1u64; 20];
+    let mut i = 1;
+    while i < 20 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// `"00" "01" ... "99"`: two digits at a time.
+const DIGITS2: [u8; 200] = {
+    let mut t = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        t[2 * i] = b'0' + (i / 10) as u8;
+        t[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    t
+};
+
+/// Number of decimal digits of `v`.
+#[inline(always)]
+fn ndigits(v: u64) -> usize {
+    let bits = 64 - (v | 1).leading_zeros() as usize;
+    // floor(log10(2^bits)), then one more if v reaches the next power of ten.
+    let t = (bits * 1233) >> 12;
+    let next = POW10.get(t).copied().unwrap_or(u64::MAX);
+    (t + usize::from(v >= next)).max(1)
+}
+
+/// Writes the digits of `v` at `out[at..]`; returns the position after them, or `at` if they
+/// do not fit.
+#[inline(always)]
+fn put_u64(out: &mut [u8], at: usize, mut v: u64) -> usize {
+    let end = at + ndigits(v);
+    let Some(digits) = out.get_mut(at..end) else {
+        return at;
+    };
+    let mut pairs = digits.rchunks_exact_mut(2);
+    while v >= 100 {
+        let r = (v % 100) as usize * 2;
+        v /= 100;
+        if let (Some(pair), Some(d)) = (pairs.next(), DIGITS2.get(r..r + 2)) {
+            pair.copy_from_slice(d);
+        }
+    }
+    if let Some(first) = digits.first_mut() {
+        if v >= 10 {
+            let r = v as usize * 2;
+            if let (Some(pair), Some(d)) = (digits.first_chunk_mut::<2>(), DIGITS2.get(r..r + 2)) {
+                pair.copy_from_slice(d);
+            }
+        } else {
+            *first = b'0' + v as u8;
+        }
+    }
+    end
+}
+
+/// A field of a record fixed by its channel: `2:0:1:1:<row>:` (at most 29 bytes) or
+/// `<type>:` (at most 11), stored with its length.
+#[derive(Debug, Clone, Copy)]
+struct Field<const N: usize> {
+    text: [u8; N],
+    len: u8,
+}
+
+impl<const N: usize> Field<N> {
+    fn new(prefix: &[u8], v: u64) -> Self {
+        let mut text = [0u8; N];
+        let at = prefix.len().min(N);
+        if let Some(p) = text.get_mut(..at) {
+            p.copy_from_slice(prefix.get(..at).unwrap_or_default());
+        }
+        let n = put_u64(&mut text, at, v);
+        if let Some(c) = text.get_mut(n) {
+            *c = b':';
+        }
+        Self {
+            text,
+            len: (n + 1) as u8,
+        }
+    }
+}
+
+/// A time in decimal followed by `:`, as records carry it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TimeText {
+    time: i64,
+    text: [u8; 24],
+    len: usize,
+}
+
+impl TimeText {
+    /// `time` (never negative: times are relative to the first event) formatted.
+    #[inline]
+    pub(crate) fn new(time: i64) -> Self {
+        let mut text = [0u8; 24];
+        let n = put_u64(&mut text, 0, time.max(0) as u64);
+        if let Some(c) = text.get_mut(n) {
+            *c = b':';
+        }
+        Self {
+            time,
+            text,
+            len: n + 1,
+        }
+    }
+}
+
+/// A full buffer and how many of its bytes are records.
+type Chunk = (Vec<u8>, usize);
+
+/// One `.prv` file being written.
+#[derive(Debug)]
+pub(crate) struct Prv {
+    path: PathBuf,
+    /// `2:0:1:1:<row>:` of every row.
+    row_text: Vec<Field<32>>,
+    /// `<type>:` of every type registered with [`Prv::type_slot`].
+    ty_text: Vec<(u32, Field<16>)>,
+    /// The buffer being filled: always `FLUSH_AT + MAX_LINE` bytes long, records in
+    /// `buf[..pos]`.
+    buf: Vec<u8>,
+    pos: usize,
+    rows: usize,
+    /// Time of the last event (the duration written in the header at close).
+    time: i64,
+    /// `time` in decimal, then `:` (the rest of the array is scratch).
+    time_text: [u8; 24],
+    time_len: usize,
+    /// Full buffers to the writer thread, and emptied ones back.
+    to_writer: Option<SyncSender<Chunk>>,
+    from_writer: Receiver<Vec<u8>>,
+    /// Buffers in existence (at most [`BUFFERS`]).
+    buffers: usize,
+    writer: Option<JoinHandle<io::Result<File>>>,
+    /// The first write error; records after it are dropped.
+    error: Option<Error>,
+}
+
+/// The writer thread: writes each buffer it receives, returns it, and gives the file back (or
+/// the first error) when the channel closes.
+fn write_loop(
+    mut file: File,
+    full: Receiver<Chunk>,
+    empty: SyncSender<Vec<u8>>,
+) -> io::Result<File> {
+    let mut result = Ok(());
+    for (b, len) in full {
+        if result.is_ok() {
+            result = file.write_all(b.get(..len).unwrap_or_default());
+        }
+        // The emulator may be gone (dropped after an error): nothing to return it to.
+        let _ = empty.try_send(b);
+    }
+    result.map(|()| file)
+}
+
+fn new_buffer() -> Vec<u8> {
+    vec![0; FLUSH_AT + MAX_LINE]
+}
+
+impl Prv {
+    /// Creates (truncates) `path` and writes the header with duration 0.
+    pub(crate) fn create(path: &Path, rows: usize) -> Result<Self> {
+        let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
+        file.write_all(header(0, rows).as_bytes())
+            .map_err(|e| Error::io(path, e))?;
+        let (to_writer, full) = sync_channel(BUFFERS);
+        let (empty, from_writer) = sync_channel(BUFFERS);
+        let writer = std::thread::Builder::new()
+            .name("ovniemu-prv".into())
+            .spawn(move || write_loop(file, full, empty))
+            .map_err(|e| Error::io(path, e))?;
+        let mut p = Self {
+            path: path.to_path_buf(),
+            row_text: (0..rows as u64)
+                .map(|r| Field::new(b"2:0:1:1:", r + 1))
+                .collect(),
+            ty_text: Vec::new(),
+            buf: new_buffer(),
+            pos: 0,
+            rows,
+            time: 0,
+            time_text: [0; 24],
+            time_len: 0,
+            to_writer: Some(to_writer),
+            from_writer,
+            buffers: 1,
+            writer: Some(writer),
+            error: None,
+        };
+        p.format_time();
+        Ok(p)
+    }
+
+    /// Moves to `time` (never backwards: the caller's clocks are non-decreasing).
+    #[cfg(test)]
+    pub(crate) fn advance(&mut self, time: i64) {
+        if time != self.time {
+            let t = TimeText::new(time);
+            self.advance_to(&t);
+        }
+    }
+
+    /// Moves to the time of `t` (formatted once for several files).
+    #[inline]
+    pub(crate) fn advance_to(&mut self, t: &TimeText) {
+        self.time = t.time;
+        self.time_text = t.text;
+        self.time_len = t.len;
+    }
+
+    fn format_time(&mut self) {
+        let t = TimeText::new(self.time);
+        self.advance_to(&t);
+    }
+
+    /// True once writing failed (the error is returned by [`Prv::close`]).
+    #[inline]
+    pub(crate) fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The slot of record type `ty` for [`Prv::record`] (registered at the first call).
+    pub(crate) fn type_slot(&mut self, ty: u32) -> u16 {
+        if let Some(i) = self.ty_text.iter().position(|t| t.0 == ty) {
+            return i as u16;
+        }
+        self.ty_text.push((ty, Field::new(b"", u64::from(ty))));
+        (self.ty_text.len() - 1) as u16
+    }
+
+    /// Writes one record at the current time, for `row` (0-based) and the type of `slot`.
+    #[inline]
+    pub(crate) fn record(&mut self, row: u32, slot: u16, value: i64) {
+        let (Some(row), Some((_, ty))) = (
+            self.row_text.get(row as usize),
+            self.ty_text.get(usize::from(slot)),
+        ) else {
+            return;
+        };
+        // Fixed-size copies into a window that every record fits in (see MAX_LINE).
+        let Some(line) = self
+            .buf
+            .get_mut(self.pos..)
+            .and_then(|t| t.first_chunk_mut::<MAX_LINE>())
+        else {
+            return;
+        };
+        line[..32].copy_from_slice(&row.text);
+        let mut n = usize::from(row.len);
+        line[n..n + 24].copy_from_slice(&self.time_text);
+        n += self.time_len;
+        line[n..n + 16].copy_from_slice(&ty.text);
+        n += usize::from(ty.len);
+        if value < 0 {
+            line[n] = b'-';
+            n += 1;
+        }
+        if (0..10).contains(&value) {
+            line[n] = b'0' + value as u8;
+            n += 1;
+        } else {
+            n = put_u64(line, n, value.unsigned_abs());
+        }
+        line[n] = b'\n';
+        self.pos += n + 1;
+        if self.pos >= FLUSH_AT {
+            self.flush_buf();
+        }
+    }
+
+    /// Hands the buffer to the writer thread and continues in an empty one.
+    #[cold]
+    fn flush_buf(&mut self) {
+        if self.error.is_some() {
+            self.pos = 0;
+            return;
+        }
+        let next = match self.from_writer.try_recv() {
+            Ok(b) => b,
+            Err(_) if self.buffers < BUFFERS => {
+                self.buffers += 1;
+                new_buffer()
+            }
+            // Wait for the writer; if it is gone, `send` below reports why.
+            Err(_) => self.from_writer.recv().unwrap_or_else(|_| new_buffer()),
+        };
+        let full = std::mem::replace(&mut self.buf, next);
+        let len = std::mem::take(&mut self.pos);
+        let sent = self.to_writer.as_ref().map(|tx| tx.send((full, len)));
+        if !matches!(sent, Some(Ok(()))) {
+            self.error = Some(self.writer_error());
+        }
+    }
+
+    /// The writer thread's error, once it has stopped.
+    fn writer_error(&mut self) -> Error {
+        self.to_writer = None;
+        let e = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(Err(e))) => e,
+            _ => io::Error::other("the writer thread stopped"),
+        };
+        Error::io(&self.path, e)
+    }
+
+    /// Writes the buffered records and patches the header with the final duration.
+    pub(crate) fn close(mut self) -> Result<()> {
+        if self.pos > 0 {
+            self.flush_buf();
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.to_writer = None;
+        let mut file = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(Ok(f))) => f,
+            Some(Ok(Err(e))) => return Err(Error::io(&self.path, e)),
+            _ => {
+                return Err(Error::io(
+                    &self.path,
+                    io::Error::other("writer thread failed"),
+                ))
+            }
+        };
+        let h = header(self.time, self.rows);
+        let r: io::Result<()> = (|| {
+            file.seek(SeekFrom::Start(0))?;
+            file.write_all(h.as_bytes())?;
+            file.flush()
+        })();
+        r.map_err(|e| Error::io(&self.path, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_format_like_printf() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv");
+        let mut p = Prv::create(&path, 2).unwrap();
+        let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
+        let h = p.type_slot(101);
+        for v in values {
+            p.record(1, h, v);
+        }
+        p.advance(19960);
+        let t = p.type_slot(4);
+        p.record(0, t, 3);
+        assert!(!p.failed());
+        p.close().unwrap();
+        let mut want = header(19960, 2);
+        for v in values {
+            want.push_str(&format!("2:0:1:1:2:0:101:{v}\n"));
+        }
+        want.push_str("2:0:1:1:1:19960:4:3\n");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
+        let mut line = [0u8; MAX_LINE];
+        assert_eq!(put_u64(&mut line, 0, u64::MAX), 20);
+        assert_eq!(put_u64(&mut line[..5], 0, 123_456), 0);
+    }
+
+    #[test]
+    fn digits_match_to_string() {
+        let mut vals: Vec<u64> = (0..2000).collect();
+        for p in POW10 {
+            vals.extend([p - 1, p, p + 1, p.wrapping_mul(7)]);
+        }
+        vals.push(u64::MAX);
+        for v in vals {
+            let mut line = [0u8; MAX_LINE];
+            let n = put_u64(&mut line, 3, v);
+            assert_eq!(&line[3..n], v.to_string().as_bytes(), "{v}");
+        }
+    }
+
+    #[test]
+    fn header_is_fixed_width() {
+        assert_eq!(
+            header(19960, 3),
+            "#Paraver (19/01/38 at 03:14):00000000000000019960_ns:0:1:1(3:1)\n"
+        );
+        assert_eq!(header(0, 3).len(), header(19960, 3).len());
+    }
+}

@@ -1,0 +1,235 @@
+//! The messages ovniemu 1.14 prints, as `<function>: <text>` lines, so that `ovniemu`'s
+//! stderr reads as the original's (the program prefixes `ovniemu: <LEVEL>: `).
+
+use crate::error::{EventProblem, MetaProblem, StreamProblem, Transition};
+use crate::raw::Mcv;
+
+/// How important a message is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Progress and summaries.
+    Info,
+    /// Something odd that does not stop the emulation.
+    Warn,
+    /// Why the emulation stops or fails.
+    Error,
+}
+
+impl Level {
+    /// `INFO`, `WARN` or `ERROR`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Info => "INFO",
+            Self::Warn => "WARN",
+            Self::Error => "ERROR",
+        }
+    }
+}
+
+/// Receives the emulator's messages (the library never prints).
+pub trait Reporter {
+    /// One message line (without the program name and level).
+    fn line(&mut self, level: Level, text: &str);
+}
+
+/// Collects messages in memory (tests, or callers that print later).
+#[derive(Debug, Default)]
+pub struct Collect(pub Vec<(Level, String)>);
+
+impl Reporter for Collect {
+    fn line(&mut self, level: Level, text: &str) {
+        self.0.push((level, text.to_string()));
+    }
+}
+
+fn ch(c: u8) -> String {
+    (c as char).to_string()
+}
+
+/// The MCV as the C tools print it (up to a NUL byte).
+pub(crate) fn mcv_text(m: Mcv) -> String {
+    crate::tools::c_mcv(m)
+}
+
+/// Lines for a stream that cannot be stepped (`ends with incomplete event`) or whose clock
+/// goes backwards; the caller adds where it happened (player init or step).
+pub(crate) fn stream_step_lines(rel: &str, problem: &StreamProblem, offset: u64) -> Vec<String> {
+    let first = match problem {
+        StreamProblem::ClockBackwards { prev, clock } => format!(
+            "stream_step: clock goes backwards {prev} -> {clock} in stream '{rel}' at offset {offset}"
+        ),
+        StreamProblem::IncompleteEvent { .. } => {
+            format!("stream_step: stream '{rel}' ends with incomplete event")
+        }
+        other => format!("stream_step: stream '{rel}' at offset {offset}: {other}"),
+    };
+    vec![first, format!("step_stream: cannot step stream '{rel}'")]
+}
+
+/// Lines for a metadata problem found while building the system.
+pub(crate) fn meta_lines(stream: &str, problem: &MetaProblem, dir: &str) -> Vec<String> {
+    let mut v = match problem {
+        MetaProblem::NotFinished => vec![
+            format!("thread_load_metadata: missing ovni.finished: {stream}"),
+            format!("create_thread: thread_load_metadata failed: {stream}"),
+            "create_system: create_thread failed".to_string(),
+            "system_init: create system failed".to_string(),
+        ],
+        MetaProblem::LoomWithoutCpus => vec![
+            format!("loom_init_end: loom {stream} has no physical CPUs"),
+            "init_end_system: loom_init_end failed".to_string(),
+            "system_init: init_end_system failed".to_string(),
+        ],
+        MetaProblem::CpuIndexOutOfBounds { .. } | MetaProblem::CpuIndexTaken(_) => vec![
+            format!("loom_init_end: loom {stream}: {problem}"),
+            "init_end_system: loom_init_end failed".to_string(),
+            "system_init: init_end_system failed".to_string(),
+        ],
+        MetaProblem::MissingKey(k) if k.starts_with("ovni.lib") => vec![
+            format!("check_lib_versions: missing {k} key in thread metadata"),
+            "init_end_system: check_lib_versions failed".to_string(),
+            "system_init: init_end_system failed".to_string(),
+        ],
+        _ => vec![
+            format!("create_system: {problem}: {stream}"),
+            "system_init: create system failed".to_string(),
+        ],
+    };
+    v.push(format!("emu_init: cannot init system for trace '{dir}'"));
+    v.push("main: emu_init failed".to_string());
+    v
+}
+
+/// Lines for a `require` problem found by the model probe.
+pub(crate) fn probe_lines(stream: &str, problem: &MetaProblem, id: u8) -> Vec<String> {
+    let thread = stream.rsplit('/').next().unwrap_or(stream);
+    let (first, model) = match problem {
+        MetaProblem::UnsupportedModelVersion { model, want, have } => (
+            format!(
+                "should_enable: unsupported {model} model version (want {want}, have {have}) in {thread}"
+            ),
+            model.clone(),
+        ),
+        MetaProblem::MissingKey(_) => (
+            format!("should_enable: missing 'ovni.require' key in thread {thread}"),
+            "ovni".to_string(),
+        ),
+        other => (format!("should_enable: {other} in {thread}"), "ovni".to_string()),
+    };
+    vec![
+        first,
+        format!("model_version_probe: cannot determine if model {model} must be enabled"),
+        format!("model_{model}_probe: model_version_probe failed for {model} model"),
+        format!("model_probe: probe failed for model '{}'", ch(id)),
+        "emu_init: model_probe failed".to_string(),
+        "main: emu_init failed".to_string(),
+    ]
+}
+
+/// Lines for an `O` event the ovni model rejects, ending with the model's failure.
+pub(crate) fn ovni_event_lines(mcv: Mcv, p: &EventProblem) -> Vec<String> {
+    let [_, c, v] = mcv.0;
+    let func = match c {
+        b'H' => match v {
+            b'x' => "pre_thread_execute",
+            b'e' => "pre_thread_end",
+            b'p' => "pre_thread_pause",
+            b'r' => "pre_thread_resume",
+            b'c' => "pre_thread_cool",
+            b'w' => "pre_thread_warm",
+            _ => "pre_thread",
+        },
+        b'A' if v == b's' => "pre_affinity_set",
+        b'A' if v == b'r' => "pre_affinity_remote",
+        b'A' => "pre_affinity",
+        b'C' => "pre_cpu",
+        b'F' => "pre_flush",
+        b'M' => "mark_event",
+        _ => "model_ovni_event",
+    };
+    let text = match p {
+        EventProblem::UnknownValue { category, value } => match *category {
+            "flush" => format!("unexpected value '{}' (expecting '[' or ']')", ch(*value)),
+            cat => format!("unknown {cat} event value {}", ch(*value)),
+        },
+        EventProblem::UnknownCategory(c) => format!("unknown ovni event category {}", ch(*c)),
+        EventProblem::AlreadyRunning { tid } => {
+            format!("cannot execute thread {tid}, is already running")
+        }
+        EventProblem::MissingExecutePayload { tid } => {
+            format!("missing payload in thread {tid} execute event")
+        }
+        EventProblem::AlreadyHasCpu { tid, .. } => {
+            format!("thread {tid} already has a CPU")
+        }
+        EventProblem::NoSuchCpu { index, loom } if func == "pre_thread_execute" => {
+            format!("cannot find CPU with index {index} in loom {loom}")
+        }
+        EventProblem::NoSuchCpu { index, .. } if func == "pre_affinity_set" => {
+            format!("cannot find cpu with index {index}")
+        }
+        EventProblem::NoSuchCpu { index, .. } => format!("cannot find CPU with index {index}"),
+        EventProblem::BadTransition {
+            tid, transition, ..
+        } => match transition {
+            Transition::End => format!("cannot end thread {tid}: state not running or cooling"),
+            Transition::Pause => {
+                format!("cannot pause thread {tid}: state not running or cooling")
+            }
+            Transition::Resume => {
+                format!("cannot resume thread {tid}: state not paused or warming")
+            }
+            Transition::Cool => format!("cannot cool thread {tid}: state not running"),
+            Transition::Warm => format!("cannot warm thread {tid}: state not paused"),
+        },
+        EventProblem::CpuOversubscribed { cpu, running } => {
+            format!("physical cpu  {cpu} has {running} threads running at the same time")
+        }
+        EventProblem::NoCpuSet { tid } => format!("thread {tid} doesn't have CPU set"),
+        EventProblem::NotActive { tid } => format!("thread {tid} is not active"),
+        EventProblem::PayloadSize { got, .. } => format!("unexpected payload size {got}"),
+        EventProblem::ThreadNotFound { tid } => format!("thread {tid} not found"),
+        EventProblem::ThreadDead { tid } => format!("thread {tid} is dead"),
+        EventProblem::ThreadNotStarted { tid } => format!("thread {tid} in state unknown"),
+        EventProblem::MarkUnknownType(t) => format!("cannot find mark with type {t}"),
+        EventProblem::MarkZeroValue(t) => format!("mark value cannot be zero, type {t}"),
+        other => other.to_string(),
+    };
+    vec![
+        format!("{func}: {text}"),
+        "model_event: event() failed for 'ovni' model".to_string(),
+    ]
+}
+
+/// The `EMULATOR PANIC` block printed after an event fails.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn panic_lines(
+    mcv: Mcv,
+    rclock: i64,
+    sclock: i64,
+    dclock: i64,
+    payload_size: usize,
+    jumbo: bool,
+    relpath: &str,
+    offset: u64,
+    clock_offset: i64,
+) -> Vec<String> {
+    let bar = "panic: @@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@".to_string();
+    vec![
+        bar.clone(),
+        "panic: @@@@@@@@@@@@@@ EMULATOR PANIC @@@@@@@@@@@@@".to_string(),
+        bar.clone(),
+        "panic: event: ".to_string(),
+        format!("panic:   mcv={}", mcv_text(mcv)),
+        format!("panic:   rclock={rclock}"),
+        format!("panic:   sclock={sclock}"),
+        format!("panic:   dclock={dclock}"),
+        format!("panic:   payload_size={payload_size}"),
+        format!("panic:   is_jumbo={}", u8::from(jumbo)),
+        "panic: stream: ".to_string(),
+        format!("panic:   relpath={relpath}"),
+        format!("panic:   offset={offset}"),
+        format!("panic:   clock_offset={clock_offset}"),
+        bar,
+    ]
+}
