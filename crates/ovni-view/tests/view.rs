@@ -139,6 +139,19 @@ fn oracle(dir: &Path) -> Value {
     })
 }
 
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let dst = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&entry.path(), &dst);
+        } else {
+            std::fs::copy(entry.path(), dst).unwrap();
+        }
+    }
+}
+
 fn page(dir: &Path) -> String {
     ovni_view::render_dir(dir, &PageOptions::default()).unwrap()
 }
@@ -187,6 +200,14 @@ fn a_crashed_fti_run_is_drawn_and_flagged() {
     // ovniemu (and ovnilint) refuse it.
     let report = ovni::lint::lint_dir(&dir, &ovni::lint::LintOptions::default());
     assert!(!report.accepted());
+    let copy = tempfile::tempdir().unwrap();
+    copy_tree(&dir, copy.path());
+    let emu = ovni::emu::emulate(
+        copy.path(),
+        &ovni::emu::EmuOptions::default(),
+        &mut ovni::emu::Collect::default(),
+    );
+    assert!(!emu.ok);
     let trace = ovni::Trace::open(&dir).unwrap();
     let model = Model::build(&trace);
     let crashed: Vec<_> = model.threads.iter().filter(|t| t.is_flagged()).collect();
