@@ -28,6 +28,8 @@ for f in $(find "$ovni" -name stream.obs -size +8c); do
     mv seeds/ovni_event/tmp "seeds/ovni_event/$sum"
 done
 put ovni_stream $(find "$ovni" -name stream.obs)
+# ovniview's model: the same streams and a real crashed fti-rs run (crash and restart).
+put ovni_view $(find "$ovni" -name stream.obs) $(find ../crates/ovni-view/tests/fixtures -name stream.obs)
 put ovni_stream_json $(find "$ovni" -name stream.json)
 put fti_config "$fti"/configs/*.cfg "$fti"/levels/L1/config-after-run.ini
 ls seeds | while read -r t; do echo "$t: $(ls "seeds/$t" | wc -l) files, $(du -sk "seeds/$t" | cut -f1) KiB"; done

@@ -22,6 +22,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ovni_stream", ovni_stream),
     ("ovni_stream_json", ovni_stream_json),
     ("fti_config", fti_config),
+    ("ovni_view", ovni_view),
 ];
 
 /// An FTI-FF checkpoint file (Rank, Pcof or L4): structure, verification (every hash), the
@@ -152,4 +153,34 @@ pub fn fti_config(data: &[u8]) {
     expected.warnings = again.warnings.clone();
     expected.notes = again.notes.clone();
     assert_eq!(again, expected, "other settings kept:\n{recorded}");
+}
+
+/// A `stream.obs` drawn by `ovniview`: the thread model (traces of crashed runs accepted: any
+/// cut or corrupted stream is drawn up to its last good event), the summary, the checkpoint
+/// table (the runtime's mark titles are defined) and the page, with a budget small enough
+/// that levels of detail are cut.
+pub fn ovni_view(data: &[u8]) {
+    let meta = serde_json::json!({"version": 3, "ovni": {"tid": 1, "pid": 1, "loom": "l",
+        "rank": 0, "nranks": 1, "mark": {
+            "40": {"title": "FTI level", "chan_type": "stack", "labels": {"1": "L1 checkpoint"}},
+            "42": {"title": "FTI phase", "chan_type": "stack", "labels": {"1": "write"}}}}});
+    let Ok(stream) = Stream::from_bytes(
+        b"t".to_vec(),
+        Path::new("t/stream.obs"),
+        meta,
+        data.to_vec(),
+    ) else {
+        return;
+    };
+    let model = ovni_view::Model::build(&ovni::Trace::from_streams(vec![stream]));
+    let summary = ovni_view::Summary::of(&model);
+    assert_eq!(summary.events, model.events);
+    assert!(summary.start_ns <= summary.end_ns);
+    let _ = ovni_view::summary::checkpoint_table(&model);
+    let opts = ovni_view::PageOptions {
+        max_bytes: 16 << 10,
+        ..ovni_view::PageOptions::default()
+    };
+    let html = ovni_view::page::render(&model, &opts);
+    assert!(html.ends_with("</html>\n"));
 }

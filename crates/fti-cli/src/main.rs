@@ -14,6 +14,7 @@ use ftiff::{view, Checkpoint, MappedFile, RsedFile};
 mod heatdis;
 mod l3;
 mod list;
+mod timeline;
 mod tree;
 
 /// Inspect and check FTI-FF checkpoint files (FTI 1.1's `ckpt_io = 3` format).
@@ -30,6 +31,7 @@ mod tree;
 ///   fti diff Ckpt2-Rank0.fti Ckpt3-Rank0.fti    what changed per variable
 ///   fti list run/                               every checkpoint: files, verified, survives losing a node?
 ///   fti prune run/ --keep 3 --dry-run           which archived checkpoints would be deleted
+///   fti trace-summary run/trace                 checkpoint time per process, level and phase
 #[derive(Parser)]
 #[command(name = "fti", version, verbatim_doc_comment)]
 struct Cli {
@@ -142,7 +144,8 @@ enum Command {
     /// The whole demo story: run heat diffusion uninterrupted, run it again crashing (a real
     /// abort) at an iteration, restart it so that it recovers and finishes, and check that
     /// both final grids are bitwise identical. Checkpoint files stay in DIR for `fti inspect`
-    /// and `fti list`.
+    /// and `fti list`. Ends by writing DIR/timeline.html, the runs' traces drawn by ovniview
+    /// (the crashed run flagged), and printing `timeline: <path>`.
     Demo {
         #[command(flatten)]
         demo: DemoArgs,
@@ -150,6 +153,8 @@ enum Command {
         #[arg(long, default_value_t = 1234)]
         crash_at: i32,
     },
+    #[command(name = "trace-summary", about = timeline::ABOUT, long_about = timeline::HELP)]
+    TraceSummary(timeline::SummaryArgs),
     #[command(name = "l3-encode", about = l3::ENCODE_ABOUT, long_about = l3::ENCODE_HELP)]
     L3Encode(l3::GroupArgs),
     #[command(name = "l3-rebuild", about = l3::REBUILD_ABOUT, long_about = l3::REBUILD_HELP)]
@@ -262,6 +267,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Prune(args) => list::prune(&args),
         Command::Heatdis { demo, crash_at } => heatdis(&demo, crash_at),
         Command::Demo { demo, crash_at } => demo_story(&demo, crash_at),
+        Command::TraceSummary(args) => timeline::trace_summary(&args),
         Command::L3Encode(args) => l3::encode(&args),
         Command::L3Rebuild(args) => l3::rebuild(&args),
     }
@@ -594,6 +600,16 @@ fn demo_story(demo: &DemoArgs, crash_at: i32) -> Result<ExitCode> {
         "   runtime trace:    ovnidump {}",
         crashed.join("trace").display()
     );
+    println!(
+        "   checkpoint time:  fti trace-summary {}",
+        crashed.join("trace").display()
+    );
+    let timeline = timeline::write_timeline(
+        &demo.dir,
+        &[plain.join("trace"), crashed.join("trace")],
+        "fti demo: uninterrupted run, crashed run and its restart",
+    )?;
+    println!("timeline: {}", timeline.display());
     Ok(if same {
         ExitCode::SUCCESS
     } else {

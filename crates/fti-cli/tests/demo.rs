@@ -81,6 +81,42 @@ fn crashed_and_restarted_run_ends_bitwise_identical() {
         .find(|s| s.meta()["ovni"]["finished"] != 1)
         .unwrap();
     assert!(crashed.events().count() > 10);
+
+    // The checkpoint table keeps the crashed process and its restart apart, both with their
+    // rank (written at the stream's start, so the killed process has it too).
+    let crashed_pid = crashed.meta()["ovni"]["pid"].as_i64().unwrap();
+    let out = fti(&[
+        "trace-summary",
+        "--format",
+        "json",
+        crashed_dir.join("trace").to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    let pids: std::collections::BTreeSet<i64> =
+        rows.iter().map(|r| r["pid"].as_i64().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r["rank"] == 0), "{rows:?}");
+    // Checkpoints 1..5 before the crash at iteration 140 (every 25), the 4th at L4.
+    let count = |level: i64| -> u64 {
+        rows.iter()
+            .filter(|r| {
+                r["pid"] == crashed_pid && r["phase"] == "checkpoint" && r["level"] == level
+            })
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!((count(1), count(4)), (4, 1), "{rows:?}");
+    for r in rows {
+        for key in ["pid", "rank", "level", "phase", "count", "total_ns"] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+    }
+    let text = fti(&["trace-summary", crashed_dir.join("trace").to_str().unwrap()]);
+    assert!(text.status.success());
+    let text = stdout(&text);
+    assert!(text.contains("verify (restart)"), "{text}");
 }
 
 #[test]
@@ -106,6 +142,18 @@ fn demo_story_succeeds() {
         "{text}"
     );
     assert!(text.contains("bitwise identical"), "{text}");
+    // The demo ends with the timeline of its traces.
+    let timeline = root.path().join("timeline.html");
+    assert!(
+        text.contains(&format!("timeline: {}\n", timeline.display())),
+        "{text}"
+    );
+    let page = std::fs::read_to_string(&timeline).unwrap();
+    assert!(page.contains("id=\"ovniview-summary\""));
+    assert!(
+        page.contains("id=\"ovniview-flags\""),
+        "the crashed run is flagged"
+    );
     // A second demo in the same place replaces the directories the first one created.
     let again = fti(&args);
     assert!(

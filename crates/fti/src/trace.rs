@@ -114,7 +114,12 @@ impl Tracer {
         for cpu in 0..cpus as i32 {
             stream.add_cpu(cpu, cpu)?;
         }
-        stream.set_rank(rank as i32, nranks.max(1) as i32)?;
+        let nranks = nranks.max(1) as i32;
+        stream.set_rank(rank as i32, nranks)?;
+        // In the first `stream.json` already (libovni writes the rank only when the thread
+        // ends): the trace of a process killed mid-run still says which rank it was.
+        stream.attr_set("ovni.rank", rank)?;
+        stream.attr_set("ovni.nranks", nranks)?;
         stream.mark_type(base, MARK_STACK, TITLES[0])?;
         for level in Level::ALL {
             stream.mark_label(base, level.number().into(), &format!("{level} checkpoint"))?;

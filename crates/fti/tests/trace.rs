@@ -206,6 +206,9 @@ fn a_killed_run_leaves_a_trace_that_lints() {
     let labels = &meta["ovni"]["mark"]["41"]["labels"];
     assert_eq!(labels["2"], "checkpoint 2 at L1: 10172 bytes", "{meta:#}");
     assert_eq!(meta["ovni"]["require"]["ovni"], "1.1.0", "{meta:#}");
+    // The rank is in the metadata from the start, not only at the stream's end.
+    assert_eq!(meta["ovni"]["rank"], 0, "{meta:#}");
+    assert_eq!(meta["ovni"]["nranks"], 1, "{meta:#}");
 }
 
 /// What an application's libovni was asked to do.

@@ -4,5 +4,6 @@
 mod goldens;
 mod hostile;
 mod ovniemu;
+mod ovniview;
 mod regressions;
 mod util;
