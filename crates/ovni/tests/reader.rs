@@ -223,3 +223,27 @@ fn walker_sorts_relpaths_bytewise_and_survives_symlink_loops() {
     let names: Vec<&[u8]> = found.iter().map(|d| d.relpath.as_slice()).collect();
     assert_eq!(names, [&b"A"[..], b"a.b", b"a/x", b"b"]);
 }
+
+/// Fuzzing (ovni_stream_json): the keys as JSON leave ill-typed values out, so a `loom_cpus`
+/// entry without `phyid` reads as a shorter array there; the typed keys keep the problem, and
+/// the thread metadata built from them reports it.
+#[test]
+fn keys_as_json_leave_bad_values_out_and_the_typed_keys_keep_them() {
+    let text = r#"{"version": 3, "ovni": {"lib": {"version": "1.14.0", "commit": "x"},
+        "part": "thread", "tid": 1, "pid": 1, "loom": "n0", "app_id": 1,
+        "require": {"ovni": "1.1.0"}, "finished": 1,
+        "loom_cpus": [{"index": 0, "phyiovnid": 0}, {"index": 1, "phyid": 1}]}}"#;
+    let meta = ovni::read::StreamMeta::from_reader(text.as_bytes()).unwrap();
+    let err = ovni::metadata::ThreadMeta::from_stream("s", &meta).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Metadata {
+                problem: MetaProblem::MissingKey("ovni.loom_cpus.phyid"),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(meta.to_value()["ovni"]["loom_cpus"], serde_json::json!([]));
+}

@@ -10,7 +10,7 @@ use ovni_view::{PageOptions, Summary};
 /// Draw an ovni trace as one self-contained HTML file: a lane per thread (grouped by loom,
 /// process and rank) coloured by thread state, with each thread's mark stacks as nested
 /// labelled bars; a CPU view; zoom and pan (wheel/drag, +/-, arrows, 0); the window in the
-/// address (#t0=<ns>&t1=<ns>, raw clocks); hover and click for intervals and their events; and
+/// address (#t0=NS&t1=NS, raw clocks in ns); hover and click for intervals and their events; and
 /// tables of the time per mark value, per checkpoint level and phase (fti-rs traces) and per
 /// thread state.
 ///
@@ -18,7 +18,7 @@ use ovni_view::{PageOptions, Summary};
 /// runs are accepted (unlike ovnilint/ovniemu): unfinished streams, open marks and threads that
 /// never ended are drawn up to their last event and flagged on the page. Large traces are
 /// pre-aggregated into pixel-sized buckets at zoomed-out levels so the page stays within
-/// --max-mb. The page's summary is JSON in <script id="ovniview-summary"> (docs/ovniview.md).
+/// --max-mb. The page's summary is JSON in the script element with id `ovniview-summary` (docs/ovniview.md).
 ///
 /// Exits 0 when the page is written, 1 when the trace cannot be read or the file written, 2
 /// on usage errors.

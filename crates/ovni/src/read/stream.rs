@@ -106,7 +106,7 @@ impl Stream {
 
     /// The keys of `stream.json` this crate reads (`version` and the `ovni` keys of
     /// `docs/ovni-format.md`, *`stream.json`*), as JSON. Other keys are skipped when the file is
-    /// read and are not here.
+    /// read and are not here, nor are ill-typed values ([`StreamMeta::to_value`]).
     pub fn meta(&self) -> &Value {
         self.meta_value.get_or_init(|| self.meta.to_value())
     }

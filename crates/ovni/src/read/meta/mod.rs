@@ -212,7 +212,11 @@ impl StreamMeta {
         StreamMeta::deserialize(v).unwrap_or_default()
     }
 
-    /// The kept keys as a JSON value (`version` and the `ovni` keys this crate reads).
+    /// The kept keys as a JSON value (`version` and the `ovni` keys this crate reads). Values
+    /// the reader found ill-typed are left out, and `loom_cpus` ends before its first bad
+    /// entry, so checks belong on the typed keys (as [`ThreadMeta::from_stream`] does).
+    ///
+    /// [`ThreadMeta::from_stream`]: crate::metadata::ThreadMeta::from_stream
     pub fn to_value(&self) -> Value {
         let mut top = Map::new();
         if let Some(v) = &self.version {
