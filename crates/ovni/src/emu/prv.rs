@@ -1,10 +1,11 @@
 //! The Paraver trace (`.prv`): a header whose duration is patched at close, then one line
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
-//! Lines are formatted by hand into a buffer: the emulator writes several lines per event and
-//! `fmt` would dominate its run time. Full buffers go to a writer thread, so that copying
-//! them into the file (most of the time the emulator spends in the kernel) overlaps with the
-//! emulation; at most [`BUFFERS`] buffers per file exist at once.
+//! The emulating thread only stores each record as 16 bytes (value, row, type slot; a time
+//! change is one more such record) in a batch. Full batches go to a writer thread per file,
+//! which formats the lines by hand (`fmt` would dominate) into a buffer and writes it, so that
+//! formatting and copying into the file overlap with the emulation; at most [`BUFFERS`]
+//! batches per file exist at once.
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -14,9 +15,9 @@ use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
 
-/// Bytes buffered before they are handed to the writer thread.
+/// Bytes of text the writer thread buffers before writing them.
 const FLUSH_AT: usize = 1 << 16;
-/// Buffers per file: the one being filled and those queued or being written.
+/// Batches per file: the one being filled and those queued or being formatted.
 const BUFFERS: usize = 8;
 
 /// The header line, with the duration (ns, zero-padded to 20 digits) and the number of rows.
@@ -119,8 +120,7 @@ impl<const N: usize> Field<N> {
 
 /// A time in decimal followed by `:`, as records carry it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct TimeText {
-    time: i64,
+struct TimeText {
     text: [u8; 24],
     len: usize,
 }
@@ -128,71 +128,175 @@ pub(crate) struct TimeText {
 impl TimeText {
     /// `time` (never negative: times are relative to the first event) formatted.
     #[inline]
-    pub(crate) fn new(time: i64) -> Self {
+    fn new(time: i64) -> Self {
         let mut text = [0u8; 24];
         let n = put_u64(&mut text, 0, time.max(0) as u64);
         if let Some(c) = text.get_mut(n) {
             *c = b':';
         }
-        Self {
-            time,
-            text,
-            len: n + 1,
-        }
+        Self { text, len: n + 1 }
     }
 }
 
-/// A full buffer and how many of its bytes are records.
-type Chunk = (Vec<u8>, usize);
+/// One record as the emulating thread hands it over: the writer thread formats it. A record
+/// with `slot == TIME` moves the file to the time in `value` instead.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rec {
+    value: i64,
+    row: u32,
+    slot: u32,
+}
+
+/// The `slot` of a time change.
+const TIME: u32 = u32::MAX;
+
+/// Records handed to the writer thread at once (16 bytes each).
+const BATCH: usize = 1 << 13;
+
+/// What the writer thread receives: a batch of records (the first `len` are valid) and, when
+/// types were registered since the last batch, the `<type>:` field of every type slot.
+struct Batch {
+    recs: Vec<Rec>,
+    len: usize,
+    types: Option<Vec<Field<16>>>,
+}
+
+/// The writer thread's state: the fixed fields and the text being built.
+struct Formatter {
+    /// `2:0:1:1:<row>:` of every row.
+    row_text: Vec<Field<32>>,
+    /// `<type>:` of every type slot.
+    ty_text: Vec<Field<16>>,
+    /// The current time in decimal, then `:`.
+    time: TimeText,
+    /// Always `FLUSH_AT + MAX_LINE` bytes long, text in `buf[..pos]`.
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Formatter {
+    /// Formats `recs`, writing the text to `file` each time [`FLUSH_AT`] bytes are ready.
+    fn format(&mut self, recs: &[Rec], file: &mut File) -> io::Result<()> {
+        for r in recs {
+            if r.slot == TIME {
+                self.time = TimeText::new(r.value);
+                continue;
+            }
+            self.record(r.row, r.slot, r.value);
+            if self.pos >= FLUSH_AT {
+                file.write_all(self.buf.get(..self.pos).unwrap_or_default())?;
+                self.pos = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Formats one record at the current time, for `row` (0-based) and the type of `slot`.
+    #[inline(always)]
+    fn record(&mut self, row: u32, slot: u32, value: i64) {
+        let (Some(row), Some(ty)) = (
+            self.row_text.get(row as usize),
+            self.ty_text.get(slot as usize),
+        ) else {
+            return;
+        };
+        // Fixed-size copies into a window that every record fits in (see MAX_LINE).
+        let Some(line) = self
+            .buf
+            .get_mut(self.pos..)
+            .and_then(|t| t.first_chunk_mut::<MAX_LINE>())
+        else {
+            return;
+        };
+        line[..32].copy_from_slice(&row.text);
+        let mut n = usize::from(row.len);
+        line[n..n + 24].copy_from_slice(&self.time.text);
+        n += self.time.len;
+        line[n..n + 16].copy_from_slice(&ty.text);
+        n += usize::from(ty.len);
+        if value < 0 {
+            line[n] = b'-';
+            n += 1;
+        }
+        if (0..10).contains(&value) {
+            line[n] = b'0' + value as u8;
+            n += 1;
+        } else {
+            n = put_u64(line, n, value.unsigned_abs());
+        }
+        line[n] = b'\n';
+        self.pos += n + 1;
+    }
+}
 
 /// One `.prv` file being written.
 #[derive(Debug)]
 pub(crate) struct Prv {
     path: PathBuf,
-    /// `2:0:1:1:<row>:` of every row.
-    row_text: Vec<Field<32>>,
-    /// `<type>:` of every type registered with [`Prv::type_slot`].
+    /// Raw type of every slot registered with [`Prv::type_slot`], and its `<type>:` field.
     ty_text: Vec<(u32, Field<16>)>,
-    /// The buffer being filled: always `FLUSH_AT + MAX_LINE` bytes long, records in
-    /// `buf[..pos]`.
-    buf: Vec<u8>,
-    pos: usize,
+    /// Slots whose fields the writer thread has.
+    types_sent: usize,
+    /// The batch being filled: always [`BATCH`] records long, records in `recs[..len]`.
+    recs: Vec<Rec>,
+    len: usize,
     rows: usize,
-    /// Time of the last event (the duration written in the header at close).
+    /// Time of the current event (the duration written in the header at close).
     time: i64,
-    /// `time` in decimal, then `:` (the rest of the array is scratch).
-    time_text: [u8; 24],
-    time_len: usize,
-    /// Full buffers to the writer thread, and emptied ones back.
-    to_writer: Option<SyncSender<Chunk>>,
-    from_writer: Receiver<Vec<u8>>,
-    /// Buffers in existence (at most [`BUFFERS`]).
+    /// The time of the last record in the batches.
+    rec_time: i64,
+    /// Full batches to the writer thread, and emptied ones back.
+    to_writer: Option<SyncSender<Batch>>,
+    from_writer: Receiver<Vec<Rec>>,
+    /// Batches in existence (at most [`BUFFERS`]).
     buffers: usize,
     writer: Option<JoinHandle<io::Result<File>>>,
     /// The first write error; records after it are dropped.
     error: Option<Error>,
 }
 
-/// The writer thread: writes each buffer it receives, returns it, and gives the file back (or
-/// the first error) when the channel closes.
+impl std::fmt::Debug for Batch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batch").field("len", &self.len).finish()
+    }
+}
+
+/// The writer thread: formats each batch it receives, writes the text, returns the batch, and
+/// gives the file back (or the first error) when the channel closes.
 fn write_loop(
     mut file: File,
-    full: Receiver<Chunk>,
-    empty: SyncSender<Vec<u8>>,
+    rows: usize,
+    full: Receiver<Batch>,
+    empty: SyncSender<Vec<Rec>>,
 ) -> io::Result<File> {
+    let mut f = Formatter {
+        row_text: (0..rows as u64)
+            .map(|r| Field::new(b"2:0:1:1:", r + 1))
+            .collect(),
+        ty_text: Vec::new(),
+        time: TimeText::new(0),
+        buf: vec![0; FLUSH_AT + MAX_LINE],
+        pos: 0,
+    };
     let mut result = Ok(());
-    for (b, len) in full {
+    for b in full {
+        if let Some(types) = b.types {
+            f.ty_text = types;
+        }
         if result.is_ok() {
-            result = file.write_all(b.get(..len).unwrap_or_default());
+            result = f.format(b.recs.get(..b.len).unwrap_or_default(), &mut file);
         }
         // The emulator may be gone (dropped after an error): nothing to return it to.
-        let _ = empty.try_send(b);
+        let _ = empty.try_send(b.recs);
+    }
+    if result.is_ok() && f.pos > 0 {
+        result = file.write_all(f.buf.get(..f.pos).unwrap_or_default());
     }
     result.map(|()| file)
 }
 
-fn new_buffer() -> Vec<u8> {
-    vec![0; FLUSH_AT + MAX_LINE]
+fn new_batch() -> Vec<Rec> {
+    vec![Rec::default(); BATCH]
 }
 
 impl Prv {
@@ -205,50 +309,29 @@ impl Prv {
         let (empty, from_writer) = sync_channel(BUFFERS);
         let writer = std::thread::Builder::new()
             .name("ovniemu-prv".into())
-            .spawn(move || write_loop(file, full, empty))
+            .spawn(move || write_loop(file, rows, full, empty))
             .map_err(|e| Error::io(path, e))?;
-        let mut p = Self {
+        Ok(Self {
             path: path.to_path_buf(),
-            row_text: (0..rows as u64)
-                .map(|r| Field::new(b"2:0:1:1:", r + 1))
-                .collect(),
             ty_text: Vec::new(),
-            buf: new_buffer(),
-            pos: 0,
+            types_sent: 0,
+            recs: new_batch(),
+            len: 0,
             rows,
             time: 0,
-            time_text: [0; 24],
-            time_len: 0,
+            rec_time: 0,
             to_writer: Some(to_writer),
             from_writer,
             buffers: 1,
             writer: Some(writer),
             error: None,
-        };
-        p.format_time();
-        Ok(p)
+        })
     }
 
     /// Moves to `time` (never backwards: the caller's clocks are non-decreasing).
-    #[cfg(test)]
-    pub(crate) fn advance(&mut self, time: i64) {
-        if time != self.time {
-            let t = TimeText::new(time);
-            self.advance_to(&t);
-        }
-    }
-
-    /// Moves to the time of `t` (formatted once for several files).
     #[inline]
-    pub(crate) fn advance_to(&mut self, t: &TimeText) {
-        self.time = t.time;
-        self.time_text = t.text;
-        self.time_len = t.len;
-    }
-
-    fn format_time(&mut self) {
-        let t = TimeText::new(self.time);
-        self.advance_to(&t);
+    pub(crate) fn advance(&mut self, time: i64) {
+        self.time = time;
     }
 
     /// True once writing failed (the error is returned by [`Prv::close`]).
@@ -266,65 +349,63 @@ impl Prv {
         (self.ty_text.len() - 1) as u16
     }
 
-    /// Writes one record at the current time, for `row` (0-based) and the type of `slot`.
+    /// Adds one record at the current time, for `row` (0-based) and the type of `slot`.
     #[inline]
     pub(crate) fn record(&mut self, row: u32, slot: u16, value: i64) {
-        let (Some(row), Some((_, ty))) = (
-            self.row_text.get(row as usize),
-            self.ty_text.get(usize::from(slot)),
-        ) else {
-            return;
-        };
-        // Fixed-size copies into a window that every record fits in (see MAX_LINE).
-        let Some(line) = self
-            .buf
-            .get_mut(self.pos..)
-            .and_then(|t| t.first_chunk_mut::<MAX_LINE>())
-        else {
-            return;
-        };
-        line[..32].copy_from_slice(&row.text);
-        let mut n = usize::from(row.len);
-        line[n..n + 24].copy_from_slice(&self.time_text);
-        n += self.time_len;
-        line[n..n + 16].copy_from_slice(&ty.text);
-        n += usize::from(ty.len);
-        if value < 0 {
-            line[n] = b'-';
-            n += 1;
+        if self.time != self.rec_time {
+            self.rec_time = self.time;
+            self.push(Rec {
+                value: self.time,
+                row: 0,
+                slot: TIME,
+            });
         }
-        if (0..10).contains(&value) {
-            line[n] = b'0' + value as u8;
-            n += 1;
-        } else {
-            n = put_u64(line, n, value.unsigned_abs());
-        }
-        line[n] = b'\n';
-        self.pos += n + 1;
-        if self.pos >= FLUSH_AT {
-            self.flush_buf();
-        }
+        self.push(Rec {
+            value,
+            row,
+            slot: u32::from(slot),
+        });
     }
 
-    /// Hands the buffer to the writer thread and continues in an empty one.
+    #[inline(always)]
+    fn push(&mut self, r: Rec) {
+        if let Some(slot) = self.recs.get_mut(self.len) {
+            *slot = r;
+            self.len += 1;
+            if self.len < BATCH {
+                return;
+            }
+        }
+        self.flush_batch();
+    }
+
+    /// Hands the batch to the writer thread and continues in an empty one.
     #[cold]
-    fn flush_buf(&mut self) {
+    #[inline(never)]
+    fn flush_batch(&mut self) {
         if self.error.is_some() {
-            self.pos = 0;
+            self.len = 0;
             return;
         }
         let next = match self.from_writer.try_recv() {
             Ok(b) => b,
             Err(_) if self.buffers < BUFFERS => {
                 self.buffers += 1;
-                new_buffer()
+                new_batch()
             }
             // Wait for the writer; if it is gone, `send` below reports why.
-            Err(_) => self.from_writer.recv().unwrap_or_else(|_| new_buffer()),
+            Err(_) => self.from_writer.recv().unwrap_or_else(|_| new_batch()),
         };
-        let full = std::mem::replace(&mut self.buf, next);
-        let len = std::mem::take(&mut self.pos);
-        let sent = self.to_writer.as_ref().map(|tx| tx.send((full, len)));
+        let recs = std::mem::replace(&mut self.recs, next);
+        let len = std::mem::take(&mut self.len);
+        let types = (self.types_sent != self.ty_text.len()).then(|| {
+            self.types_sent = self.ty_text.len();
+            self.ty_text.iter().map(|t| t.1).collect()
+        });
+        let sent = self
+            .to_writer
+            .as_ref()
+            .map(|tx| tx.send(Batch { recs, len, types }));
         if !matches!(sent, Some(Ok(()))) {
             self.error = Some(self.writer_error());
         }
@@ -342,8 +423,8 @@ impl Prv {
 
     /// Writes the buffered records and patches the header with the final duration.
     pub(crate) fn close(mut self) -> Result<()> {
-        if self.pos > 0 {
-            self.flush_buf();
+        if self.len > 0 || self.types_sent != self.ty_text.len() {
+            self.flush_batch();
         }
         if let Some(e) = self.error.take() {
             return Err(e);
