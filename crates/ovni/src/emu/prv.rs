@@ -1,8 +1,8 @@
 //! The Paraver trace (`.prv`): a header whose duration is patched at close, then one line
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
-//! The emulating thread only stores each record as 16 bytes (value, row, type slot; a time
-//! change is one more such record) in a batch. Full batches go to a writer thread per file,
+//! The emulating thread only stores each record as 24 bytes (time, value, row, type slot) in
+//! a batch. Full batches go to a writer thread per file,
 //! which formats the lines by hand (`fmt` would dominate) into a buffer and writes it, so that
 //! formatting and copying into the file overlap with the emulation; at most [`BUFFERS`]
 //! batches per file exist at once.
@@ -138,20 +138,17 @@ impl TimeText {
     }
 }
 
-/// One record as the emulating thread hands it over: the writer thread formats it. A record
-/// with `slot == TIME` moves the file to the time in `value` instead.
+/// One record as the emulating thread hands it over: the writer thread formats it.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rec {
+    time: i64,
     value: i64,
     row: u32,
     slot: u32,
 }
 
-/// The `slot` of a time change.
-const TIME: u32 = u32::MAX;
-
-/// Records handed to the writer thread at once (16 bytes each).
-const BATCH: usize = 1 << 13;
+/// Records handed to the writer thread at once (24 bytes each).
+const BATCH: usize = 1 << 10;
 
 /// What the writer thread receives: a batch of records (the first `len` are valid) and, when
 /// types were registered since the last batch, the `<type>:` field of every type slot.
@@ -169,6 +166,7 @@ struct Formatter {
     ty_text: Vec<Field<16>>,
     /// The current time in decimal, then `:`.
     time: TimeText,
+    time_of_text: i64,
     /// Always `FLUSH_AT + MAX_LINE` bytes long, text in `buf[..pos]`.
     buf: Vec<u8>,
     pos: usize,
@@ -178,9 +176,9 @@ impl Formatter {
     /// Formats `recs`, writing the text to `file` each time [`FLUSH_AT`] bytes are ready.
     fn format(&mut self, recs: &[Rec], file: &mut File) -> io::Result<()> {
         for r in recs {
-            if r.slot == TIME {
-                self.time = TimeText::new(r.value);
-                continue;
+            if r.time != self.time_of_text {
+                self.time_of_text = r.time;
+                self.time = TimeText::new(r.time);
             }
             self.record(r.row, r.slot, r.value);
             if self.pos >= FLUSH_AT {
@@ -243,8 +241,6 @@ pub(crate) struct Prv {
     rows: usize,
     /// Time of the current event (the duration written in the header at close).
     time: i64,
-    /// The time of the last record in the batches.
-    rec_time: i64,
     /// Full batches to the writer thread, and emptied ones back.
     to_writer: Option<SyncSender<Batch>>,
     from_writer: Receiver<Vec<Rec>>,
@@ -275,6 +271,7 @@ fn write_loop(
             .collect(),
         ty_text: Vec::new(),
         time: TimeText::new(0),
+        time_of_text: 0,
         buf: vec![0; FLUSH_AT + MAX_LINE],
         pos: 0,
     };
@@ -319,7 +316,6 @@ impl Prv {
             len: 0,
             rows,
             time: 0,
-            rec_time: 0,
             to_writer: Some(to_writer),
             from_writer,
             buffers: 1,
@@ -352,15 +348,8 @@ impl Prv {
     /// Adds one record at the current time, for `row` (0-based) and the type of `slot`.
     #[inline]
     pub(crate) fn record(&mut self, row: u32, slot: u16, value: i64) {
-        if self.time != self.rec_time {
-            self.rec_time = self.time;
-            self.push(Rec {
-                value: self.time,
-                row: 0,
-                slot: TIME,
-            });
-        }
         self.push(Rec {
+            time: self.time,
             value,
             row,
             slot: u32::from(slot),
