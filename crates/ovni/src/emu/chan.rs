@@ -107,6 +107,9 @@ struct Reg {
 pub(crate) struct Channels {
     chans: Vec<Chan>,
     dirty: Vec<u32>,
+    /// The dirty channels with a callback, in dirty order. Callbacks only set channels without
+    /// one, so running the callbacks of this list is running those of the dirty list.
+    dirty_cb: Vec<u32>,
     nthreads: usize,
     nmarks: usize,
     th_stride: usize,
@@ -154,6 +157,7 @@ impl Channels {
                 n
             ],
             dirty: Vec::with_capacity(64),
+            dirty_cb: Vec::with_capacity(64),
             nthreads,
             nmarks,
             th_stride,
@@ -259,6 +263,9 @@ impl Channels {
         if !ch.is_dirty {
             ch.is_dirty = true;
             self.dirty.push(id as u32);
+            if !matches!(ch.kind, Kind::Plain) {
+                self.dirty_cb.push(id as u32);
+            }
         }
     }
 
@@ -298,10 +305,11 @@ impl Channels {
     /// order.
     pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
         let mut i = 0;
-        while let Some(&id) = self.dirty.get(i) {
+        while let Some(&id) = self.dirty_cb.get(i) {
             self.callbacks(id as usize);
             i += 1;
         }
+        self.dirty_cb.clear();
         for &id in &self.dirty {
             let Some(ch) = self.chans.get_mut(id as usize) else {
                 continue;
