@@ -26,7 +26,7 @@ pub(crate) fn header(duration: i64, rows: usize) -> String {
 }
 
 /// Room for one record line: `2:0:1:1:<row>:` (at most 29 bytes, copied as 32), the time
-/// and `:` (at most 21, copied as 24), `<type>:` (at most 11, copied as 16), then a value of
+/// and `:` (at most 21, written digit by digit), `<type>:` (at most 11, copied as 16), then a value of
 /// at most 20 characters and the newline: 83 bytes at most, 112 with the fixed-size copies.
 const MAX_LINE: usize = 112;
 
@@ -118,26 +118,6 @@ impl<const N: usize> Field<N> {
     }
 }
 
-/// A time in decimal followed by `:`, as records carry it.
-#[derive(Debug, Clone, Copy)]
-struct TimeText {
-    text: [u8; 24],
-    len: usize,
-}
-
-impl TimeText {
-    /// `time` (never negative: times are relative to the first event) formatted.
-    #[inline]
-    fn new(time: i64) -> Self {
-        let mut text = [0u8; 24];
-        let n = put_u64(&mut text, 0, time.max(0) as u64);
-        if let Some(c) = text.get_mut(n) {
-            *c = b':';
-        }
-        Self { text, len: n + 1 }
-    }
-}
-
 /// One record as the emulating thread hands it over: the writer thread formats it.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rec {
@@ -164,9 +144,6 @@ struct Formatter {
     row_text: Vec<Field<32>>,
     /// `<type>:` of every type slot.
     ty_text: Vec<Field<16>>,
-    /// The current time in decimal, then `:`.
-    time: TimeText,
-    time_of_text: i64,
     /// Always `FLUSH_AT + MAX_LINE` bytes long, text in `buf[..pos]`.
     buf: Vec<u8>,
     pos: usize,
@@ -176,11 +153,7 @@ impl Formatter {
     /// Formats `recs`, writing the text to `file` each time [`FLUSH_AT`] bytes are ready.
     fn format(&mut self, recs: &[Rec], file: &mut File) -> io::Result<()> {
         for r in recs {
-            if r.time != self.time_of_text {
-                self.time_of_text = r.time;
-                self.time = TimeText::new(r.time);
-            }
-            self.record(r.row, r.slot, r.value);
+            self.record(r.time, r.row, r.slot, r.value);
             if self.pos >= FLUSH_AT {
                 file.write_all(self.buf.get(..self.pos).unwrap_or_default())?;
                 self.pos = 0;
@@ -191,7 +164,7 @@ impl Formatter {
 
     /// Formats one record at the current time, for `row` (0-based) and the type of `slot`.
     #[inline(always)]
-    fn record(&mut self, row: u32, slot: u32, value: i64) {
+    fn record(&mut self, time: i64, row: u32, slot: u32, value: i64) {
         let (Some(row), Some(ty)) = (
             self.row_text.get(row as usize),
             self.ty_text.get(slot as usize),
@@ -208,8 +181,13 @@ impl Formatter {
         };
         line[..32].copy_from_slice(&row.text);
         let mut n = usize::from(row.len);
-        line[n..n + 24].copy_from_slice(&self.time.text);
-        n += self.time.len;
+        // Formatted again for every record: the text of a cached time, written a byte or two
+        // at a time just before, would be read back before the stores complete (a
+        // store-forwarding stall that costs more than the digits). Times are never negative
+        // (relative to the first event).
+        n = put_u64(line, n, time.max(0) as u64);
+        line[n] = b':';
+        n += 1;
         line[n..n + 16].copy_from_slice(&ty.text);
         n += usize::from(ty.len);
         if value < 0 {
@@ -270,8 +248,6 @@ fn write_loop(
             .map(|r| Field::new(b"2:0:1:1:", r + 1))
             .collect(),
         ty_text: Vec::new(),
-        time: TimeText::new(0),
-        time_of_text: 0,
         buf: vec![0; FLUSH_AT + MAX_LINE],
         pos: 0,
     };
