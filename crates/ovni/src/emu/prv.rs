@@ -92,6 +92,32 @@ fn put_u64(out: &mut [u8], at: usize, mut v: u64) -> usize {
     end
 }
 
+/// The 8 digits of `x < 10^8`, zero-padded, as ASCII in a `u64` (first digit in the low
+/// byte): the digits are split in parallel lanes (4+4, then 2+2 per lane, then 1+1).
+#[inline(always)]
+fn eight_digits(x: u64) -> u64 {
+    let v = (x / 10_000) | ((x % 10_000) << 32);
+    let hi = ((v * 10486) >> 20) & 0x0000_007F_0000_007F;
+    let v = hi | ((v - hi * 100) << 16);
+    let hi = ((v * 103) >> 10) & 0x000F_000F_000F_000F;
+    let v = hi | ((v - hi * 10) << 8);
+    v + 0x3030_3030_3030_3030
+}
+
+/// As [`put_u64`], for times (mostly of 9 to 16 digits): the last 8 digits in one store.
+#[inline(always)]
+fn put_time(out: &mut [u8], at: usize, t: u64) -> usize {
+    if t < 100_000_000 {
+        return put_u64(out, at, t);
+    }
+    let n = put_u64(out, at, t / 100_000_000);
+    let Some(d) = out.get_mut(n..n + 8) else {
+        return at;
+    };
+    d.copy_from_slice(&eight_digits(t % 100_000_000).to_le_bytes());
+    n + 8
+}
+
 /// A field of a record fixed by its channel: `2:0:1:1:<row>:` (at most 29 bytes) or
 /// `<type>:` (at most 11), stored with its length.
 #[derive(Debug, Clone, Copy)]
@@ -185,7 +211,7 @@ impl Formatter {
         // at a time just before, would be read back before the stores complete (a
         // store-forwarding stall that costs more than the digits). Times are never negative
         // (relative to the first event).
-        n = put_u64(line, n, time.max(0) as u64);
+        n = put_time(line, n, time.max(0) as u64);
         line[n] = b':';
         n += 1;
         line[n..n + 16].copy_from_slice(&ty.text);
@@ -455,6 +481,32 @@ mod tests {
         for v in vals {
             let mut line = [0u8; MAX_LINE];
             let n = put_u64(&mut line, 3, v);
+            assert_eq!(&line[3..n], v.to_string().as_bytes(), "{v}");
+        }
+    }
+
+    #[test]
+    fn times_match_to_string() {
+        let mut vals: Vec<u64> = (0..2000).chain(99_999_000..100_002_000).collect();
+        for p in POW10 {
+            vals.extend([p - 1, p, p + 1, p.wrapping_mul(7), p / 3, p / 7 * 6]);
+        }
+        vals.extend([
+            u64::MAX,
+            u64::MAX - 1,
+            12_345_678_901_234_567,
+            1_000_000_007,
+        ]);
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..100_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            vals.push(x >> (x % 64));
+        }
+        for v in vals {
+            let mut line = [0u8; MAX_LINE];
+            let n = put_time(&mut line, 3, v);
             assert_eq!(&line[3..n], v.to_string().as_bytes(), "{v}");
         }
     }
