@@ -77,6 +77,7 @@ enum File {
 /// One channel: its value, what a change does and its Paraver row (all in one place, so that
 /// a change touches one cache line).
 #[derive(Debug, Clone, Copy)]
+#[repr(align(64))]
 struct Chan {
     value: Option<i64>,
     /// Last value written (meaningful once `written`).
@@ -304,6 +305,9 @@ impl Channels {
     /// Runs the muxes of the dirty channels, then writes the records of the event in dirty
     /// order.
     pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
+        if self.dirty.is_empty() {
+            return;
+        }
         let mut i = 0;
         while let Some(&id) = self.dirty_cb.get(i) {
             self.callbacks(id as usize);
