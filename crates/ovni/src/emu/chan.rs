@@ -65,34 +65,52 @@ enum Kind {
     Running(u32),
 }
 
+/// The Paraver file a channel writes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum File {
+    /// No Paraver row.
+    None,
+    Cpu,
+    Thread,
+}
+
+/// One channel: its value, what a change does and its Paraver row (all in one place, so that
+/// a change touches one cache line).
 #[derive(Debug, Clone, Copy)]
-struct Reg {
-    /// `false`: cpu.prv, `true`: thread.prv.
-    thread_file: bool,
+#[repr(align(64))]
+struct Chan {
+    value: Option<i64>,
+    /// Last value written (meaningful once `written`).
+    last: Option<i64>,
+    kind: Kind,
     row: u32,
     /// Type slot in its file ([`Prv::type_slot`]).
     ty: u16,
+    file: File,
     rule: Rule,
-    /// Last value written (`None`: nothing yet).
-    last: Option<Option<i64>>,
-}
-
-/// One channel: its value and what a change does.
-#[derive(Debug, Clone, Copy)]
-struct Chan {
-    value: Option<i64>,
+    written: bool,
     is_dirty: bool,
     /// Setting the value the channel already has does not make it dirty.
     ignore_dup: bool,
-    kind: Kind,
+}
+
+/// A channel's Paraver row.
+#[derive(Debug, Clone, Copy)]
+struct Reg {
+    file: File,
+    row: u32,
+    ty: u16,
+    rule: Rule,
 }
 
 /// Every channel of the ovni model and the state of its muxes.
 #[derive(Debug)]
 pub(crate) struct Channels {
     chans: Vec<Chan>,
-    reg: Vec<Option<Reg>>,
     dirty: Vec<u32>,
+    /// The dirty channels with a callback, in dirty order. Callbacks only set channels without
+    /// one, so running the callbacks of this list is running those of the dirty list.
+    dirty_cb: Vec<u32>,
     nthreads: usize,
     nmarks: usize,
     th_stride: usize,
@@ -127,14 +145,20 @@ impl Channels {
             chans: vec![
                 Chan {
                     value: None,
+                    last: None,
+                    kind: Kind::Plain,
+                    row: 0,
+                    ty: 0,
+                    file: File::None,
+                    rule: Rule::Emit,
+                    written: false,
                     is_dirty: false,
                     ignore_dup: false,
-                    kind: Kind::Plain,
                 };
                 n
             ],
-            reg: vec![None; n],
             dirty: Vec::with_capacity(64),
+            dirty_cb: Vec::with_capacity(64),
             nthreads,
             nmarks,
             th_stride,
@@ -148,14 +172,11 @@ impl Channels {
         let mark_ty = |k: usize| TY_MARK + marks.get(k).map_or(0, |&m| m as u32);
         for t in 0..nthreads {
             let row = t as u32;
-            let mut reg = |ty, rule| {
-                Some(Reg {
-                    thread_file: true,
-                    row,
-                    ty: th_prv.type_slot(ty),
-                    rule,
-                    last: None,
-                })
+            let mut reg = |ty, rule| Reg {
+                file: File::Thread,
+                row,
+                ty: th_prv.type_slot(ty),
+                rule,
             };
             let b = t * th_stride;
             c.set_reg(b + TH_CPU, reg(TY_CPU, Rule::Next));
@@ -177,14 +198,11 @@ impl Channels {
         }
         for cpu in 0..ncpus {
             let row = cpu as u32;
-            let mut reg = |ty, rule| {
-                Some(Reg {
-                    thread_file: false,
-                    row,
-                    ty: cpu_prv.type_slot(ty),
-                    rule,
-                    last: None,
-                })
+            let mut reg = |ty, rule| Reg {
+                file: File::Cpu,
+                row,
+                ty: cpu_prv.type_slot(ty),
+                rule,
             };
             let b = nthreads * th_stride + cpu * cpu_stride;
             c.set_reg(b + CPU_TID, reg(TY_TID, Rule::Emit));
@@ -210,9 +228,12 @@ impl Channels {
         }
     }
 
-    fn set_reg(&mut self, id: usize, reg: Option<Reg>) {
-        if let Some(r) = self.reg.get_mut(id) {
-            *r = reg;
+    fn set_reg(&mut self, id: usize, reg: Reg) {
+        if let Some(c) = self.chans.get_mut(id) {
+            c.file = reg.file;
+            c.row = reg.row;
+            c.ty = reg.ty;
+            c.rule = reg.rule;
         }
     }
 
@@ -243,6 +264,9 @@ impl Channels {
         if !ch.is_dirty {
             ch.is_dirty = true;
             self.dirty.push(id as u32);
+            if !matches!(ch.kind, Kind::Plain) {
+                self.dirty_cb.push(id as u32);
+            }
         }
     }
 
@@ -281,38 +305,43 @@ impl Channels {
     /// Runs the muxes of the dirty channels, then writes the records of the event in dirty
     /// order.
     pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
+        if self.dirty.is_empty() {
+            return;
+        }
         let mut i = 0;
-        while let Some(&id) = self.dirty.get(i) {
+        while let Some(&id) = self.dirty_cb.get(i) {
             self.callbacks(id as usize);
             i += 1;
         }
+        self.dirty_cb.clear();
         for &id in &self.dirty {
-            let id = id as usize;
-            let Some(ch) = self.chans.get_mut(id) else {
+            let Some(ch) = self.chans.get_mut(id as usize) else {
                 continue;
             };
             ch.is_dirty = false;
-            let value = ch.value;
-            let Some(Some(reg)) = self.reg.get_mut(id) else {
+            if ch.file == File::None {
                 continue;
-            };
-            if reg.last == Some(value)
-                && (reg.rule == Rule::SkipDup || (reg.rule == Rule::SkipDupNull && value.is_none()))
+            }
+            let value = ch.value;
+            if ch.written
+                && ch.last == value
+                && (ch.rule == Rule::SkipDup || (ch.rule == Rule::SkipDupNull && value.is_none()))
             {
                 continue;
             }
-            reg.last = Some(value);
-            let v = match (value, reg.rule) {
+            ch.written = true;
+            ch.last = value;
+            let v = match (value, ch.rule) {
                 (Some(v), Rule::Next) => v.wrapping_add(1),
                 (Some(v), _) => v,
                 (None, _) => 0,
             };
-            let prv = if reg.thread_file {
+            let prv = if ch.file == File::Thread {
                 &mut *th_prv
             } else {
                 &mut *cpu_prv
             };
-            prv.record(reg.row, reg.ty, v);
+            prv.record(ch.row, ch.ty, v);
         }
         self.dirty.clear();
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::chan::TY_MARK;
 use super::layout::{Layout, MarkList};
 use super::pcf::{self, PcfType};
-use super::prv::{self, Prv};
+use super::prv::Prv;
 use super::row;
 use crate::error::Error;
 
@@ -86,9 +86,8 @@ impl Outputs {
     pub(super) fn advance(&mut self, time: i64) {
         if time != self.time {
             self.time = time;
-            let t = prv::TimeText::new(time);
-            self.cpu.advance_to(&t);
-            self.thread.advance_to(&t);
+            self.cpu.advance(time);
+            self.thread.advance(time);
         }
     }
 
