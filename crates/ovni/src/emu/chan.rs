@@ -319,31 +319,119 @@ impl Channels {
                 continue;
             };
             ch.is_dirty = false;
-            if ch.file == File::None {
-                continue;
-            }
-            let value = ch.value;
-            if ch.written
-                && ch.last == value
-                && (ch.rule == Rule::SkipDup || (ch.rule == Rule::SkipDupNull && value.is_none()))
-            {
-                continue;
-            }
-            ch.written = true;
-            ch.last = value;
-            let v = match (value, ch.rule) {
-                (Some(v), Rule::Next) => v.wrapping_add(1),
-                (Some(v), _) => v,
-                (None, _) => 0,
-            };
-            let prv = if ch.file == File::Thread {
-                &mut *th_prv
-            } else {
-                &mut *cpu_prv
-            };
-            prv.record(ch.row, ch.ty, v);
+            write(ch, cpu_prv, th_prv);
         }
         self.dirty.clear();
+    }
+
+    /// Sets channel `id` and writes its record at once, as [`Channels::propagate`] would if
+    /// it were the next dirty channel: only for a channel without callback, set once in an
+    /// event whose earlier channels were all written (the dirty list is empty). Returns
+    /// whether the channel changed (became dirty).
+    #[inline]
+    fn set_write(
+        &mut self,
+        id: usize,
+        v: Option<i64>,
+        cpu_prv: &mut Prv,
+        th_prv: &mut Prv,
+    ) -> bool {
+        let Some(ch) = self.chans.get_mut(id) else {
+            return false;
+        };
+        if ch.ignore_dup && ch.value == v {
+            return false;
+        }
+        ch.value = v;
+        write(ch, cpu_prv, th_prv);
+        true
+    }
+
+    /// A thread state event: [`Channels::thread_state`], then [`Channels::cpu_update`] of its
+    /// CPU (`(row, running, nrun)`) if it has one, and [`Channels::propagate`]; the channels
+    /// without callback are written as they are set (the order is the dirty order: each is
+    /// set once, and the callbacks only set channels after them).
+    pub(crate) fn thread_state_event(
+        &mut self,
+        t: usize,
+        state: i64,
+        active: bool,
+        cpu: Option<(usize, Option<usize>, u32)>,
+        cpu_prv: &mut Prv,
+        th_prv: &mut Prv,
+    ) {
+        if !self.dirty.is_empty() {
+            self.thread_state(t, state, active);
+            if let Some((c, running, nrun)) = cpu {
+                self.cpu_update(c, running, nrun);
+            }
+            self.propagate(cpu_prv, th_prv);
+            return;
+        }
+        // The state channel has a callback (run below) and no duplicate rule for setting.
+        let sid = self.th(t, TH_STATE);
+        if let Some(ch) = self.chans.get_mut(sid) {
+            ch.value = Some(state);
+            write(ch, cpu_prv, th_prv);
+        }
+        let tid = self.tids.get(t).copied().filter(|_| active);
+        self.set_write(self.th(t, TH_TID), tid, cpu_prv, th_prv);
+        let mut reselect = None;
+        if let Some((c, running, nrun)) = cpu {
+            let tid = running.and_then(|t| self.tids.get(t).copied());
+            let pid = running.and_then(|t| self.pids.get(t).copied());
+            self.set_write(self.cpu(c, CPU_TID), tid, cpu_prv, th_prv);
+            self.set_write(self.cpu(c, CPU_PID), pid, cpu_prv, th_prv);
+            let rid = self.cpu(c, CPU_THRUN);
+            let r = running.map(|t| t as i64);
+            if let Some(ch) = self.chans.get_mut(rid) {
+                if ch.value != r {
+                    ch.value = r;
+                    reselect = Some(rid);
+                }
+            }
+            self.set_write(
+                self.cpu(c, CPU_NRUN),
+                Some(i64::from(nrun)),
+                cpu_prv,
+                th_prv,
+            );
+        }
+        // The callbacks in dirty order: their channels go through the dirty list.
+        self.callbacks(sid);
+        if let Some(rid) = reselect {
+            self.callbacks(rid);
+        }
+        self.propagate(cpu_prv, th_prv);
+    }
+
+    /// A mark event: [`Channels::mark`] then [`Channels::propagate`], writing the mux
+    /// outputs directly (the input has no row; the thread's mux output comes before the
+    /// CPU's, as their callbacks set them).
+    pub(crate) fn mark_event(
+        &mut self,
+        t: usize,
+        k: usize,
+        v: Option<i64>,
+        cpu_prv: &mut Prv,
+        th_prv: &mut Prv,
+    ) {
+        if !self.dirty.is_empty() || k >= self.nmarks {
+            self.mark(t, k, v);
+            self.propagate(cpu_prv, th_prv);
+            return;
+        }
+        let id = self.th(t, TH_MARKS + k);
+        let Some(ch) = self.chans.get_mut(id) else {
+            return;
+        };
+        ch.value = v;
+        if self.th_active.get(t) == Some(&true) {
+            self.set_write(self.th(t, TH_MARKS + self.nmarks + k), v, cpu_prv, th_prv);
+        }
+        if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
+            self.set_write(self.cpu(c as usize, CPU_MARKS + k), v, cpu_prv, th_prv);
+        }
     }
 
     #[inline]
@@ -412,6 +500,34 @@ impl Channels {
             self.set(self.cpu(c, CPU_MARKS + k), v);
         }
     }
+}
+
+/// Writes the record of a dirty channel `ch` (if it has a row and its rule lets it).
+#[inline]
+fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
+    if ch.file == File::None {
+        return;
+    }
+    let value = ch.value;
+    if ch.written
+        && ch.last == value
+        && (ch.rule == Rule::SkipDup || (ch.rule == Rule::SkipDupNull && value.is_none()))
+    {
+        return;
+    }
+    ch.written = true;
+    ch.last = value;
+    let v = match (value, ch.rule) {
+        (Some(v), Rule::Next) => v.wrapping_add(1),
+        (Some(v), _) => v,
+        (None, _) => 0,
+    };
+    let prv = if ch.file == File::Thread {
+        th_prv
+    } else {
+        cpu_prv
+    };
+    prv.record(ch.row, ch.ty, v);
 }
 
 #[cfg(test)]

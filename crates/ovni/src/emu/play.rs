@@ -184,7 +184,7 @@ impl Emu {
             self.events += 1;
             let ev = &m.event;
             let played = match setup.roles.get(s) {
-                Some(Role::Thread(t)) => self.event(*t, ev, setup),
+                Some(Role::Thread(t)) => self.event(*t, ev, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
             };
             if let Err(problem) = played {
@@ -236,7 +236,13 @@ impl Emu {
 
     /// Plays one event of thread `t`; the error lines if it is rejected.
     #[inline]
-    fn event(&mut self, t: usize, ev: &Event<'_>, setup: &Setup) -> Result<(), EventProblem> {
+    fn event(
+        &mut self,
+        t: usize,
+        ev: &Event<'_>,
+        setup: &Setup,
+        outputs: &mut Outputs,
+    ) -> Result<(), EventProblem> {
         let id = ev.mcv.model();
         if id != b'O' {
             return Err(match EventTable::builtin().model(id) {
@@ -256,7 +262,7 @@ impl Emu {
         };
         let before = moved.and_then(|m| self.model.cpu(m));
         self.model.event(t, ev)?;
-        self.apply(t, c, v, payload, moved, before, setup);
+        self.apply(t, c, v, payload, moved, before, setup, outputs);
         Ok(())
     }
 
@@ -272,6 +278,7 @@ impl Emu {
         moved: Option<usize>,
         before: Option<u32>,
         setup: &Setup,
+        outputs: &mut Outputs,
     ) {
         let layout = &setup.layout;
         let row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
@@ -291,8 +298,20 @@ impl Emu {
                 self.chans.thread_cpu(r, None);
             }
             (b'H', _) => {
-                self.thread_state(t, r);
-                self.cpu_update(layout, self.model.cpu(t));
+                let (code, active) = state_code(self.model.state(t));
+                let cpu = self.model.cpu(t).map(|c| {
+                    let (n, running) = self.model.running_on(c);
+                    let running = running.and_then(|t| layout.th_row.get(t).copied());
+                    (self.cpu_row(layout, c), running, n)
+                });
+                self.chans.thread_state_event(
+                    r,
+                    code,
+                    active,
+                    cpu,
+                    &mut outputs.cpu,
+                    &mut outputs.thread,
+                );
             }
             (b'A', _) => {
                 let Some(mt) = moved else { return };
@@ -344,7 +363,8 @@ impl Emu {
                         .mark_index(ty)
                         .and_then(|i| self.model.mark_stack(t, i).last().copied())
                 };
-                self.chans.mark(r, usize::from(k), v);
+                self.chans
+                    .mark_event(r, usize::from(k), v, &mut outputs.cpu, &mut outputs.thread);
             }
             _ => {}
         }
