@@ -387,7 +387,7 @@ impl Channels {
             if let Some(ch) = self.chans.get_mut(rid) {
                 if ch.value != r {
                     ch.value = r;
-                    reselect = Some(rid);
+                    reselect = Some((c, rid));
                 }
             }
             self.set_write(
@@ -397,12 +397,29 @@ impl Channels {
                 th_prv,
             );
         }
-        // The callbacks in dirty order: their channels go through the dirty list.
-        self.callbacks(sid);
-        if let Some(rid) = reselect {
-            self.callbacks(rid);
+        // The callbacks in dirty order (the state's, then the running thread's), writing
+        // their channels as they set them: each is set once, after the channels above.
+        let active = matches!(state, 1 | 4 | 5);
+        if let Some(a) = self.th_active.get_mut(t) {
+            *a = active;
         }
-        self.propagate(cpu_prv, th_prv);
+        for k in 0..self.nmarks {
+            let v = if active {
+                self.get(self.th(t, TH_MARKS + k))
+            } else {
+                None
+            };
+            self.set_write(self.th(t, TH_MARKS + self.nmarks + k), v, cpu_prv, th_prv);
+        }
+        if let Some((c, rid)) = reselect {
+            let new = self.reselect(c, rid);
+            let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
+            self.set_write(self.cpu(c, CPU_FLUSH), flush, cpu_prv, th_prv);
+            for k in 0..self.nmarks {
+                let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
+                self.set_write(self.cpu(c, CPU_MARKS + k), v, cpu_prv, th_prv);
+            }
+        }
     }
 
     /// A mark event: [`Channels::mark`] then [`Channels::propagate`], writing the mux
@@ -474,6 +491,17 @@ impl Channels {
 
     /// A CPU's running thread changed: its muxes follow the new thread's channels.
     fn select_running(&mut self, c: usize, id: usize) {
+        let new = self.reselect(c, id);
+        let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
+        self.set(self.cpu(c, CPU_FLUSH), flush);
+        for k in 0..self.nmarks {
+            let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
+            self.set(self.cpu(c, CPU_MARKS + k), v);
+        }
+    }
+
+    /// The muxes of CPU `c` select the thread row in its running channel `id` (returned).
+    fn reselect(&mut self, c: usize, id: usize) -> Option<usize> {
         if let Some(Some(old)) = self.cpu_sel.get(c).copied() {
             if let Some(s) = self.th_cpu_sel.get_mut(old as usize) {
                 if *s == Some(c as u32) {
@@ -493,12 +521,7 @@ impl Channels {
                 *s = Some(c as u32);
             }
         }
-        let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
-        self.set(self.cpu(c, CPU_FLUSH), flush);
-        for k in 0..self.nmarks {
-            let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
-            self.set(self.cpu(c, CPU_MARKS + k), v);
-        }
+        new
     }
 }
 

@@ -255,12 +255,16 @@ impl Emu {
         }
         let [_, c, v] = ev.mcv.0;
         let payload = ev.jumbo_data().unwrap_or(ev.payload);
-        // The thread whose CPU an affinity event moves, and its CPU before.
+        // The thread whose CPU an affinity event moves, and its CPU before (only affinity
+        // events and the end of a thread need them).
         let moved = match (c, v) {
             (b'A', b'r') => self.model.remote_target(t, payload),
             _ => Some(t),
         };
-        let before = moved.and_then(|m| self.model.cpu(m));
+        let before = match (c, v) {
+            (b'A', _) | (b'H', b'e') => moved.and_then(|m| self.model.cpu(m)),
+            _ => None,
+        };
         self.model.event(t, ev)?;
         self.apply(t, c, v, payload, moved, before, setup, outputs);
         Ok(())
