@@ -135,17 +135,8 @@ fn main() {
     let profile = tempfile::tempdir().unwrap();
     for round in 0..3 {
         let t = Instant::now();
-        let out = Command::new("chromium")
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--window-size=1400,900",
-                "--dump-dom",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
+        let out = chromium(profile.path())
+            .arg("--dump-dom")
             .arg(format!("file://{}", page.display()))
             .output();
         let wall = t.elapsed().as_secs_f64();
@@ -166,16 +157,7 @@ fn main() {
         );
         let png = tmp.path().join("shot.png");
         let t = Instant::now();
-        let ok = Command::new("chromium")
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--window-size=1400,900",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
+        let ok = chromium(profile.path())
             .arg(format!("--screenshot={}", png.display()))
             .arg(format!("file://{}", page.display()))
             .output()
@@ -186,4 +168,19 @@ fn main() {
             if ok { "" } else { " (failed)" }
         );
     }
+}
+
+/// Headless chromium with the page's window size and its own profile directory.
+fn chromium(profile: &std::path::Path) -> Command {
+    let mut cmd = Command::new("chromium");
+    cmd.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--window-size=1400,900",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    cmd
 }
