@@ -209,13 +209,7 @@ fn single_variable_recovery_from_newest_or_chosen_checkpoint() {
     let mut fti = Fti::init(cfg.clone()).unwrap();
     let mut big = vec![7u8; 1 << 20];
     for id in 1..=3 {
-        let mut small = id as u64 * 100;
-        fti.checkpoint(
-            id,
-            Level::L1,
-            &[Var::slice(1, &mut big), Var::new(2, &mut small)],
-        )
-        .unwrap();
+        big_and_small(&mut fti, id, &mut big, id as u64 * 100);
     }
     let mut got = 0u64;
     let info = fti
@@ -261,6 +255,16 @@ fn single_variable_recovery_from_newest_or_chosen_checkpoint() {
         .is_err());
 }
 
+/// Checkpoint `id` at L1 of a 1 MiB variable (id 1) and an 8-byte one (id 2) holding `small`.
+fn big_and_small(fti: &mut Fti, id: i32, big: &mut [u8], mut small: u64) {
+    fti.checkpoint(
+        id,
+        Level::L1,
+        &[Var::slice(1, big), Var::new(2, &mut small)],
+    )
+    .unwrap();
+}
+
 /// The checkpoint files of `root` this process has mapped (`/proc/self/maps`).
 fn mapped_files(root: &Path) -> Vec<String> {
     let root = root.canonicalize().unwrap();
@@ -285,13 +289,7 @@ fn no_checkpoint_file_stays_mapped_across_a_checkpoint() {
     let mut fti = Fti::init(cfg).unwrap();
     let mut big = vec![7u8; 1 << 20];
     for id in 1..=3 {
-        let mut small = id as u64;
-        fti.checkpoint(
-            id,
-            Level::L1,
-            &[Var::slice(1, &mut big), Var::new(2, &mut small)],
-        )
-        .unwrap();
+        big_and_small(&mut fti, id, &mut big, id as u64);
     }
     // Recovering from an archived checkpoint maps it (and keeps it for the next variable)...
     let mut got = 0u64;
@@ -306,12 +304,6 @@ fn no_checkpoint_file_stays_mapped_across_a_checkpoint() {
         mapped_files(root.path())
     );
     // ...until a checkpoint starts, which may rewrite it.
-    let mut small = 4u64;
-    fti.checkpoint(
-        4,
-        Level::L1,
-        &[Var::slice(1, &mut big), Var::new(2, &mut small)],
-    )
-    .unwrap();
+    big_and_small(&mut fti, 4, &mut big, 4);
     assert_eq!(mapped_files(root.path()), Vec::<String>::new());
 }

@@ -6,6 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::util::copy_dir;
 use ovni::write::Process;
 use ovni::Mcv;
 
@@ -35,19 +36,6 @@ fn cases() -> Vec<PathBuf> {
     v.sort();
     assert_eq!(v.len(), 26, "fixture set changed");
     v
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs::copy(e.path(), &dst).unwrap();
-        }
-    }
 }
 
 fn run(args: &[&str], cwd: &Path) -> Output {

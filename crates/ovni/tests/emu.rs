@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::util::copy_dir;
 use ovni::emu::{emulate, Collect, EmuOptions, Level, Outcome};
 use ovni::write::{Process, MARK_STACK};
 use ovni::{Error, EventProblem, Mcv, StreamProblem};
@@ -14,19 +15,6 @@ fn fixture(name: &str) -> PathBuf {
         .join("tests/fixtures/traces")
         .join(name)
         .join("ovni")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs::copy(e.path(), &dst).unwrap();
-        }
-    }
 }
 
 fn run(dir: &Path) -> (Outcome, Collect) {
