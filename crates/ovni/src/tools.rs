@@ -37,13 +37,7 @@ impl MarkLabels {
     pub fn from_trace(trace: &Trace) -> Self {
         let mut out = Self::default();
         for s in trace.streams() {
-            let marks = s
-                .metadata()
-                .ovni
-                .as_ref()
-                .and_then(Typed::ok)
-                .and_then(|o| o.mark.as_ref())
-                .and_then(Typed::ok);
+            let marks = s.metadata().marks();
             for (ty, m) in marks.into_iter().flat_map(|m| &m.types) {
                 let Some(m) = m.ok() else { continue };
                 let title = m

@@ -115,13 +115,7 @@ impl MarkList {
             let Some(s) = sys.threads.get(t).and_then(|t| by_name.get(&t.stream)) else {
                 continue;
             };
-            let marks = s
-                .metadata()
-                .ovni
-                .as_ref()
-                .and_then(Typed::ok)
-                .and_then(|o| o.mark.as_ref())
-                .and_then(Typed::ok);
+            let marks = s.metadata().marks();
             for (ty, m) in marks.into_iter().flat_map(|m| &m.types) {
                 let Some(m) = m.ok() else { continue };
                 let pos = match list.types.iter().position(|e| e.0 == *ty) {

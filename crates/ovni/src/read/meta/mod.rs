@@ -197,6 +197,15 @@ impl<'de> Deserialize<'de> for StreamMeta {
 }
 
 impl StreamMeta {
+    /// `ovni.mark`, when it and `ovni` are well typed.
+    pub fn marks(&self) -> Option<&MarksMeta> {
+        self.ovni
+            .as_ref()
+            .and_then(Typed::ok)
+            .and_then(|o| o.mark.as_ref())
+            .and_then(Typed::ok)
+    }
+
     /// Reads `stream.json` text (comments allowed) from `r`, skipping every value this crate
     /// does not use.
     pub fn from_reader(r: impl BufRead) -> Result<Self, serde_json::Error> {
