@@ -20,6 +20,10 @@
  * --delay-us N   sleep N microseconds per iteration (a longer computation, so that FTI's
  *                interval-driven checkpoints happen in a short demo)
  * --out FILE     rank 0 writes the final grid there (row-major, native doubles)
+ *
+ * At the end rank 0 prints how long the computation was stopped by each checkpoint (the
+ * FTI_Snapshot call that took it, slowest rank), and by FTI_Snapshot between checkpoints: with
+ * [basic] async_ckpt = 1 a checkpoint stops it only for a memory copy.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <fti.h>
@@ -108,6 +112,31 @@ static int write_grid(const char* file, const double* grid, int size, int rows, 
     return rc;
 }
 
+static double seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Rank 0 prints each checkpoint's stop (slowest rank), the first apart: an asynchronous
+ * checkpoint allocates its staging memory then. */
+static void report_stops(double* stopped, int* at, int n, double between, int rank) {
+    MPI_Allreduce(MPI_IN_PLACE, stopped, n, MPI_DOUBLE, MPI_MAX, FTI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &between, 1, MPI_DOUBLE, MPI_MAX, FTI_COMM_WORLD);
+    if (rank != 0) return;
+    double later = 0;
+    for (int k = 0; k < n; k++) {
+        printf("checkpoint at iteration %d: computation stopped %.1f ms\n", at[k],
+               stopped[k] * 1e3);
+        if (k > 0) later += stopped[k];
+    }
+    if (n > 1) {
+        printf("time stopped per checkpoint after the first: %.1f ms\n",
+               later / (n - 1) * 1e3);
+    }
+    printf("FTI_Snapshot between checkpoints: %.1f ms in total\n", between * 1e3);
+}
+
 int main(int argc, char** argv) {
     struct options o;
     if (parse(argc, argv, &o) != 0) {
@@ -143,10 +172,23 @@ int main(int argc, char** argv) {
     }
 
     int computed = 0, checkpoints = 0, last_checkpoint = -1;
+    /* Seconds each checkpoint stopped the computation, and FTI_Snapshot's time in between. */
+    enum { MAX_TIMED = 64 };
+    double stopped[MAX_TIMED] = {0}, between = 0;
+    int at[MAX_TIMED] = {0};
     while (i < o.iters) {
-        if (FTI_Snapshot() == FTI_DONE) {
+        double t0 = seconds();
+        int snapshot = FTI_Snapshot();
+        double took = seconds() - t0;
+        if (snapshot == FTI_DONE) {
+            if (checkpoints < MAX_TIMED) {
+                stopped[checkpoints] = took;
+                at[checkpoints] = i;
+            }
             checkpoints++;
             last_checkpoint = i;
+        } else {
+            between += took;
         }
         if (o.crash_at >= 0 && i >= o.crash_at && last_checkpoint >= 0) {
             if (rank == 0) {
@@ -176,6 +218,7 @@ int main(int argc, char** argv) {
     if (rank == 0) {
         printf("iterations computed: %d, checkpoints taken: %d\n", computed, checkpoints);
     }
+    report_stops(stopped, at, checkpoints < MAX_TIMED ? checkpoints : MAX_TIMED, between, rank);
     int rc = o.out != NULL ? write_grid(o.out, o.iters % 2 == 0 ? h : g, o.size, rows, rank,
                                         nprocs)
                            : 0;

@@ -100,6 +100,12 @@ impl Threads {
             .collect()
     }
 
+    /// As [`Threads::new`], for a run that cannot communicate from a second thread (as MPI
+    /// initialised without `MPI_THREAD_MULTIPLE`): [`Comm::background`] gives `None`.
+    pub fn without_background(n: u32, host: &str) -> Vec<Threads> {
+        Threads::channels(n, host)
+    }
+
     fn channels(n: u32, host: &str) -> Vec<Threads> {
         let n = n.max(1) as usize;
         // channels[from][to]

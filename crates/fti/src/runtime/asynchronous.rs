@@ -3,45 +3,66 @@
 
 use super::*;
 
+/// Where an asynchronous checkpoint's work after the copy runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum AsyncMode {
+    /// All of it in the background thread, collective steps on the background communicator
+    /// (L1 and L4 with `MPI_THREAD_MULTIPLE`, or one process).
+    Background,
+    /// The file's write, hashes and sync in the background thread, which does not
+    /// communicate; the agreement, partner copies (L2), code (L3), publication and the L4
+    /// flush on the application's thread at the next call that waits (checkpoint, `wait`,
+    /// finalize). For L2 and L3, and for runs without a background communicator.
+    Deferred,
+}
+
 impl Fti {
-    /// Whether this checkpoint runs asynchronously: `async_ckpt = 1`, a background
-    /// communicator, L1 or L4, no differential checkpoints, and the data within the staging
-    /// budget (`async_mem_mib`). The decision is the same on every rank (the config is, and
-    /// the budget is compared with the largest rank's data).
-    pub(super) fn asynchronous(&mut self, level: Level, vars: &[Var<'_>]) -> bool {
-        if !self.cfg.async_ckpt
-            || self.cfg.dcp
-            || !matches!(level, Level::L1 | Level::L4)
-            || (self.bg_comm.is_none() && self.bg_job.is_none())
-        {
-            return false;
+    /// Whether this checkpoint runs asynchronously, and how: `async_ckpt = 1`, no differential
+    /// checkpoints, and the data within the staging budget (`async_mem_mib`). The decision is
+    /// the same on every rank (the config is, the background communicator exists on every
+    /// rank or none, and the budget is compared with the largest rank's data).
+    pub(super) fn asynchronous(&mut self, level: Level, vars: &[Var<'_>]) -> Option<AsyncMode> {
+        if !self.cfg.async_ckpt || self.cfg.dcp {
+            return None;
         }
-        let Some(budget) = self.cfg.async_mem_mib else {
-            return true;
-        };
-        let mine: u64 = vars.iter().map(|v| v.size()).sum();
-        let largest = collective::gather_u64(&*self.comm, mine)
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-        largest <= budget.saturating_mul(1 << 20)
+        if let Some(budget) = self.cfg.async_mem_mib {
+            let mine: u64 = vars.iter().map(|v| v.size()).sum();
+            let largest = collective::gather_u64(&*self.comm, mine)
+                .into_iter()
+                .max()
+                .unwrap_or(0);
+            if largest > budget.saturating_mul(1 << 20) {
+                return None;
+            }
+        }
+        Some(
+            if self.has_bg_comm && matches!(level, Level::L1 | Level::L4) {
+                AsyncMode::Background
+            } else {
+                AsyncMode::Deferred
+            },
+        )
     }
 
     /// An asynchronous checkpoint: waits for the one in flight (that wait, and the copy, are
     /// the time the application is stopped), copies the variables into the staging buffers and
-    /// returns; a background thread writes, hashes and publishes the file with the same
-    /// protocol as a synchronous checkpoint, records the restart in the config file if it is
-    /// the first, then retires older checkpoints. The returned info's `timestamp` is 0 until
-    /// the checkpoint is complete ([`Fti::wait`], or the next call).
+    /// returns; a background thread writes, hashes and (in [`AsyncMode::Background`])
+    /// publishes the file with the same protocol as a synchronous checkpoint, records the
+    /// restart in the config file if it is the first, then retires older checkpoints. The
+    /// returned info's `timestamp` is 0 until the checkpoint is complete ([`Fti::wait`], or
+    /// the next call).
     pub(super) fn checkpoint_async(
         &mut self,
         id: i32,
         level: Level,
         vars: &[Var<'_>],
+        mode: AsyncMode,
     ) -> Result<CheckpointInfo> {
         let started = Instant::now();
         let waited = self.wait();
-        let ready = waited.and_then(|()| self.ready_for(vars));
+        let ready = waited
+            .and_then(|()| self.check_level(level))
+            .and_then(|()| self.ready_for(vars));
         let sizes: Vec<VarSize> = vars
             .iter()
             .map(|v| VarSize {
@@ -84,6 +105,7 @@ impl Fti {
             timestamp: 0,
             bytes_written: layout.file_size(),
         };
+        let write_level = self.write_level(level);
         let job = AsyncJob {
             dirs: self.dirs.clone(),
             level,
@@ -103,23 +125,102 @@ impl Fti {
         self.next_id = self.next_id.max(id.saturating_add(1));
         let stopped = started.elapsed();
         self.timer.excluded += stopped;
-        let Some(comm) = self.bg_comm.take() else {
-            return Err(Error::State("no background communicator"));
+        let thread = match mode {
+            AsyncMode::Background => {
+                let Some(comm) = self.bg_comm.take() else {
+                    return Err(Error::State("no background communicator"));
+                };
+                std::thread::spawn(move || {
+                    let result = job
+                        .run(&*comm, &staging)
+                        .map(|(fb, recorded)| JobOutcome::Published(fb, recorded));
+                    JobDone {
+                        comm: Some(comm),
+                        result,
+                        staging,
+                    }
+                })
+            }
+            AsyncMode::Deferred => std::thread::spawn(move || {
+                let result = job
+                    .write(write_level, &staging)
+                    .map(|(pending, fb)| JobOutcome::Written(pending, fb));
+                JobDone {
+                    comm: None,
+                    result,
+                    staging,
+                }
+            }),
         };
         self.in_flight = Some(InFlight {
             info: info.clone(),
             started,
             stopped,
+            deferred: (mode == AsyncMode::Deferred).then_some(write_level),
         });
-        self.bg_job = Some(std::thread::spawn(move || {
-            let result = job.run(&*comm, &staging).map(Some);
-            JobDone {
-                comm,
-                result,
-                staging,
-            }
-        }));
+        self.bg_job = Some(thread);
         Ok(info)
+    }
+
+    /// Completes a deferred asynchronous checkpoint whose file the background thread has
+    /// written (or failed to): the same collective steps as a synchronous checkpoint after
+    /// its write, on the application's thread. Every rank comes here at the same call.
+    pub(super) fn complete_deferred(
+        &mut self,
+        f: InFlight,
+        write_level: Level,
+        written: Result<(store::Pending, FileBlock)>,
+    ) -> Result<()> {
+        let started = Instant::now();
+        let (id, level) = (f.info.id, f.info.level);
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.begin_checkpoint(id, level)
+        });
+        let published = agree(&*self.comm, Step::Write, written)
+            .and_then(|(pending, fb)| self.publish_checkpoint(id, level, write_level, pending, fb))
+            .and_then(|done| {
+                if self.restart_record_pending {
+                    let recorded = self.record_in_config(1);
+                    agree(
+                        &*self.comm,
+                        Step::RecordRestart(self.cfg.path.clone()),
+                        recorded,
+                    )?;
+                    self.restart_record_pending = false;
+                }
+                Ok(done)
+            });
+        let (path, fb) = match published {
+            Ok(done) => done,
+            Err(e) => {
+                trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
+                self.say_failed(id, level);
+                return Err(e);
+            }
+        };
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.end_checkpoint(id, level, f.info.size)
+        });
+        let info = CheckpointInfo {
+            path,
+            timestamp: fb.timestamp,
+            ..f.info
+        };
+        let data: u64 = self
+            .layout
+            .as_ref()
+            .map_or(0, |l| l.vars().iter().map(|v| v.size).sum());
+        self.messages.info(&format!(
+            "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. (asynchronous: the application was stopped {:.3} s, and {:.3} s to complete it at the next call)",
+            info.id,
+            info.level.number(),
+            data as f64 / (1024.0 * 1024.0),
+            f.started.elapsed().as_secs_f64(),
+            f.stopped.as_secs_f64(),
+            started.elapsed().as_secs_f64(),
+        ));
+        self.last = Some(info);
+        Ok(())
     }
 }
 
@@ -139,6 +240,22 @@ pub(super) struct AsyncJob {
 }
 
 impl AsyncJob {
+    /// Writes the staged data into a new file at `write_level`, with its hashes, and syncs
+    /// it; no communication (a deferred checkpoint: publication follows at the next call).
+    fn write(self, write_level: Level, staged: &[Vec<u8>]) -> Result<(store::Pending, FileBlock)> {
+        let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
+        let pending = store::begin(&self.dirs, write_level, self.id, None)?;
+        let fb = ftiff::write_file(&*pending.file, &self.layout, &data, &self.opts)
+            .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
+        // Synced here, off the application's thread: the publication's sync then finds
+        // nothing left to write.
+        pending
+            .file
+            .sync()
+            .map_err(|e| Error::io(&pending.path, e))?;
+        Ok((pending, fb))
+    }
+
     /// Writes and publishes the staged data on every rank (collective on `comm`), records the
     /// restart if it is the first checkpoint, retires older checkpoints. Returns the file block
     /// and whether the restart was recorded.

@@ -21,11 +21,7 @@ impl Fti {
             ));
         }
         let layout = Layout::plan(self.layout.as_ref(), vars)?;
-        let write_level = if level == Level::L4 && !self.cfg.inline_l4 {
-            Level::L1
-        } else {
-            level
-        };
+        let write_level = self.write_level(level);
         let mut opts = self.write_options();
         opts.table = None;
         let writer = ftiff::Incremental::new(layout, opts)?;

@@ -166,6 +166,9 @@ pub struct Fti {
     in_flight: Option<InFlight>,
     /// The communicator of background post-processing, when idle.
     bg_comm: Option<Box<dyn Comm + Send>>,
+    /// Whether the run has a background communicator at all (busy or idle): the same on
+    /// every rank.
+    has_bg_comm: bool,
     /// Background post-processing under way, with its communicator to give back.
     bg_job: Option<BackgroundJob>,
 }
@@ -173,13 +176,26 @@ pub struct Fti {
 /// A background thread: post-processing, or an asynchronous checkpoint.
 type BackgroundJob = std::thread::JoinHandle<JobDone>;
 
-/// What a background thread hands back: its communicator, its outcome (for an asynchronous
-/// checkpoint, the file block written and whether it recorded the restart in the config
-/// file) and the staging buffers, to be reused.
+/// What a background thread hands back: the communicator it used (none for a deferred
+/// asynchronous checkpoint, which does not communicate), its outcome and the staging
+/// buffers, to be reused.
 struct JobDone {
-    comm: Box<dyn Comm + Send>,
-    result: Result<Option<(FileBlock, bool)>>,
+    comm: Option<Box<dyn Comm + Send>>,
+    result: Result<JobOutcome>,
     staging: Vec<Vec<u8>>,
+}
+
+/// What a background thread did.
+enum JobOutcome {
+    /// Post-processing of a checkpoint published before.
+    Post,
+    /// An asynchronous checkpoint published by every rank: its file block, and whether it
+    /// recorded the restart in the config file.
+    Published(FileBlock, bool),
+    /// An asynchronous checkpoint's file written, hashed and synced, not yet published: the
+    /// rest (agreement, partner copies or code, publication) is collective and runs on the
+    /// application's thread at the next call that waits.
+    Written(store::Pending, FileBlock),
 }
 
 /// An asynchronous checkpoint staged and not yet known to be published.
@@ -189,6 +205,9 @@ struct InFlight {
     started: Instant,
     /// How long the application was stopped (waiting for the previous one, and the copy).
     stopped: Duration,
+    /// For a deferred checkpoint, the level its file is written at (L1 for an L4 checkpoint
+    /// flushed later, `inline_l4 = 0`).
+    deferred: Option<Level>,
 }
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
@@ -269,9 +288,16 @@ impl Fti {
         } else {
             let bg = comm.background();
             if bg.is_none() && cfg.rank == 0 {
-                messages.warn(
-                    "inline_l2/inline_l4 = 0 or async_ckpt = 1 asks for work in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
-                );
+                if !cfg.inline_l2 || !cfg.inline_l4 {
+                    messages.warn(
+                        "inline_l2/inline_l4 = 0 asks for post-processing in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
+                    );
+                }
+                if cfg.async_ckpt {
+                    messages.info(
+                        "async_ckpt = 1 without MPI_THREAD_MULTIPLE: each checkpoint's file is written and hashed in the background; the ranks' agreement and L2/L3/L4 run at the next checkpoint call (or wait, or finalize)",
+                    );
+                }
             }
             bg
         };
@@ -371,6 +397,7 @@ impl Fti {
             verified: None,
             staging: Vec::new(),
             in_flight: None,
+            has_bg_comm: bg_comm.is_some(),
             bg_comm,
             bg_job: None,
             cfg,
@@ -455,8 +482,8 @@ impl Fti {
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
         self.release_maps();
-        if self.asynchronous(level, vars) {
-            return self.checkpoint_async(id, level, vars);
+        if let Some(mode) = self.asynchronous(level, vars) {
+            return self.checkpoint_async(id, level, vars, mode);
         }
         // A rank that cannot checkpoint still takes part in the collective steps (it reports
         // its error there), so that the other ranks never wait for it.
@@ -624,8 +651,21 @@ impl Drop for Fti {
     /// A runtime dropped without `finalize` (an early return, a panic unwinding) still ends
     /// its trace properly; its checkpoints stay for the restart.
     fn drop(&mut self) {
-        // Post-processing finishes first: its files are part of the checkpoint.
-        let _ = self.wait();
+        if std::thread::panicking()
+            && self
+                .in_flight
+                .as_ref()
+                .is_some_and(|f| f.deferred.is_some())
+        {
+            // Completing a deferred checkpoint takes every rank's part, and the others may
+            // never come: it stays unpublished (the previous checkpoint is the restart's).
+            if let Some(job) = self.bg_job.take() {
+                let _ = job.join();
+            }
+        } else {
+            // Post-processing finishes first: its files are part of the checkpoint.
+            let _ = self.wait();
+        }
         if let Some(t) = self.tracer.take() {
             let _ = t.finish();
         }

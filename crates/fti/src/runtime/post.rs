@@ -113,9 +113,9 @@ impl Fti {
     ) {
         if let Some(comm) = self.bg_comm.take() {
             self.bg_job = Some(std::thread::spawn(move || {
-                let result = job(&*comm).map(|()| None);
+                let result = job(&*comm).map(|()| JobOutcome::Post);
                 JobDone {
-                    comm,
+                    comm: Some(comm),
                     result,
                     staging: Vec::new(),
                 }
@@ -126,7 +126,7 @@ impl Fti {
     /// Whether post-processing runs in the background thread (asked by `inline_l2 = 0` or
     /// `inline_l4 = 0`, and possible in this run).
     pub fn background_post_processing(&self) -> bool {
-        self.bg_comm.is_some() || self.bg_job.is_some()
+        self.has_bg_comm
     }
 
     /// Waits for the post-processing of the last checkpoint (L2 partner copies with
@@ -148,13 +148,15 @@ impl Fti {
                 return Err(Error::State("the background thread panicked"));
             }
         };
-        self.bg_comm = Some(done.comm);
+        if let Some(comm) = done.comm {
+            self.bg_comm = Some(comm);
+        }
         if !done.staging.is_empty() {
             self.staging = done.staging;
         }
         let in_flight = self.in_flight.take();
         match (done.result, in_flight) {
-            (Ok(Some((fb, recorded))), Some(f)) => {
+            (Ok(JobOutcome::Published(fb, recorded)), Some(f)) => {
                 let info = CheckpointInfo {
                     timestamp: fb.timestamp,
                     ..f.info
@@ -176,6 +178,18 @@ impl Fti {
                 ));
                 self.last = Some(info);
                 Ok(())
+            }
+            // A deferred checkpoint: every rank takes part in its collective steps, a rank
+            // whose write failed too (it reports its error there).
+            (written, Some(f)) if f.deferred.is_some() => {
+                let write_level = f.deferred.unwrap_or(f.info.level);
+                let written = written.and_then(|outcome| match outcome {
+                    JobOutcome::Written(pending, fb) => Ok((pending, fb)),
+                    _ => Err(Error::State("a deferred checkpoint wrote no file")),
+                });
+                self.complete_deferred(f, write_level, written)?;
+                // Its publication may have left post-processing in the background.
+                self.wait()
             }
             (Ok(_), _) => Ok(()),
             (Err(e), f) => {

@@ -23,6 +23,16 @@ impl Fti {
         }
     }
 
+    /// The level a checkpoint at `level` is written at: L1 for an L4 checkpoint flushed to
+    /// the global directory afterwards (`inline_l4 = 0`, as FTI does).
+    pub(super) fn write_level(&self, level: Level) -> Level {
+        if level == Level::L4 && !self.cfg.inline_l4 {
+            Level::L1
+        } else {
+            level
+        }
+    }
+
     /// Checkpoints kept per level: differential checkpoints need the one before the last as
     /// the base of the next.
     pub(super) fn keep(&self) -> usize {
@@ -92,11 +102,7 @@ impl Fti {
             .collect();
         let opts = self.write_options();
         let keep = self.keep();
-        let write_level = if level == Level::L4 && !self.cfg.inline_l4 {
-            Level::L1
-        } else {
-            level
-        };
+        let write_level = self.write_level(level);
         let base = self.take_dcp_base(write_level);
         let pending = match store::begin(
             &self.dirs,
