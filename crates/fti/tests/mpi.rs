@@ -302,6 +302,89 @@ fn rank_killed_during_background_post_processing_leaves_a_recoverable_checkpoint
     }
 }
 
+/// Four ranks checkpoint asynchronously at L1, L2, L3, L4 in turn, with and without
+/// `MPI_THREAD_MULTIPLE`; every rank is SIGKILLed at a random instant (a checkpoint is nearly
+/// always in flight). The restart returns, on every rank, the last checkpoint rank 0 saw
+/// complete or the one after it, with exact data.
+#[test]
+fn ranks_killed_with_an_asynchronous_checkpoint_in_flight() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for round in 0..6 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let threading = if round % 2 == 0 { "multiple" } else { "single" };
+        let root = tempfile::tempdir().unwrap();
+        let r = root.path().to_str().unwrap();
+        let mut child = mpirun(4, &["async", r, "4"])
+            .env("THREADING", threading)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let seen = std::thread::spawn(move || {
+            let mut seen = 0;
+            for line in stdout.lines().map_while(Result::ok) {
+                if let Some(k) = line.strip_prefix("COMPLETE ") {
+                    seen = k.trim().parse().unwrap();
+                }
+            }
+            seen
+        });
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let pids: Vec<String> = rx
+            .iter()
+            .filter_map(|l| l.strip_prefix("PID ").map(|p| p.trim().to_owned()))
+            .take(4)
+            .collect();
+        assert_eq!(pids.len(), 4, "round {round}: every rank announced its pid");
+        std::thread::sleep(Duration::from_millis(300 + seed % 1200));
+        assert!(Command::new("kill")
+            .arg("-9")
+            .args(&pids)
+            .status()
+            .unwrap()
+            .success());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while child.try_wait().unwrap().is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "mpirun did not end after the kill"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let seen: i32 = seen.join().unwrap();
+        let out = mpirun(4, &["recover", r, "4"])
+            .env("ASYNC", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "round {round} ({threading}): restart failed after seeing {seen} complete\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for line in recovered(&stdout, 4) {
+            let id = line.split(' ').nth(1).unwrap();
+            let ok = match id.parse::<i32>() {
+                Ok(id) => id == seen || id == seen + 1,
+                Err(_) => seen == 0,
+            };
+            assert!(
+                ok,
+                "round {round} ({threading}): saw {seen} complete, restarted: {line}"
+            );
+        }
+    }
+}
+
 /// A 4-rank checkpoint restarted on 2 or 8 ranks: init fails on every rank naming both
 /// counts, and nothing is written.
 #[test]
