@@ -352,24 +352,43 @@ pub fn begin_named(
 /// The commit point of one file: fsync, rename into `lK/`, fsync of the directory. Older
 /// checkpoints stay until [`retire`]: a multi-rank run retires them only once every rank has
 /// published the new checkpoint.
-pub fn publish_pending(dirs: &Dirs, mut pending: Pending) -> Result<PathBuf> {
-    let level = pending.level;
-    let tmp = pending.path.clone();
+pub fn publish_pending(dirs: &Dirs, pending: Pending) -> Result<PathBuf> {
+    let mut paths = publish_all(dirs, vec![pending])?;
+    Ok(paths.remove(0))
+}
+
+/// The commit point of a checkpoint's files (a rank's file and its partner copy or code
+/// file): each file synced (its data, once), each renamed into its `lK/`, then each of those
+/// directories synced once. Until that last sync none of the names is durable, and the
+/// previous checkpoint is still there. `tmp/` is not synced: a name left there by a crash is
+/// never read, and the next checkpoint's [`begin`] removes it.
+pub fn publish_all(dirs: &Dirs, pending: Vec<Pending>) -> Result<Vec<PathBuf>> {
     let st = &*dirs.storage;
-    crash_point("written");
-    pending.file.sync().map_err(|e| Error::io(&tmp, e))?;
-    crash_point("fsynced");
-    let level_dir = dirs.level_dir(level);
-    let target = level_dir.join(&pending.name);
-    st.rename(&tmp, &target)
-        .map_err(|e| Error::io(&target, e))?;
-    pending.published = true;
-    drop(pending);
-    crash_point("renamed");
-    sync_dir(st, &level_dir)?;
-    sync_dir(st, &dirs.tmp_dir(level))?;
+    for p in &pending {
+        crash_point("written");
+        p.file.sync().map_err(|e| Error::io(&p.path, e))?;
+        crash_point("fsynced");
+    }
+    let mut level_dirs = Vec::new();
+    let mut targets = Vec::with_capacity(pending.len());
+    for mut p in pending {
+        let level_dir = dirs.level_dir(p.level);
+        let target = level_dir.join(&p.name);
+        st.rename(&p.path, &target)
+            .map_err(|e| Error::io(&target, e))?;
+        p.published = true;
+        drop(p);
+        crash_point("renamed");
+        if !level_dirs.contains(&level_dir) {
+            level_dirs.push(level_dir);
+        }
+        targets.push(target);
+    }
+    for dir in &level_dirs {
+        sync_dir(st, dir)?;
+    }
     crash_point("dir-fsynced");
-    Ok(target)
+    Ok(targets)
 }
 
 /// After checkpoint `id` of `level` is published (by every rank): this rank's older files in
@@ -404,6 +423,15 @@ pub fn copy_into(dirs: &Dirs, level: Level, id: i32, from: &Path) -> Result<Pend
 /// `lowest ..= level`, so `lK/` holds exactly one file per rank, as FTI 1.1 expects.
 fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) -> Result<()> {
     let st = &*dirs.storage;
+    // Each directory changed is synced once, after every move: the order of the removals
+    // among themselves does not matter, only that they follow the new checkpoint's
+    // publication, which is durable already.
+    let mut changed: Vec<PathBuf> = Vec::new();
+    let mut note = |dir: PathBuf| {
+        if !changed.contains(&dir) {
+            changed.push(dir);
+        }
+    };
     for found in find_all(dirs) {
         if found.archived
             || found.level > level
@@ -422,11 +450,14 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
                 .unwrap_or_default();
             let to = archive.join(name);
             st.rename(&found.path, &to).map_err(|e| Error::io(&to, e))?;
-            sync_dir(st, &archive)?;
+            note(archive);
         } else {
             remove(st, &found.path)?;
         }
-        sync_dir(st, &dirs.level_dir(found.level))?;
+        note(dirs.level_dir(found.level));
+    }
+    for dir in &changed {
+        sync_dir(st, dir)?;
     }
     Ok(())
 }

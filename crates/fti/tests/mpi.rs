@@ -211,7 +211,7 @@ fn rank_killed_while_publishing_l2_leaves_a_recoverable_checkpoint() {
         ("written:2", 1, 2),
         ("renamed:2", 1, 2),
         ("renamed:3", 1, 2),
-        ("dir-fsynced:3", 1, 2),
+        ("dir-fsynced:2", 1, 2),
         ("retired:2", 2, 2),
     ] {
         let root = tempfile::tempdir().unwrap();

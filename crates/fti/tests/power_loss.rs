@@ -293,3 +293,63 @@ fn durable_image_keeps_only_what_was_synced() {
     st2.durable_image(&image2).unwrap();
     assert!(!image2.join("e").exists());
 }
+
+/// The syncs of one checkpoint in a steady run (directories made, an older checkpoint to
+/// retire), per rank, at L1, L2 and L3 with four ranks: one data sync per file written (the
+/// rank's file, and its partner copy or code file), and the directory syncs batched per
+/// checkpoint: one when the checkpoint's files are published, one when older ones are retired.
+#[test]
+fn one_data_sync_per_file_and_directory_syncs_batched_per_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let storage = PowerCut::new(root, None).unwrap();
+    let cfg = Config {
+        ckpt_dir: root.join("Local"),
+        glbl_dir: root.join("Global"),
+        meta_dir: root.join("Meta"),
+        group_size: 4,
+        node_size: 1,
+        local_test: true,
+        verbosity: 3,
+        ..Config::default()
+    };
+    let levels = [1, 1, 1, 2, 2, 3, 3].map(|l| Level::from_number(l).unwrap());
+    let phase = std::sync::Barrier::new(5);
+    let counts = std::thread::scope(|s| {
+        for comm in fti::Threads::new(4, "host") {
+            let (cfg, storage, phase) = (cfg.clone(), storage.clone(), &phase);
+            s.spawn(move || {
+                let options = Options {
+                    reporter: Arc::new(Quiet),
+                    storage: Arc::new(storage),
+                    ..Options::default()
+                };
+                let mut fti = Fti::init_with_options(cfg, Box::new(comm), options).unwrap();
+                for (k, level) in (1..).zip(levels) {
+                    let mut data = content(k);
+                    fti.checkpoint(k, level, &[Var::slice(0, &mut data)])
+                        .unwrap();
+                    // Every rank is done; the counts are read; on to the next.
+                    phase.wait();
+                    phase.wait();
+                }
+            });
+        }
+        levels.map(|_| {
+            phase.wait();
+            let syncs = storage.syncs();
+            phase.wait();
+            syncs
+        })
+    });
+    // Checkpoints 3, 5 and 7 follow one of the same level.
+    for (k, level, files) in [(3, "L1", 1), (5, "L2", 2), (7, "L3", 2)] {
+        let (before, after) = (counts[k - 2], counts[k - 1]);
+        let (file_syncs, dir_syncs) = (after.files - before.files, after.dirs - before.dirs);
+        assert_eq!(file_syncs, 4 * files, "{level}: file syncs of 4 ranks");
+        assert!(
+            dir_syncs <= 4 * 2,
+            "{level}: {dir_syncs} directory syncs for 4 ranks"
+        );
+    }
+}

@@ -58,10 +58,8 @@ impl Fti {
             }
             _ => (None, fb, None),
         };
-        let local = store::publish_pending(&self.dirs, pending).and_then(|path| match copy {
-            Some(c) => store::publish_pending(&self.dirs, c).map(|_| path),
-            None => Ok(path),
-        });
+        let files = std::iter::once(pending).chain(copy).collect();
+        let local = store::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
         let mut path = agree(&*self.comm, Step::Publish, local)?;
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
         if let Some(plan) = partner {

@@ -14,7 +14,7 @@
 
 mod power_cut;
 
-pub use power_cut::PowerCut;
+pub use power_cut::{PowerCut, Syncs};
 
 use std::ffi::OsString;
 use std::fmt;

@@ -38,6 +38,17 @@ struct State {
     durable: BTreeMap<PathBuf, Node>,
     /// Each inode's content as of its last sync.
     synced: HashMap<u64, Vec<u8>>,
+    /// File syncs and directory syncs so far.
+    syncs: Syncs,
+}
+
+/// How many `fsync` calls a run made, of files and of directories.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Syncs {
+    /// Syncs of a file's data.
+    pub files: u64,
+    /// Syncs of a directory (its entries).
+    pub dirs: u64,
 }
 
 impl State {
@@ -127,6 +138,11 @@ impl PowerCut {
     /// Operations done so far (the cut operation not counted).
     pub fn ops(&self) -> u64 {
         self.lock().ops
+    }
+
+    /// The syncs done so far.
+    pub fn syncs(&self) -> Syncs {
+        self.lock().syncs
     }
 
     /// Whether the power has been cut (an operation was refused).
@@ -277,6 +293,7 @@ impl Storage for PowerCut {
         self.inside(dir)?;
         let mut state = self.lock();
         state.op()?;
+        state.syncs.dirs += 1;
         Disk.sync_dir(dir)?;
         let State { live, durable, .. } = &mut *state;
         durable.retain(|p, _| p.parent() != Some(dir) || live.contains_key(p));
@@ -338,7 +355,9 @@ impl ftiff::Sink for PowerCutFile {
 
 impl StorageFile for PowerCutFile {
     fn sync(&self) -> io::Result<()> {
-        self.record()
+        self.record()?;
+        self.lock().syncs.files += 1;
+        Ok(())
     }
 
     fn len(&self) -> io::Result<u64> {
