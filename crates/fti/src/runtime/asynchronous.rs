@@ -112,7 +112,11 @@ impl Fti {
             id,
             keep: self.keep(),
             layout: layout.clone(),
-            opts: self.write_options(),
+            opts: WriteOptions {
+                // Two cores at most: the application computes on the others.
+                parallel: false,
+                ..self.write_options()
+            },
             record: (self.restart_record_pending && self.cfg.rank == 0)
                 .then(|| self.cfg.path.clone())
                 .flatten()
@@ -130,7 +134,7 @@ impl Fti {
                 let Some(comm) = self.bg_comm.take() else {
                     return Err(Error::State("no background communicator"));
                 };
-                std::thread::spawn(move || {
+                spawn_background(move || {
                     let result = job
                         .run(&*comm, &staging)
                         .map(|(fb, recorded)| JobOutcome::Published(fb, recorded));
@@ -141,7 +145,7 @@ impl Fti {
                     }
                 })
             }
-            AsyncMode::Deferred => std::thread::spawn(move || {
+            AsyncMode::Deferred => spawn_background(move || {
                 let result = job
                     .write(write_level, &staging)
                     .map(|(pending, fb)| JobOutcome::Written(pending, fb));
@@ -289,4 +293,25 @@ impl AsyncJob {
         store::retire(&self.dirs, self.level, self.id, self.keep, true)?;
         Ok((fb, self.record_pending))
     }
+}
+
+/// How much lower than the application's the priority of background threads is (`nice`
+/// steps): when the application and a background checkpoint want the same core, the
+/// application mostly gets it; on an idle core the background runs at full speed.
+const BACKGROUND_NICE: i32 = 10;
+
+/// Starts a background thread of the runtime (an asynchronous checkpoint's work, or
+/// post-processing) at a lower priority; the threads it starts inherit it.
+pub(super) fn spawn_background<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    std::thread::spawn(move || {
+        // On Linux a priority is per thread: this one's and those it starts. A failure
+        // (a platform without it) leaves the thread at the application's priority.
+        let me = Some(rustix::thread::gettid());
+        if let Ok(nice) = rustix::process::getpriority_process(me) {
+            let _ = rustix::process::setpriority_process(me, (nice + BACKGROUND_NICE).min(19));
+        }
+        work()
+    })
 }

@@ -110,7 +110,7 @@ impl Fti {
         job: impl FnOnce(&dyn Comm) -> Result<()> + Send + 'static,
     ) {
         if let Some(comm) = self.bg_comm.take() {
-            self.bg_job = Some(std::thread::spawn(move || {
+            self.bg_job = Some(super::asynchronous::spawn_background(move || {
                 let result = job(&*comm).map(|()| JobOutcome::Post);
                 JobDone {
                     comm: Some(comm),

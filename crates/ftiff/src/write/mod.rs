@@ -59,6 +59,11 @@ pub struct WriteOptions {
     /// Also return the block hashes of every container with this blocking, for a later
     /// differential update ([`update_file`]). Fast files always use their own blocking.
     pub table: Option<Blocking>,
+    /// Chunk hashes of an MD5 file on rayon's thread pool (the default, fastest), or one
+    /// after the other on one thread beside the file checksum's: a write in the background
+    /// (an asynchronous checkpoint) then takes two cores at most, and leaves the others to
+    /// the application.
+    pub parallel: bool,
 }
 
 impl Default for WriteOptions {
@@ -69,6 +74,7 @@ impl Default for WriteOptions {
             pt_fs: -1,
             integrity: Integrity::Md5,
             table: None,
+            parallel: true,
         }
     }
 }
@@ -179,6 +185,7 @@ pub fn write_file_with_progress(
     }
     let fs = layout.file_size();
     let table_blocking = opts.table;
+    let parallel = opts.parallel;
     let (checksum, metas, written, tables) = std::thread::scope(|s| {
         // Block i's containers are copied only once its chunk hashes are done: the copy then
         // runs on the core the serial checksum leaves free, not against the parallel hashing.
@@ -191,17 +198,18 @@ pub fn write_file_with_progress(
         });
         let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<(Digest, Vec<u128>)>>(1);
         s.spawn(move || {
+            let hash_chunk = |c: &Chunk| {
+                let chunk = chunk_slice(data, c);
+                let blocks = table_blocking
+                    .map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
+                (hash::md5(chunk), blocks)
+            };
             for block in &layout.blocks {
-                let hashes = block
-                    .chunks
-                    .par_iter()
-                    .map(|c| {
-                        let chunk = chunk_slice(data, c);
-                        let blocks = table_blocking
-                            .map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
-                        (hash::md5(chunk), blocks)
-                    })
-                    .collect();
+                let hashes = if parallel {
+                    block.chunks.par_iter().map(hash_chunk).collect()
+                } else {
+                    block.chunks.iter().map(hash_chunk).collect()
+                };
                 if tx_sum.send(hashes).is_err() || tx_write.send(block).is_err() {
                     return;
                 }
