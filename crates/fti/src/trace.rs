@@ -85,6 +85,8 @@ pub(crate) struct Tracer {
     labelled: HashSet<i64>,
     /// Marks pushed and not yet popped, so an error midway can close them in order.
     open: Vec<(i32, i64)>,
+    /// How to open another thread's stream in the same process (own streams only).
+    spec: Option<TracerSpec>,
 }
 
 /// The calling thread's id, from `/proc/thread-self` (no `unsafe` needed).
@@ -107,8 +109,46 @@ impl Tracer {
     /// virtual CPU (ranks of one node may share CPUs).
     pub(crate) fn start(dir: &Path, rank: u32, nranks: u32, base: i32) -> ovni::Result<Tracer> {
         let pid = std::process::id() as i32;
-        let tid = thread_id().unwrap_or(pid);
         let process = Process::init(dir, 1, &host_name(), pid)?;
+        TracerSpec {
+            process,
+            rank,
+            nranks,
+            base,
+        }
+        .start_here()
+    }
+
+    /// What another thread of the runtime (its background thread) needs to trace into a
+    /// stream of its own in the same process; `None` when the marks go to the application's
+    /// libovni, which does not trace the runtime's threads.
+    pub(crate) fn spec(&self) -> Option<TracerSpec> {
+        self.spec.clone()
+    }
+}
+
+/// A thread stream to open: the process, the rank and the runtime's first mark type.
+#[derive(Clone)]
+pub(crate) struct TracerSpec {
+    process: Process,
+    rank: u32,
+    nranks: u32,
+    base: i32,
+}
+
+impl TracerSpec {
+    /// Opens the calling thread's stream: the ovni model, the loom's CPUs, the rank, the mark
+    /// types, and the thread's execution on the loom's virtual CPU (ranks of one node may
+    /// share CPUs).
+    pub(crate) fn start_here(self) -> ovni::Result<Tracer> {
+        let TracerSpec {
+            process,
+            rank,
+            nranks,
+            base,
+        } = self.clone();
+        let pid = std::process::id() as i32;
+        let tid = thread_id().unwrap_or(pid);
         let mut stream = process.thread_init(tid)?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         for cpu in 0..cpus as i32 {
@@ -143,9 +183,12 @@ impl Tracer {
             base,
             labelled: HashSet::new(),
             open: Vec::new(),
+            spec: Some(self),
         })
     }
+}
 
+impl Tracer {
     /// Traces into the application's stream through its libovni: the runtime's mark types and
     /// labels are defined there (once per thread: an earlier session's definitions are
     /// reused). A type the application uses for something else is refused, naming it.
@@ -183,6 +226,7 @@ impl Tracer {
             base,
             labelled: HashSet::new(),
             open: Vec::new(),
+            spec: None,
         })
     }
 

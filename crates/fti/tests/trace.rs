@@ -315,3 +315,72 @@ fn marks_go_into_the_application_s_trace() {
     let err = Fti::init(cfg).err().unwrap().to_string();
     assert!(err.contains("trace = app"), "{err}");
 }
+
+/// With `async_ckpt = 1` the background thread has a thread stream of its own in the same
+/// process: the application's stream shows the time it was stopped (`stage`, phase 7), the
+/// background's the write and the publication (phases 1 and 2), under the same level and
+/// checkpoint marks.
+#[test]
+fn asynchronous_checkpoints_trace_the_background_thread_apart() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        async_ckpt: true,
+        ..config(root.path())
+    };
+    let mut fti = Fti::init(cfg).unwrap();
+    let mut x = vec![1u64; 1000];
+    for id in 1..=2 {
+        fti.checkpoint(id, Level::L1, &[Var::slice(0, &mut x)])
+            .unwrap();
+    }
+    fti.finalize().unwrap();
+
+    let dir = root.path().join("trace");
+    let report = ovni::lint::lint_dir(
+        &dir,
+        &ovni::lint::LintOptions {
+            all: true,
+            ..Default::default()
+        },
+    );
+    assert!(report.accepted(), "{:?}", report.problems);
+    let trace = ovni::Trace::open(&dir).unwrap();
+    ovni::metadata::System::load(&trace, ovni::events::EventTable::builtin()).unwrap();
+    let streams = trace.streams();
+    assert_eq!(
+        streams.len(),
+        2,
+        "the application's thread and the background's"
+    );
+    let mut marks: Vec<Vec<(String, i64)>> = streams
+        .iter()
+        .map(|s| {
+            assert_eq!(s.meta()["ovni"]["finished"], 1);
+            s.events()
+                .map(|e| e.unwrap().1)
+                .filter(|ev| ev.mcv.0.starts_with(b"OM"))
+                .map(|ev| {
+                    let mcv = String::from_utf8(ev.mcv.0.to_vec()).unwrap();
+                    (mcv, i64::from_le_bytes(ev.payload[..8].try_into().unwrap()))
+                })
+                .collect()
+        })
+        .collect();
+    // The application's stream holds the stage phases.
+    marks.sort_by_key(|m| !m.contains(&("OM[".to_owned(), 7)));
+    let expect = |phases: &[i64]| -> Vec<(String, i64)> {
+        (1..=2)
+            .flat_map(|id| {
+                let mut m = vec![("OM[", 1), ("OM[", id)];
+                for &p in phases {
+                    m.extend([("OM[", p), ("OM]", p)]);
+                }
+                m.extend([("OM]", id), ("OM]", 1)]);
+                m
+            })
+            .map(|(mcv, v)| (mcv.to_owned(), v))
+            .collect()
+    };
+    assert_eq!(marks[0], expect(&[7]), "application's thread");
+    assert_eq!(marks[1], expect(&[1, 2]), "background thread");
+}

@@ -129,15 +129,20 @@ impl Fti {
         self.next_id = self.next_id.max(id.saturating_add(1));
         let stopped = started.elapsed();
         self.timer.excluded += stopped;
-        let thread = match mode {
+        let size = info.size;
+        let job: worker::Job = match mode {
             AsyncMode::Background => {
                 let Some(comm) = self.bg_comm.take() else {
                     return Err(Error::State("no background communicator"));
                 };
-                spawn_background(move || {
+                Box::new(move |tracer, messages| {
+                    let mark = Marks::open(tracer, messages, id, level);
                     let result = job
-                        .run(&*comm, &staging)
+                        .run(&*comm, &staging, &mut |phase| {
+                            mark.phase(tracer, messages, phase)
+                        })
                         .map(|(fb, recorded)| JobOutcome::Published(fb, recorded));
+                    mark.close(tracer, messages, result.is_ok(), size);
                     JobDone {
                         comm: Some(comm),
                         result,
@@ -145,10 +150,13 @@ impl Fti {
                     }
                 })
             }
-            AsyncMode::Deferred => spawn_background(move || {
+            AsyncMode::Deferred => Box::new(move |tracer, messages| {
+                let mark = Marks::open(tracer, messages, id, level);
+                mark.phase(tracer, messages, Some(Phase::Write));
                 let result = job
                     .write(write_level, &staging)
                     .map(|(pending, fb)| JobOutcome::Written(pending, fb));
+                mark.close(tracer, messages, result.is_ok(), size);
                 JobDone {
                     comm: None,
                     result,
@@ -162,7 +170,7 @@ impl Fti {
             stopped,
             deferred: (mode == AsyncMode::Deferred).then_some(write_level),
         });
-        self.bg_job = Some(thread);
+        self.run_in_background(job);
         Ok(info)
     }
 
@@ -263,7 +271,13 @@ impl AsyncJob {
     /// Writes and publishes the staged data on every rank (collective on `comm`), records the
     /// restart if it is the first checkpoint, retires older checkpoints. Returns the file block
     /// and whether the restart was recorded.
-    pub(super) fn run(self, comm: &dyn Comm, staged: &[Vec<u8>]) -> Result<(FileBlock, bool)> {
+    pub(super) fn run(
+        self,
+        comm: &dyn Comm,
+        staged: &[Vec<u8>],
+        phase: &mut dyn FnMut(Option<Phase>),
+    ) -> Result<(FileBlock, bool)> {
+        phase(Some(Phase::Write));
         let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
         let written = store::begin(&self.dirs, self.level, self.id, None).and_then(|p| {
             ftiff::write_file(&*p.file, &self.layout, &data, &self.opts)
@@ -271,6 +285,7 @@ impl AsyncJob {
                 .map(|fb| (p, fb))
         });
         let (pending, fb) = agree(comm, Step::Write, written)?;
+        phase(Some(Phase::Publish));
         let published = store::publish_pending(&self.dirs, pending);
         agree(comm, Step::Publish, published)?;
         if self.record_pending {
@@ -295,23 +310,42 @@ impl AsyncJob {
     }
 }
 
-/// How much lower than the application's the priority of background threads is (`nice`
-/// steps): when the application and a background checkpoint want the same core, the
-/// application mostly gets it; on an idle core the background runs at full speed.
-const BACKGROUND_NICE: i32 = 10;
+/// The marks of an asynchronous checkpoint in the background thread's stream: the same
+/// checkpoint mark as the application's thread, with the phases done there.
+struct Marks {
+    phase: std::cell::Cell<Option<Phase>>,
+    id: i32,
+    level: Level,
+}
 
-/// Starts a background thread of the runtime (an asynchronous checkpoint's work, or
-/// post-processing) at a lower priority; the threads it starts inherit it.
-pub(super) fn spawn_background<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    std::thread::spawn(move || {
-        // On Linux a priority is per thread: this one's and those it starts. A failure
-        // (a platform without it) leaves the thread at the application's priority.
-        let me = Some(rustix::thread::gettid());
-        if let Ok(nice) = rustix::process::getpriority_process(me) {
-            let _ = rustix::process::setpriority_process(me, (nice + BACKGROUND_NICE).min(19));
+impl Marks {
+    fn open(tracer: &mut Option<Tracer>, messages: &Messages, id: i32, level: Level) -> Marks {
+        trace::with(tracer, messages, |t| t.begin_checkpoint(id, level));
+        Marks {
+            phase: std::cell::Cell::new(None),
+            id,
+            level,
         }
-        work()
-    })
+    }
+
+    /// Ends the phase under way and begins `next`.
+    fn phase(&self, tracer: &mut Option<Tracer>, messages: &Messages, next: Option<Phase>) {
+        if let Some(p) = self.phase.replace(next) {
+            trace::with(tracer, messages, |t| t.end(p));
+        }
+        if let Some(p) = next {
+            trace::with(tracer, messages, |t| t.begin(p));
+        }
+    }
+
+    fn close(self, tracer: &mut Option<Tracer>, messages: &Messages, ok: bool, size: u64) {
+        if ok {
+            self.phase(tracer, messages, None);
+            trace::with(tracer, messages, |t| {
+                t.end_checkpoint(self.id, self.level, size)
+            });
+        } else {
+            trace::with(tracer, messages, Tracer::close_all);
+        }
+    }
 }

@@ -7,6 +7,7 @@ mod icp;
 mod post;
 mod recovery;
 mod restart;
+mod worker;
 mod write;
 
 use exec::fresh_exec_id;
@@ -169,12 +170,12 @@ pub struct Fti {
     /// Whether the run has a background communicator at all (busy or idle): the same on
     /// every rank.
     has_bg_comm: bool,
-    /// Background post-processing under way, with its communicator to give back.
-    bg_job: Option<BackgroundJob>,
+    /// The background thread (started with its first job).
+    worker: Option<worker::Worker>,
+    /// Whether a job (post-processing, or an asynchronous checkpoint) is under way there, with
+    /// the communicator it took to give back.
+    job_in_flight: bool,
 }
-
-/// A background thread: post-processing, or an asynchronous checkpoint.
-type BackgroundJob = std::thread::JoinHandle<JobDone>;
 
 /// What a background thread hands back: the communicator it used (none for a deferred
 /// asynchronous checkpoint, which does not communicate), its outcome and the staging
@@ -399,7 +400,8 @@ impl Fti {
             in_flight: None,
             has_bg_comm: bg_comm.is_some(),
             bg_comm,
-            bg_job: None,
+            worker: None,
+            job_in_flight: false,
             cfg,
         };
         if restart_exec.is_some() {
@@ -659,8 +661,8 @@ impl Drop for Fti {
         {
             // Completing a deferred checkpoint takes every rank's part, and the others may
             // never come: it stays unpublished (the previous checkpoint is the restart's).
-            if let Some(job) = self.bg_job.take() {
-                let _ = job.join();
+            if std::mem::take(&mut self.job_in_flight) {
+                let _ = self.worker.as_ref().and_then(worker::Worker::outcome);
             }
         } else {
             // Post-processing finishes first: its files are part of the checkpoint.

@@ -110,7 +110,7 @@ impl Fti {
         job: impl FnOnce(&dyn Comm) -> Result<()> + Send + 'static,
     ) {
         if let Some(comm) = self.bg_comm.take() {
-            self.bg_job = Some(super::asynchronous::spawn_background(move || {
+            self.run_in_background(Box::new(move |_, _| {
                 let result = job(&*comm).map(|()| JobOutcome::Post);
                 JobDone {
                     comm: Some(comm),
@@ -118,6 +118,30 @@ impl Fti {
                     staging: Vec::new(),
                 }
             }));
+        }
+    }
+
+    /// Hands `job` to the background thread (started on first use, or again after a job
+    /// panicked); [`Fti::wait`] collects its outcome.
+    pub(super) fn run_in_background(&mut self, job: worker::Job) {
+        let mut job = job;
+        for _ in 0..2 {
+            let spec = self.tracer.as_ref().and_then(Tracer::spec);
+            let messages = self.messages.clone();
+            let w = self
+                .worker
+                .get_or_insert_with(|| worker::Worker::start(spec, messages));
+            match w.submit(job) {
+                Ok(()) => {
+                    self.job_in_flight = true;
+                    return;
+                }
+                Err(back) => {
+                    // The thread is gone: a new one.
+                    self.worker = None;
+                    job = back;
+                }
+            }
         }
     }
 
@@ -136,15 +160,13 @@ impl Fti {
     /// that checkpoint is published by every rank (and counts: [`Fti::last_checkpoint`]); an
     /// error of its background work is returned here (and by the next checkpoint call).
     pub fn wait(&mut self) -> Result<()> {
-        let Some(job) = self.bg_job.take() else {
+        if !std::mem::take(&mut self.job_in_flight) {
             return Ok(());
-        };
-        let done = match job.join() {
-            Ok(done) => done,
-            Err(_) => {
-                self.in_flight = None;
-                return Err(Error::State("the background thread panicked"));
-            }
+        }
+        let Some(done) = self.worker.as_ref().and_then(worker::Worker::outcome) else {
+            self.worker = None;
+            self.in_flight = None;
+            return Err(Error::State("the background thread panicked"));
         };
         if let Some(comm) = done.comm {
             self.bg_comm = Some(comm);

@@ -1,0 +1,89 @@
+//! The runtime's background thread: one per runtime, started with the first job, running the
+//! jobs (an asynchronous checkpoint's work, post-processing) one at a time, at a lower
+//! priority than the application's threads. With tracing on it has its own thread stream in
+//! the process's trace, so a timeline shows the application stopped (`stage`) apart from the
+//! work done meanwhile in the background (`write`, `publish`) under the same checkpoint mark.
+
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use super::JobDone;
+use crate::report::Messages;
+use crate::trace::{Tracer, TracerSpec};
+
+/// A job: runs on the background thread with its tracer (if tracing is on).
+pub(super) type Job = Box<dyn FnOnce(&mut Option<Tracer>, &Messages) -> JobDone + Send>;
+
+/// How much lower than the application's the priority of the background thread is (`nice`
+/// steps): when the application and a background checkpoint want the same core, the
+/// application mostly gets it; on an idle core the background runs at full speed.
+const BACKGROUND_NICE: i32 = 10;
+
+pub(super) struct Worker {
+    jobs: Option<Sender<Job>>,
+    done: Receiver<JobDone>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    /// Starts the thread; with `trace`, it opens its own stream first.
+    pub(super) fn start(trace: Option<TracerSpec>, messages: Messages) -> Worker {
+        let (jobs, inbox) = channel::<Job>();
+        let (outbox, done) = channel();
+        let thread = std::thread::spawn(move || {
+            lower_priority();
+            let mut tracer = trace.and_then(|spec| match spec.start_here() {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    messages.warn(&format!("tracing of the background thread stopped: {e}"));
+                    None
+                }
+            });
+            for job in inbox {
+                if outbox.send(job(&mut tracer, &messages)).is_err() {
+                    break;
+                }
+            }
+            if let Some(Err(e)) = tracer.take().map(Tracer::finish) {
+                messages.warn(&format!("tracing of the background thread stopped: {e}"));
+            }
+        });
+        Worker {
+            jobs: Some(jobs),
+            done,
+            thread: Some(thread),
+        }
+    }
+
+    /// Hands `job` to the thread; gives it back if the thread is gone (a job panicked).
+    pub(super) fn submit(&self, job: Job) -> Result<(), Job> {
+        match &self.jobs {
+            Some(jobs) => jobs.send(job).map_err(|e| e.0),
+            None => Err(job),
+        }
+    }
+
+    /// The outcome of the job submitted last; `None` if the thread is gone (a job panicked).
+    pub(super) fn outcome(&self) -> Option<JobDone> {
+        self.done.recv().ok()
+    }
+}
+
+impl Drop for Worker {
+    /// Ends the thread (and its trace stream) once its job is done.
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Lowers the calling thread's priority by [`BACKGROUND_NICE`]; the threads it starts inherit
+/// it. On Linux a priority is per thread. A failure leaves it at the application's priority.
+fn lower_priority() {
+    let me = Some(rustix::thread::gettid());
+    if let Ok(nice) = rustix::process::getpriority_process(me) {
+        let _ = rustix::process::setpriority_process(me, (nice + BACKGROUND_NICE).min(19));
+    }
+}
