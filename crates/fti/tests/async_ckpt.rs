@@ -70,14 +70,14 @@ fn files_equal_synchronous_ones_at_l1_and_l4() {
     }
 }
 
-/// Every `.fti` file below `dir` by name (`Ckpt3-Rank0.fti`, `Ckpt3-Pcof1.fti`, ...): exec ids
+/// Every checkpoint file below `dir` by name (`Ckpt3-Rank0.fti`, `Ckpt3-Pcof1.fti`, ...): exec ids
 /// differ between runs, names do not.
 fn fti_files(dir: &Path) -> std::collections::BTreeMap<String, PathBuf> {
     crate::util::files::files_below(dir)
         .into_iter()
         .map(|(p, _, _)| p)
-        .filter(|p| p.extension().is_some_and(|e| e == "fti"))
         .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .filter(|(name, _)| name.starts_with("Ckpt") && name.ends_with(".fti"))
         .collect()
 }
 
@@ -347,4 +347,58 @@ fn killed_with_a_checkpoint_in_flight() {
             other => panic!("{other:?}"),
         }
     }
+}
+
+/// Differential checkpoints run asynchronously too: each call returns at once, the files
+/// equal those of synchronous differential checkpoints (but for the timestamp and `myHash`),
+/// only the changed blocks are written, and the restart recovers the last one exactly.
+#[test]
+fn differential_checkpoints_run_asynchronously() {
+    let run = |root: &Path, async_ckpt: bool| -> (Vec<i64>, u64, u64) {
+        let cfg = Config {
+            dcp: true,
+            dcp_block_size: 4096,
+            ..config(root, async_ckpt)
+        };
+        let mut fti = Fti::init(cfg).unwrap();
+        let mut x = data(1, 200_000);
+        let mut stamps = Vec::new();
+        for k in 1..=5 {
+            // A few blocks change between checkpoints.
+            x[k as usize * 37_000 % 200_000] ^= k as u32;
+            let info = fti
+                .checkpoint(k, Level::L1, &[Var::slice(0, &mut x)])
+                .unwrap();
+            stamps.push(info.timestamp);
+        }
+        fti.wait().unwrap();
+        let last = fti.last_checkpoint().unwrap().clone();
+        assert_eq!(last.id, 5);
+        (stamps, last.bytes_written, last.size)
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (sync_stamps, sync_written, _) = run(a.path(), false);
+    assert!(sync_stamps.iter().all(|&t| t > 0));
+    let (stamps, written, size) = run(b.path(), true);
+    assert!(stamps.iter().all(|&t| t == 0), "{stamps:?}");
+    assert!(written < size / 10, "{written} of {size} bytes written");
+    assert_eq!(written, sync_written);
+    let (sync, asynchronous) = (fti_files(a.path()), fti_files(b.path()));
+    // Checkpoints 4 and 5: `keep_ckpts = 2` for differential checkpoints.
+    assert_eq!(sync.len(), 2, "{sync:?}");
+    assert_eq!(
+        sync.keys().collect::<Vec<_>>(),
+        asynchronous.keys().collect::<Vec<_>>()
+    );
+    for (name, path) in &sync {
+        assert!(timeless(path) == timeless(&asynchronous[name]), "{name}");
+    }
+    let mut fti = Fti::init(config(b.path(), true)).unwrap();
+    let mut got = vec![0u32; 200_000];
+    assert_eq!(fti.recover(&mut [Var::slice(0, &mut got)]).unwrap().id, 5);
+    let mut want = data(1, 200_000);
+    for k in 1..=5 {
+        want[k as usize * 37_000 % 200_000] ^= k as u32;
+    }
+    assert!(got == want);
 }

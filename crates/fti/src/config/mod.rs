@@ -78,9 +78,10 @@ pub struct Config {
     /// it (0).
     pub inline_l4: bool,
     /// `[basic] async_ckpt`: a checkpoint copies the variables into staging buffers and
-    /// returns; writing, hashing and publishing run in a background thread (L1 and L4; other
-    /// levels, differential checkpoints and runs without a background communicator stay
-    /// synchronous). See `docs/runtime.md`.
+    /// returns; writing and hashing run in a background thread, and so do publishing and
+    /// post-processing for L1 and L4 with a background communicator (otherwise they follow
+    /// at the next checkpoint call, `wait` or finalize). Incremental checkpoints stay
+    /// synchronous. See `docs/runtime.md`.
     pub async_ckpt: bool,
     /// `[basic] async_mem_mib`: the most staging memory an asynchronous checkpoint may hold
     /// (MiB); a checkpoint of more data is written synchronously. `None`: the protected size.

@@ -22,7 +22,7 @@ impl Fti {
     /// the same on every rank (the config is, the background communicator exists on every
     /// rank or none, and the budget is compared with the largest rank's data).
     pub(super) fn asynchronous(&mut self, level: Level, vars: &[Var<'_>]) -> Option<AsyncMode> {
-        if !self.cfg.async_ckpt || self.cfg.dcp {
+        if !self.cfg.async_ckpt {
             return None;
         }
         if let Some(budget) = self.cfg.async_mem_mib {
@@ -36,7 +36,9 @@ impl Fti {
             }
         }
         Some(
-            if self.has_bg_comm && matches!(level, Level::L1 | Level::L4) {
+            // A differential checkpoint updates an older file in place: deferred, so that
+            // the runtime's record of its files is updated on the application's thread.
+            if self.has_bg_comm && matches!(level, Level::L1 | Level::L4) && !self.cfg.dcp {
                 AsyncMode::Background
             } else {
                 AsyncMode::Deferred
@@ -125,7 +127,13 @@ impl Fti {
             config: self.cfg.path.clone(),
         };
         self.layout = Some(layout);
-        self.dcp_files.clear();
+        let dcp_base = match mode {
+            AsyncMode::Deferred => self.take_dcp_base(write_level),
+            AsyncMode::Background => {
+                self.dcp_files.clear();
+                None
+            }
+        };
         self.next_id = self.next_id.max(id.saturating_add(1));
         let stopped = started.elapsed();
         self.timer.excluded += stopped;
@@ -154,8 +162,8 @@ impl Fti {
                 let mark = Marks::open(tracer, messages, id, level);
                 mark.phase(tracer, messages, Some(Phase::Write));
                 let result = job
-                    .write(write_level, &staging)
-                    .map(|(pending, fb)| JobOutcome::Written(pending, fb));
+                    .write(write_level, dcp_base, &staging)
+                    .map(|(pending, written)| JobOutcome::Written(pending, written));
                 mark.close(tracer, messages, result.is_ok(), size);
                 JobDone {
                     comm: None,
@@ -181,7 +189,7 @@ impl Fti {
         &mut self,
         f: InFlight,
         write_level: Level,
-        written: Result<(store::Pending, FileBlock)>,
+        written: Result<(store::Pending, ftiff::Written)>,
     ) -> Result<()> {
         let started = Instant::now();
         let (id, level) = (f.info.id, f.info.level);
@@ -189,7 +197,10 @@ impl Fti {
             t.begin_checkpoint(id, level)
         });
         let published = agree(&*self.comm, Step::Write, written)
-            .and_then(|(pending, fb)| self.publish_checkpoint(id, level, write_level, pending, fb))
+            .and_then(|(pending, w)| {
+                let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, w.fb)?;
+                Ok((path, ftiff::Written { fb, ..w }))
+            })
             .and_then(|done| {
                 if self.restart_record_pending {
                     let recorded = self.record_in_config(1);
@@ -202,7 +213,7 @@ impl Fti {
                 }
                 Ok(done)
             });
-        let (path, fb) = match published {
+        let (path, written) = match published {
             Ok(done) => done,
             Err(e) => {
                 trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
@@ -213,9 +224,25 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, f.info.size)
         });
+        match (written.table, &self.layout) {
+            (Some(table), Some(layout)) if self.cfg.dcp => {
+                self.dcp_files.push_back(DcpFile {
+                    id,
+                    level: write_level,
+                    layout: layout.clone(),
+                    table,
+                    fb: written.fb,
+                });
+                while self.dcp_files.len() > self.keep() {
+                    self.dcp_files.pop_front();
+                }
+            }
+            _ => self.dcp_files.clear(),
+        }
         let info = CheckpointInfo {
             path,
-            timestamp: fb.timestamp,
+            timestamp: written.fb.timestamp,
+            bytes_written: written.bytes_written,
             ..f.info
         };
         let data: u64 = self
@@ -254,18 +281,42 @@ pub(super) struct AsyncJob {
 impl AsyncJob {
     /// Writes the staged data into a new file at `write_level`, with its hashes, and syncs
     /// it; no communication (a deferred checkpoint: publication follows at the next call).
-    fn write(self, write_level: Level, staged: &[Vec<u8>]) -> Result<(store::Pending, FileBlock)> {
+    /// With `dcp_base`, a differential checkpoint: the older file is moved aside and only the
+    /// blocks that changed are rewritten.
+    fn write(
+        self,
+        write_level: Level,
+        dcp_base: Option<(PathBuf, DcpFile)>,
+        staged: &[Vec<u8>],
+    ) -> Result<(store::Pending, ftiff::Written)> {
         let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
-        let pending = store::begin(&self.dirs, write_level, self.id, None)?;
-        let fb = ftiff::write_file(&*pending.file, &self.layout, &data, &self.opts)
-            .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
+        let reuse = dcp_base.as_ref().map(|(p, _)| p.as_path());
+        let pending = store::begin(&self.dirs, write_level, self.id, reuse)?;
+        let written = match &dcp_base {
+            Some((_, b)) => ftiff::update_file(
+                &pending.file,
+                Some((&b.layout, &b.table)),
+                &self.layout,
+                &data,
+                &self.opts,
+                &|_| {},
+            ),
+            None => ftiff::write_file_with_progress(
+                &*pending.file,
+                &self.layout,
+                &data,
+                &self.opts,
+                &|_| {},
+            ),
+        }
+        .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
         // Synced here, off the application's thread: the publication's sync then finds
         // nothing left to write.
         pending
             .file
             .sync()
             .map_err(|e| Error::io(&pending.path, e))?;
-        Ok((pending, fb))
+        Ok((pending, written))
     }
 
     /// Writes and publishes the staged data on every rank (collective on `comm`), records the

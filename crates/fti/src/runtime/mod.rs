@@ -196,7 +196,7 @@ enum JobOutcome {
     /// An asynchronous checkpoint's file written, hashed and synced, not yet published: the
     /// rest (agreement, partner copies or code, publication) is collective and runs on the
     /// application's thread at the next call that waits.
-    Written(store::Pending, FileBlock),
+    Written(store::Pending, ftiff::Written),
 }
 
 /// An asynchronous checkpoint staged and not yet known to be published.

@@ -204,7 +204,7 @@ impl Fti {
             (written, Some(f)) if f.deferred.is_some() => {
                 let write_level = f.deferred.unwrap_or(f.info.level);
                 let written = written.and_then(|outcome| match outcome {
-                    JobOutcome::Written(pending, fb) => Ok((pending, fb)),
+                    JobOutcome::Written(pending, written) => Ok((pending, written)),
                     _ => Err(Error::State("a deferred checkpoint wrote no file")),
                 });
                 self.complete_deferred(f, write_level, written)?;
