@@ -7,7 +7,8 @@
 //! * B "FTI level": value = level number (1..4), labels "L1 checkpoint" ... "L4 checkpoint";
 //! * B+1 "FTI checkpoint": value = checkpoint id, label `checkpoint <id> at L<k>: <bytes> bytes`;
 //! * B+2 "FTI phase": 1 "write (hash + write data)", 2 "publish (fsync, rename, retire)",
-//!   3 "verify (restart)", 4 "recover (copy)", 5 "flush to L4", 6 "L2 partner copy".
+//!   3 "verify (restart)", 4 "recover (copy)", 5 "flush to L4", 6 "L2 partner copy", 7 "stage
+//!   (copy for an asynchronous checkpoint)", 8 "wait (for the background's previous work)".
 //!
 //! Off unless asked for (config `trace`, or `FTI_TRACE=1`); when off, the runtime holds `None`
 //! and pays one branch per checkpoint. The runtime writes its own stream, or, when the
@@ -65,9 +66,10 @@ pub(crate) enum Phase {
     Flush = 5,
     Partner = 6,
     Stage = 7,
+    Wait = 8,
 }
 
-const PHASES: [(Phase, &str); 7] = [
+const PHASES: [(Phase, &str); 8] = [
     (Phase::Write, "write (hash + write data)"),
     (Phase::Publish, "publish (fsync, rename, retire)"),
     (Phase::Verify, "verify (restart)"),
@@ -75,6 +77,7 @@ const PHASES: [(Phase, &str); 7] = [
     (Phase::Flush, "flush to L4"),
     (Phase::Partner, "L2 partner copy (send + receive)"),
     (Phase::Stage, "stage (copy for an asynchronous checkpoint)"),
+    (Phase::Wait, "wait (for the background's previous work)"),
 ];
 
 /// The trace of the thread that drives the runtime.
@@ -254,11 +257,16 @@ impl Tracer {
         }
     }
 
+    /// Pops a mark pushed before; one already closed (by [`Tracer::close_all`] after an
+    /// error) is not popped twice.
     fn pop(&mut self, ty: i32, value: i64) -> ovni::Result<()> {
-        if let Some(pos) = self.open.iter().rposition(|&m| m == (ty, value)) {
-            self.open.remove(pos);
+        match self.open.iter().rposition(|&m| m == (ty, value)) {
+            Some(pos) => {
+                self.open.remove(pos);
+                self.pop_mark(ty, value)
+            }
+            None => Ok(()),
         }
-        self.pop_mark(ty, value)
     }
 
     /// Pops every open mark, newest first (after an error interrupted the work).

@@ -317,7 +317,8 @@ fn marks_go_into_the_application_s_trace() {
 }
 
 /// With `async_ckpt = 1` the background thread has a thread stream of its own in the same
-/// process: the application's stream shows the time it was stopped (`stage`, phase 7), the
+/// process: the application's stream shows the time it was stopped (`stage`, phase 7, and
+/// `wait` for the previous checkpoint, phase 8), the
 /// background's the write and the publication (phases 1 and 2), under the same level and
 /// checkpoint marks.
 #[test]
@@ -368,10 +369,16 @@ fn asynchronous_checkpoints_trace_the_background_thread_apart() {
         .collect();
     // The application's stream holds the stage phases.
     marks.sort_by_key(|m| !m.contains(&("OM[".to_owned(), 7)));
-    let expect = |phases: &[i64]| -> Vec<(String, i64)> {
+    let expect = |phases: &[i64], waits: bool| -> Vec<(String, i64)> {
         (1..=2)
             .flat_map(|id| {
-                let mut m = vec![("OM[", 1), ("OM[", id)];
+                // The second call first waits for the first checkpoint's background work.
+                let mut m = if waits && id == 2 {
+                    vec![("OM[", 8), ("OM]", 8)]
+                } else {
+                    vec![]
+                };
+                m.extend([("OM[", 1), ("OM[", id)]);
                 for &p in phases {
                     m.extend([("OM[", p), ("OM]", p)]);
                 }
@@ -381,6 +388,10 @@ fn asynchronous_checkpoints_trace_the_background_thread_apart() {
             .map(|(mcv, v)| (mcv.to_owned(), v))
             .collect()
     };
-    assert_eq!(marks[0], expect(&[7]), "application's thread");
-    assert_eq!(marks[1], expect(&[1, 2]), "background thread");
+    assert_eq!(marks[0], expect(&[7], true), "application's thread");
+    assert_eq!(marks[1], expect(&[1, 2], false), "background thread");
+    assert_eq!(
+        streams[0].meta()["ovni"]["mark"]["42"]["labels"]["8"],
+        "wait (for the background's previous work)"
+    );
 }

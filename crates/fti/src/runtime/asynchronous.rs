@@ -61,7 +61,7 @@ impl Fti {
         mode: AsyncMode,
     ) -> Result<CheckpointInfo> {
         let started = Instant::now();
-        let waited = self.wait();
+        let waited = self.wait_traced();
         let ready = waited
             .and_then(|()| self.check_level(level))
             .and_then(|()| self.ready_for(vars));

@@ -489,7 +489,7 @@ impl Fti {
         }
         // A rank that cannot checkpoint still takes part in the collective steps (it reports
         // its error there), so that the other ranks never wait for it.
-        let waited = self.wait();
+        let waited = self.wait_traced();
         let ready = waited
             .and_then(|()| self.check_level(level))
             .and_then(|()| self.ready_for(vars));

@@ -221,6 +221,18 @@ impl Fti {
         }
     }
 
+    /// [`Fti::wait`], traced as the `wait` phase when there is work to wait for: the time a
+    /// checkpoint call spends on the previous one.
+    pub(super) fn wait_traced(&mut self) -> Result<()> {
+        if !self.job_in_flight {
+            return Ok(());
+        }
+        trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Wait));
+        let waited = self.wait();
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Wait));
+        waited
+    }
+
     /// L2, first step: records the left partner's file size in `ptFs` and plans the exchange
     /// of files within the group (collective).
     pub(super) fn partner_plan(
