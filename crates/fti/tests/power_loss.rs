@@ -2,8 +2,9 @@
 //! file operation, for every n. What a disk keeps then (only what was synced: file contents at
 //! their last `fsync`, directory entries at their directory's last `fsync`) is restarted
 //! with the real runtime, and so is what a process crash keeps (everything written). Either way
-//! the restart must recover exactly the last checkpoint whose call returned, or the one in
-//! flight, and the config's restart record must agree: `failure = 1` only with a checkpoint
+//! the restart must recover exactly the last checkpoint whose call returned (for asynchronous
+//! checkpoints: whose completion the run saw, the next call or `wait` having returned), or the
+//! one in flight, and the config's restart record must agree: `failure = 1` only with a checkpoint
 //! to recover, `failure = 0` only before the first checkpoint returned or once finalize began.
 
 use std::path::{Path, PathBuf};
@@ -25,6 +26,22 @@ enum Mode {
     Finalize,
     /// Full checkpoints, then finalize with `keep_last_ckpt` (flushed to L4, record 2).
     KeepLast,
+    /// Asynchronous full checkpoints (`async_ckpt = 1`): written and published by the
+    /// background thread; checkpoint k is guaranteed once call k+1 (or `wait`) returned.
+    Async,
+    /// Asynchronous differential checkpoints (deferred: the background thread updates the
+    /// older file, the next call publishes it).
+    AsyncDcp,
+}
+
+impl Mode {
+    fn asynchronous(self) -> bool {
+        matches!(self, Mode::Async | Mode::AsyncDcp)
+    }
+
+    fn dcp(self) -> bool {
+        matches!(self, Mode::Dcp | Mode::AsyncDcp)
+    }
 }
 
 /// Checkpoints per run.
@@ -62,9 +79,10 @@ fn write_config(root: &Path) -> PathBuf {
 
 fn config(root: &Path, mode: Mode) -> Config {
     let mut cfg = Config::from_file(&root.join("config.fti")).unwrap();
-    cfg.dcp = mode == Mode::Dcp;
+    cfg.dcp = mode.dcp();
     cfg.dcp_block_size = 1024;
-    cfg.keep_ckpts = if mode == Mode::Dcp { 2 } else { 1 };
+    cfg.keep_ckpts = if mode.dcp() { 2 } else { 1 };
+    cfg.async_ckpt = mode.asynchronous();
     cfg.keep_last_ckpt = mode == Mode::KeepLast;
     cfg
 }
@@ -111,12 +129,21 @@ fn run(root: &Path, mode: Mode, storage: &PowerCut) -> Seen {
                 Level::L1,
                 &[Var::new(0, &mut id), Var::slice(1, &mut data)],
             )
+            // An asynchronous call returns before the file is complete (timestamp 0).
+            .inspect(|info| assert!(!mode.asynchronous() || info.timestamp == 0))
             .is_ok()
         };
         if !ok {
             return seen;
         }
-        seen.done = k;
+        // An asynchronous call returns once the one before it is complete.
+        seen.done = if mode.asynchronous() { k - 1 } else { k };
+    }
+    if mode.asynchronous() {
+        if fti.wait().is_err() {
+            return seen;
+        }
+        seen.done = COUNT;
     }
     if matches!(mode, Mode::Finalize | Mode::KeepLast) {
         seen.finalizing = true;
@@ -239,6 +266,16 @@ fn power_cut_at_every_operation_of_differential_checkpoints() {
 #[test]
 fn power_cut_at_every_operation_of_incremental_checkpoints() {
     cut_everywhere(Mode::Icp);
+}
+
+#[test]
+fn power_cut_at_every_operation_of_asynchronous_checkpoints() {
+    cut_everywhere(Mode::Async);
+}
+
+#[test]
+fn power_cut_at_every_operation_of_asynchronous_differential_checkpoints() {
+    cut_everywhere(Mode::AsyncDcp);
 }
 
 #[test]
