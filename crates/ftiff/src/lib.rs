@@ -43,6 +43,6 @@ pub use read::{open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::RsedFile;
 pub use sink::Sink;
 pub use write::{
-    update_file, write_file, write_file_with_progress, write_path, BlockTable, Incremental,
-    WriteOptions, Written,
+    update_file, write_file, write_file_streamed, write_file_with_progress, write_path, BlockTable,
+    Incremental, PutPiece, WriteOptions, Written,
 };

@@ -74,6 +74,62 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// A file written from pieces (a chunk's bytes handed over in pieces of any size, in file
+    /// order) is byte for byte the file written from whole buffers, over protect/resize
+    /// histories whose layouts have several blocks.
+    #[test]
+    fn a_file_written_from_pieces_equals_the_one_written_whole(
+        history in history(),
+        piece in 1usize..700,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (whole, pieces) = (dir.path().join("whole.fti"), dir.path().join("pieces.fti"));
+        let mut prev: Option<Layout> = None;
+        for (step, sizes) in history.iter().enumerate() {
+            let vars: Vec<VarSize> = sizes.iter().enumerate().map(|(i, &size)| VarSize { id: 100 + i as i32, size }).collect();
+            let layout = Layout::plan(prev.as_ref(), &vars).unwrap();
+            let buffers: Vec<Vec<u8>> = vars.iter().map(|v| fill(v.id, step, v.size)).collect();
+            let data: Vec<&[u8]> = buffers.iter().map(Vec::as_slice).collect();
+            let opts = WriteOptions { timestamp: Some(1_700_000_000_000_000_000), ..WriteOptions::default() };
+            ftiff::write_path(&whole, &layout, &data, &opts).unwrap();
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&pieces).unwrap();
+            let written = ftiff::write_file_streamed(&file, &layout, &mut |c, put| {
+                if c.chunk_size == 0 {
+                    // An emptied container: its offset may lie past the shrunk variable.
+                    return Ok(());
+                }
+                let start = c.dptr.0 as usize;
+                let bytes = &buffers[c.idx as usize][start..start + c.chunk_size as usize];
+                bytes.chunks(piece).try_for_each(|p| put(p))
+            }, &opts).unwrap();
+            prop_assert_eq!(written.bytes_written, layout.file_size());
+            prop_assert!(std::fs::read(&whole).unwrap() == std::fs::read(&pieces).unwrap(), "step {}", step);
+            prev = Some(layout);
+        }
+    }
+}
+
+/// A source that gives fewer or more bytes than a chunk holds is refused, not written.
+#[test]
+fn a_source_with_the_wrong_number_of_bytes_is_refused() {
+    let layout = Layout::plan(None, &[VarSize { id: 1, size: 100 }]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = std::fs::File::create(dir.path().join("f.fti")).unwrap();
+    for give in [99usize, 101] {
+        let err = ftiff::write_file_streamed(
+            &file,
+            &layout,
+            &mut |_, put| put(&vec![7u8; give]),
+            &WriteOptions::default(),
+        )
+        .expect_err("wrong size");
+        assert!(err.to_string().contains("variable 1"), "{err}");
+    }
+}
+
 #[test]
 fn writer_progress_is_monotone_and_ends_at_the_file_size() {
     let vars = [

@@ -34,12 +34,14 @@ use crate::sink::Sink;
 
 mod incremental;
 mod records;
+mod streamed;
 mod update;
 
 pub use incremental::Incremental;
 pub(crate) use records::var_meta;
 pub use records::{encode_block_meta, file_block, file_block_mode};
 use records::{layout_checksum, write_metas};
+pub use streamed::{write_file_streamed, PutPiece};
 pub use update::update_file;
 
 /// Progress is reported every this many bytes of checksum.
