@@ -84,7 +84,8 @@ pub struct Config {
     /// synchronous. See `docs/runtime.md`.
     pub async_ckpt: bool,
     /// `[basic] async_mem_mib`: the most staging memory an asynchronous checkpoint may hold
-    /// (MiB); a checkpoint of more data is written synchronously. `None`: the protected size.
+    /// (MiB); a checkpoint of more data is pipelined through that much (the call returns once
+    /// all but that much is written). `None`: the protected size.
     pub async_mem_mib: Option<u64>,
     /// `[basic] keep_last_ckpt`: at finalize, keep the last checkpoint (flushed to L4) instead
     /// of deleting everything.

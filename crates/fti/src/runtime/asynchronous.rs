@@ -3,6 +3,15 @@
 
 use super::*;
 
+/// How an asynchronous checkpoint runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct AsyncPlan {
+    pub(super) mode: AsyncMode,
+    /// The staging budget in bytes, when the data exceed it: the data go through a pipeline of
+    /// pieces that never holds more, and the call returns once the last piece is copied.
+    pub(super) pipeline: Option<u64>,
+}
+
 /// Where an asynchronous checkpoint's work after the copy runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum AsyncMode {
@@ -17,33 +26,38 @@ pub(super) enum AsyncMode {
 }
 
 impl Fti {
-    /// Whether this checkpoint runs asynchronously, and how: `async_ckpt = 1`, no differential
-    /// checkpoints, and the data within the staging budget (`async_mem_mib`). The decision is
-    /// the same on every rank (the config is, the background communicator exists on every
-    /// rank or none, and the budget is compared with the largest rank's data).
-    pub(super) fn asynchronous(&mut self, level: Level, vars: &[Var<'_>]) -> Option<AsyncMode> {
+    /// Whether this checkpoint runs asynchronously, and how: `async_ckpt = 1` (and, for data
+    /// beyond the staging budget, `async_mem_mib`, an MD5 file without differential
+    /// checkpoints, which a pipeline can write). The decision is the same on every rank (the
+    /// config is, the background communicator exists on every rank or none, and the budget is
+    /// compared with the largest rank's data).
+    pub(super) fn asynchronous(&mut self, level: Level, vars: &[Var<'_>]) -> Option<AsyncPlan> {
         if !self.cfg.async_ckpt {
             return None;
         }
+        let mut pipeline = None;
         if let Some(budget) = self.cfg.async_mem_mib {
             let mine: u64 = vars.iter().map(|v| v.size()).sum();
             let largest = collective::gather_u64(&*self.comm, mine)
                 .into_iter()
                 .max()
                 .unwrap_or(0);
-            if largest > budget.saturating_mul(1 << 20) {
-                return None;
+            let budget = budget.saturating_mul(1 << 20);
+            if largest > budget {
+                if self.cfg.dcp || self.cfg.fast_integrity {
+                    return None;
+                }
+                pipeline = Some(budget);
             }
         }
-        Some(
-            // A differential checkpoint updates an older file in place: deferred, so that
-            // the runtime's record of its files is updated on the application's thread.
-            if self.has_bg_comm && matches!(level, Level::L1 | Level::L4) && !self.cfg.dcp {
-                AsyncMode::Background
-            } else {
-                AsyncMode::Deferred
-            },
-        )
+        // A differential checkpoint updates an older file in place: deferred, so that the
+        // runtime's record of its files is updated on the application's thread.
+        let mode = if self.has_bg_comm && matches!(level, Level::L1 | Level::L4) && !self.cfg.dcp {
+            AsyncMode::Background
+        } else {
+            AsyncMode::Deferred
+        };
+        Some(AsyncPlan { mode, pipeline })
     }
 
     /// An asynchronous checkpoint: waits for the one in flight (that wait, and the copy, are
@@ -58,8 +72,9 @@ impl Fti {
         id: i32,
         level: Level,
         vars: &[Var<'_>],
-        mode: AsyncMode,
+        plan: AsyncPlan,
     ) -> Result<CheckpointInfo> {
+        let mode = plan.mode;
         let started = Instant::now();
         let waited = self.wait_traced();
         let ready = waited
@@ -86,19 +101,29 @@ impl Fti {
         });
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Stage));
         let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
-        let mut staging = std::mem::take(&mut self.staging);
-        staging.resize_with(layout.vars().len(), Vec::new);
-        for (buf, v) in staging.iter_mut().zip(layout.vars()) {
-            let bytes = by_id.get(&v.id).copied().unwrap_or(&[]);
-            // Capacity is kept between checkpoints: after the first, no allocation and no
-            // page faults, only the copy.
-            buf.clear();
-            buf.extend_from_slice(bytes);
-        }
-        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Stage));
-        trace::with(&mut self.tracer, &self.messages, |t| {
-            t.end_checkpoint(id, level, layout.file_size())
-        });
+        // Buffers by protect position; a removed variable has none.
+        let data: Vec<&[u8]> = layout
+            .vars()
+            .iter()
+            .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
+            .collect();
+        let (staged, feed) = match plan.pipeline {
+            None => {
+                let mut staging = std::mem::take(&mut self.staging);
+                staging.resize_with(data.len(), Vec::new);
+                for (buf, bytes) in staging.iter_mut().zip(&data) {
+                    // Capacity is kept between checkpoints: after the first, no allocation
+                    // and no page faults, only the copy.
+                    buf.clear();
+                    buf.extend_from_slice(bytes);
+                }
+                (Staged::Copies(staging), None)
+            }
+            Some(budget) => {
+                let (pieces, feed) = Feed::new(budget);
+                (Staged::Pieces(pieces), Some(feed))
+            }
+        };
         let info = CheckpointInfo {
             id,
             level,
@@ -126,7 +151,7 @@ impl Fti {
             record_pending: self.restart_record_pending,
             config: self.cfg.path.clone(),
         };
-        self.layout = Some(layout);
+        self.layout = Some(layout.clone());
         let dcp_base = match mode {
             AsyncMode::Deferred => self.take_dcp_base(write_level),
             AsyncMode::Background => {
@@ -135,8 +160,6 @@ impl Fti {
             }
         };
         self.next_id = self.next_id.max(id.saturating_add(1));
-        let stopped = started.elapsed();
-        self.timer.excluded += stopped;
         let size = info.size;
         let job: worker::Job = match mode {
             AsyncMode::Background => {
@@ -146,7 +169,7 @@ impl Fti {
                 Box::new(move |tracer, messages| {
                     let mark = Marks::open(tracer, messages, id, level);
                     let result = job
-                        .run(&*comm, &staging, &mut |phase| {
+                        .run(&*comm, &staged, &mut |phase| {
                             mark.phase(tracer, messages, phase)
                         })
                         .map(|(fb, recorded)| JobOutcome::Published(fb, recorded));
@@ -154,7 +177,7 @@ impl Fti {
                     JobDone {
                         comm: Some(comm),
                         result,
-                        staging,
+                        staging: staged.into_copies(),
                     }
                 })
             }
@@ -162,23 +185,36 @@ impl Fti {
                 let mark = Marks::open(tracer, messages, id, level);
                 mark.phase(tracer, messages, Some(Phase::Write));
                 let result = job
-                    .write(write_level, dcp_base, &staging)
+                    .write(write_level, dcp_base, &staged)
                     .map(|(pending, written)| JobOutcome::Written(pending, written));
                 mark.close(tracer, messages, result.is_ok(), size);
                 JobDone {
                     comm: None,
                     result,
-                    staging,
+                    staging: staged.into_copies(),
                 }
             }),
         };
         self.in_flight = Some(InFlight {
             info: info.clone(),
             started,
-            stopped,
+            stopped: Duration::ZERO,
             deferred: (mode == AsyncMode::Deferred).then_some(write_level),
         });
         self.run_in_background(job);
+        if let Some(feed) = feed {
+            // The background is writing: the call returns once the last piece is copied.
+            feed.run(&layout, &data);
+        }
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Stage));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.end_checkpoint(id, level, layout.file_size())
+        });
+        let stopped = started.elapsed();
+        self.timer.excluded += stopped;
+        if let Some(f) = self.in_flight.as_mut() {
+            f.stopped = stopped;
+        }
         Ok(info)
     }
 
@@ -279,6 +315,26 @@ pub(super) struct AsyncJob {
 }
 
 impl AsyncJob {
+    /// Writes a whole file from the staged data.
+    fn write_staged(
+        &self,
+        file: &dyn crate::storage::StorageFile,
+        staged: &Staged,
+    ) -> ftiff::Result<ftiff::Written> {
+        match staged {
+            Staged::Copies(bufs) => {
+                let data: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+                ftiff::write_file_with_progress(file, &self.layout, &data, &self.opts, &|_| {})
+            }
+            Staged::Pieces(pieces) => ftiff::write_file_streamed(
+                file,
+                &self.layout,
+                &mut |c, put| pieces.chunk(c, put),
+                &self.opts,
+            ),
+        }
+    }
+
     /// Writes the staged data into a new file at `write_level`, with its hashes, and syncs
     /// it; no communication (a deferred checkpoint: publication follows at the next call).
     /// With `dcp_base`, a differential checkpoint: the older file is moved aside and only the
@@ -287,27 +343,26 @@ impl AsyncJob {
         self,
         write_level: Level,
         dcp_base: Option<(PathBuf, DcpFile)>,
-        staged: &[Vec<u8>],
+        staged: &Staged,
     ) -> Result<(store::Pending, ftiff::Written)> {
-        let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
         let reuse = dcp_base.as_ref().map(|(p, _)| p.as_path());
         let pending = store::begin(&self.dirs, write_level, self.id, reuse)?;
-        let written = match &dcp_base {
-            Some((_, b)) => ftiff::update_file(
-                &pending.file,
-                Some((&b.layout, &b.table)),
-                &self.layout,
-                &data,
-                &self.opts,
-                &|_| {},
-            ),
-            None => ftiff::write_file_with_progress(
-                &*pending.file,
-                &self.layout,
-                &data,
-                &self.opts,
-                &|_| {},
-            ),
+        let written = match (&dcp_base, staged) {
+            (Some((_, b)), Staged::Copies(bufs)) => {
+                let data: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+                ftiff::update_file(
+                    &pending.file,
+                    Some((&b.layout, &b.table)),
+                    &self.layout,
+                    &data,
+                    &self.opts,
+                    &|_| {},
+                )
+            }
+            (Some(_), Staged::Pieces(_)) => {
+                return Err(Error::State("a differential checkpoint is never pipelined"))
+            }
+            (None, staged) => self.write_staged(&*pending.file, staged),
         }
         .map_err(|e| Error::Format(e.with_path(&pending.path)))?;
         // Synced here, off the application's thread: the publication's sync then finds
@@ -325,15 +380,14 @@ impl AsyncJob {
     pub(super) fn run(
         self,
         comm: &dyn Comm,
-        staged: &[Vec<u8>],
+        staged: &Staged,
         phase: &mut dyn FnMut(Option<Phase>),
     ) -> Result<(FileBlock, bool)> {
         phase(Some(Phase::Write));
-        let data: Vec<&[u8]> = staged.iter().map(Vec::as_slice).collect();
         let written = store::begin(&self.dirs, self.level, self.id, None).and_then(|p| {
-            ftiff::write_file(&*p.file, &self.layout, &data, &self.opts)
+            self.write_staged(&*p.file, staged)
                 .map_err(|e| Error::Format(e.with_path(&p.path)))
-                .map(|fb| (p, fb))
+                .map(|w| (p, w.fb))
         });
         let (pending, fb) = agree(comm, Step::Write, written)?;
         phase(Some(Phase::Publish));
@@ -397,6 +451,126 @@ impl Marks {
             });
         } else {
             trace::with(tracer, messages, Tracer::close_all);
+        }
+    }
+}
+
+/// The data of an asynchronous checkpoint as the background thread gets them.
+pub(super) enum Staged {
+    /// A copy of every variable, by protect position.
+    Copies(Vec<Vec<u8>>),
+    /// Pieces of the chunks, in file order, through a pipeline that never holds more than the
+    /// staging budget.
+    Pieces(Pieces),
+}
+
+impl Staged {
+    /// The copies, to be reused by the next checkpoint.
+    fn into_copies(self) -> Vec<Vec<u8>> {
+        match self {
+            Staged::Copies(bufs) => bufs,
+            Staged::Pieces(_) => Vec::new(),
+        }
+    }
+}
+
+/// The background's end of a pipeline: full pieces in, emptied buffers back.
+pub(super) struct Pieces {
+    full: std::sync::mpsc::Receiver<Vec<u8>>,
+    free: std::sync::mpsc::Sender<Vec<u8>>,
+}
+
+impl Pieces {
+    /// Hands chunk `c`'s bytes to `put` as they arrive; each buffer goes back to the
+    /// application's end once written.
+    fn chunk(&self, c: &ftiff::Chunk, put: &mut ftiff::PutPiece<'_>) -> std::io::Result<()> {
+        let mut left = c.chunk_size;
+        while left > 0 {
+            let piece = self.full.recv().map_err(|_| {
+                std::io::Error::other("the application stopped handing over the checkpoint's data")
+            })?;
+            left = left.saturating_sub(piece.len() as u64);
+            put(&piece)?;
+            // The application's end is gone once it has handed over the last piece.
+            let _ = self.free.send(piece);
+        }
+        Ok(())
+    }
+}
+
+/// The application's end of a pipeline.
+struct Feed {
+    full: std::sync::mpsc::Sender<Vec<u8>>,
+    free: std::sync::mpsc::Receiver<Vec<u8>>,
+    piece: usize,
+}
+
+impl Feed {
+    /// A pipeline of at most `budget` bytes: pieces of a quarter of it (at most 8 MiB, so
+    /// that the writer starts early), allocated as they are first filled.
+    fn new(budget: u64) -> (Pieces, Feed) {
+        let piece = (budget / 4).clamp(4096, 8 << 20);
+        let count = (budget / piece).max(1);
+        let (full_tx, full_rx) = std::sync::mpsc::channel();
+        let (free_tx, free_rx) = std::sync::mpsc::channel();
+        for _ in 0..count {
+            let _ = free_tx.send(Vec::new());
+        }
+        (
+            Pieces {
+                full: full_rx,
+                free: free_tx,
+            },
+            Feed {
+                full: full_tx,
+                free: free_rx,
+                piece: piece as usize,
+            },
+        )
+    }
+
+    /// Copies every chunk's bytes, in file order, into the pipeline's buffers as the
+    /// background empties them. Stops early if the background stopped (its error is reported
+    /// with the checkpoint).
+    fn run(self, layout: &Layout, data: &[&[u8]]) {
+        for c in layout.chunks().filter(|c| c.chunk_size > 0) {
+            let start = c.dptr.0 as usize;
+            let Some(bytes) = data
+                .get(c.idx as usize)
+                .and_then(|d| d.get(start..start + c.chunk_size as usize))
+            else {
+                return;
+            };
+            for part in bytes.chunks(self.piece) {
+                let Ok(mut buf) = self.free.recv() else {
+                    return;
+                };
+                buf.clear();
+                buf.extend_from_slice(part);
+                if self.full.send(buf).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Feed;
+
+    /// The pipeline's buffers never hold more than the budget, whatever it is.
+    #[test]
+    fn a_pipeline_holds_at_most_its_budget() {
+        for budget in [1u64 << 20, 3 << 20, 64 << 20, 1000 << 20, (1 << 20) + 12345] {
+            let (_, feed) = Feed::new(budget);
+            let buffers = std::iter::from_fn(|| feed.free.try_recv().ok()).count() as u64;
+            assert!(buffers >= 1);
+            assert!(
+                buffers * feed.piece as u64 <= budget,
+                "{budget}: {buffers} x {}",
+                feed.piece
+            );
         }
     }
 }

@@ -484,8 +484,8 @@ impl Fti {
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
         self.release_maps();
-        if let Some(mode) = self.asynchronous(level, vars) {
-            return self.checkpoint_async(id, level, vars, mode);
+        if let Some(plan) = self.asynchronous(level, vars) {
+            return self.checkpoint_async(id, level, vars, plan);
         }
         // A rank that cannot checkpoint still takes part in the collective steps (it reports
         // its error there), so that the other ranks never wait for it.
