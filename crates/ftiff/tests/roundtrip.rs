@@ -103,7 +103,7 @@ proptest! {
                 }
                 let start = c.dptr.0 as usize;
                 let bytes = &buffers[c.idx as usize][start..start + c.chunk_size as usize];
-                bytes.chunks(piece).try_for_each(|p| put(p))
+                bytes.chunks(piece).try_for_each(&mut *put)
             }, &opts).unwrap();
             prop_assert_eq!(written.bytes_written, layout.file_size());
             prop_assert!(std::fs::read(&whole).unwrap() == std::fs::read(&pieces).unwrap(), "step {}", step);
