@@ -2,7 +2,8 @@
 //! checkpoint of SIZE_MIB (4 variables), against a memcpy of the same data, and how long the
 //! background work takes (application idle) against a synchronous checkpoint, all measured in
 //! the same run. The first asynchronous checkpoint, which allocates and faults in the staging
-//! memory, is reported separately. Then the heat-diffusion demo (1024x1024, 600 iterations)
+//! memory, is reported separately. The same with a staging budget of a quarter of the data
+//! (`async_mem_mib`: pipelined). Then the heat-diffusion demo (1024x1024, 600 iterations)
 //! without checkpoints, with a checkpoint every 100 iterations, synchronous and asynchronous.
 //!
 //! `cargo bench -p fti --bench async_ckpt [-- SIZE_MIB [DIR [REPEATS]]]`
@@ -41,7 +42,15 @@ fn main() {
     std::fs::remove_dir_all(&root).ok();
     let mut sync = Fti::init(config(&root.join("sync"), false)).unwrap();
     let mut asynchronous = Fti::init(config(&root.join("async"), true)).unwrap();
+    // Staging budget of a quarter of the data: pipelined.
+    let budget = (mib as u64 / 4).max(1);
+    let mut pipelined = Fti::init(Config {
+        async_mem_mib: Some(budget),
+        ..config(&root.join("pipelined"), true)
+    })
+    .unwrap();
     let (mut sync_t, mut call_t, mut background_t, mut first) = (vec![], vec![], vec![], 0.0);
+    let (mut piped_call_t, mut piped_all_t) = (vec![], vec![]);
     for id in 1..=(repeats as i32 + 1) {
         let vars: Vec<Var> = bufs
             .iter_mut()
@@ -57,15 +66,22 @@ fn main() {
         let t = Instant::now();
         asynchronous.wait().unwrap();
         let background = t.elapsed().as_secs_f64() + call;
+        let t = Instant::now();
+        pipelined.checkpoint(id, Level::L1, &vars).unwrap();
+        let piped_call = t.elapsed().as_secs_f64();
+        pipelined.wait().unwrap();
+        let piped_all = t.elapsed().as_secs_f64();
         if id == 1 {
             first = call;
             continue;
         }
+        piped_call_t.push(piped_call);
+        piped_all_t.push(piped_all);
         sync_t.push(s);
         call_t.push(call);
         background_t.push(background);
     }
-    drop((sync, asynchronous));
+    drop((sync, asynchronous, pipelined));
     std::fs::remove_dir_all(&root).ok();
     let demo = |every: i32, async_ckpt: bool| {
         let d = dir.join("bench-async-demo");
@@ -114,6 +130,12 @@ fn main() {
         "async: call to complete (idle)    {bg_m:.3} s ({bg_best:.3}) = {:.2}x sync ({:.2}x best)",
         bg_m / sync_m,
         bg_best / sync_best
+    );
+    let (piped_call, piped_all) = (median(piped_call_t), median(piped_all_t));
+    println!(
+        "pipelined (async_mem_mib = {budget}, a quarter of the data): stopped {piped_call:.3} s = {:.2}x sync; call to complete {piped_all:.3} s = {:.2}x sync",
+        piped_call / sync_m,
+        piped_all / sync_m
     );
     println!(
         "heatdis 1024x1024, 600 iterations: {none:.3} s without checkpoints; a checkpoint every 100: sync {with_sync:.3} s (+{:.1}%), async {with_async:.3} s (+{:.1}%)",
