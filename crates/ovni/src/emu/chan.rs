@@ -555,14 +555,16 @@ fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::prv::Writer;
     use super::*;
 
     /// Runs `f` on channels for one thread (tid 7, pid 3) on CPU row 0 of 2, with mark types
     /// 1 and 2, and returns the records of both files after the header.
     fn run(f: impl FnOnce(&mut Channels, &mut Prv, &mut Prv)) -> (String, String) {
         let dir = tempfile::tempdir().unwrap();
-        let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 2).unwrap();
-        let mut th = Prv::create(&dir.path().join("thread.prv"), 1).unwrap();
+        let writer = Writer::new().unwrap();
+        let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 2, &writer).unwrap();
+        let mut th = Prv::create(&dir.path().join("thread.prv"), 1, &writer).unwrap();
         let mut c = Channels::new(&[(7, 3)], 2, &[1, 2], &mut cpu, &mut th);
         f(&mut c, &mut cpu, &mut th);
         cpu.close().unwrap();

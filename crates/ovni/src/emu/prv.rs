@@ -2,15 +2,16 @@
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
 //! The emulating thread only stores each record as 24 bytes (time, value, row, type slot) in
-//! a batch. Full batches go to a writer thread per file,
-//! which formats the lines by hand (`fmt` would dominate) into a buffer and writes it, so that
-//! formatting and copying into the file overlap with the emulation; at most [`BUFFERS`]
+//! a batch. Full batches go to a [`Writer`] thread (one for both files), which formats the
+//! lines by hand (`fmt` would dominate) into a buffer per file and writes it, so that
+//! formatting and copying into the files overlap with the emulation; at most [`BUFFERS`]
 //! batches per file exist at once.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
@@ -21,7 +22,12 @@ const FLUSH_AT: usize = 1 << 18;
 /// Batches per file: the one being filled and those queued or being formatted. Few, so that
 /// the batches the emulating thread fills stay in the cache (its stores into them were its
 /// hottest instructions with 8 batches of 16384 records per file).
-const BUFFERS: usize = 3;
+const BUFFERS: usize = 4;
+/// A sleeping writer thread is woken once this many batches (of all its files) wait for it, or
+/// when the emulating thread needs an emptied batch back. A wake-up is a system call and an
+/// interrupt to the other core, several microseconds of the emulating thread's time: woken at
+/// every batch, the two writer threads of earlier versions cost it ~6% of its time.
+const WAKE_AT: usize = 3;
 
 /// The header line, with the duration (ns, zero-padded to 20 digits) and the number of rows.
 pub(crate) fn header(duration: i64, rows: usize) -> String {
@@ -156,11 +162,11 @@ struct Rec {
     slot: u32,
 }
 
-/// Records handed to the writer thread at once (24 bytes each). Each batch handed over may
-/// wake the writer (a context switch on a busy machine): smaller batches stay in the cache but
-/// switch more (1024: ~45 k switches for 10 M events, 16384: ~3 k) and cost more CPU in all.
-/// 8192 with 3 batches per file: 0.38-0.41 s in the emulating thread for 10 M events, against
-/// 0.41-0.43 s with 16384 and 8 per file.
+/// Records handed to the writer thread at once (24 bytes each). Smaller batches stay in the
+/// cache but need more hand-overs (each a lock, and a wake-up if the writer sleeps); 8192 with
+/// 4 batches per file and a wake-up every 3 batches: ~250 context switches for 10 M events,
+/// against ~2000 with a writer thread per file woken at every batch; 12288 records or 5-6
+/// batches per file were slower.
 const BATCH: usize = 1 << 13;
 
 /// What the writer thread receives: a batch of records (the first `len` are valid) and, when
@@ -252,12 +258,11 @@ pub(crate) struct Prv {
     rows: usize,
     /// Time of the current event (the duration written in the header at close).
     time: i64,
-    /// Full batches to the writer thread, and emptied ones back.
-    to_writer: Option<SyncSender<Batch>>,
-    from_writer: Receiver<Vec<Rec>>,
+    /// The writer thread's queue, and this file's index in it.
+    handoff: Arc<Handoff>,
+    index: usize,
     /// Batches in existence (at most [`BUFFERS`]).
     buffers: usize,
-    writer: Option<JoinHandle<io::Result<File>>>,
     /// The first write error; records after it are dropped.
     error: Option<Error>,
 }
@@ -268,37 +273,181 @@ impl std::fmt::Debug for Batch {
     }
 }
 
-/// The writer thread: formats each batch it receives, writes the text, returns the batch, and
-/// gives the file back (or the first error) when the channel closes.
-fn write_loop(
-    mut file: File,
-    rows: usize,
-    full: Receiver<Batch>,
-    empty: SyncSender<Vec<Rec>>,
-) -> io::Result<File> {
-    let mut f = Formatter {
-        row_text: (0..rows as u64)
-            .map(|r| Field::new(b"2:0:1:1:", r + 1))
-            .collect(),
-        ty_text: Vec::new(),
-        buf: vec![0; FLUSH_AT + MAX_LINE],
-        pos: 0,
-    };
-    let mut result = Ok(());
-    for b in full {
-        if let Some(types) = b.types {
-            f.ty_text = types;
-        }
-        if result.is_ok() {
-            result = f.format(b.recs.get(..b.len).unwrap_or_default(), &mut file);
-        }
-        // The emulator may be gone (dropped after an error): nothing to return it to.
-        let _ = empty.try_send(b.recs);
+/// What a writer thread is asked to do, in order.
+#[derive(Debug)]
+enum Job {
+    /// Write file `index` (the next index), of `rows` rows.
+    Open(File, usize),
+    /// Format and write a batch of file `index`.
+    Batch(usize, Batch),
+    /// Write what is left of file `index` and give it back.
+    Close(usize),
+}
+
+/// The jobs between the emulating thread and a writer thread.
+#[derive(Debug, Default)]
+struct Handoff {
+    queue: Mutex<Queue>,
+    /// Signalled when batches wait for the writer or a file is closed.
+    to_writer: Condvar,
+    /// Signalled when the writer returns an emptied batch, gives a file back or stops.
+    to_emulator: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Batch jobs in `jobs`.
+    batches: usize,
+    /// Files opened.
+    files: usize,
+    /// Emptied batches of each file, to be filled again.
+    empty: Vec<Vec<Vec<Rec>>>,
+    /// Each closed file once its text is written (or the first error writing it).
+    closed: Vec<Option<io::Result<File>>>,
+    writer_waits: bool,
+    emulator_waits: bool,
+    /// No more jobs will come.
+    done: bool,
+    /// The writer thread ended.
+    stopped: bool,
+}
+
+impl Handoff {
+    /// The queue, even if the other thread panicked while holding it (its state stays
+    /// consistent: every change is a single push, pop or flag).
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
-    if result.is_ok() && f.pos > 0 {
-        result = file.write_all(f.buf.get(..f.pos).unwrap_or_default());
+
+    fn wait_emulator<'a>(&self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        q.emulator_waits = true;
+        let mut q = self
+            .to_emulator
+            .wait(q)
+            .unwrap_or_else(PoisonError::into_inner);
+        q.emulator_waits = false;
+        q
     }
-    result.map(|()| file)
+}
+
+/// Marks the writer thread as stopped when it ends, however it ends, so that the emulating
+/// thread never waits for it in vain.
+struct StopGuard<'h>(&'h Handoff);
+
+impl Drop for StopGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock().stopped = true;
+        self.0.to_emulator.notify_one();
+    }
+}
+
+/// A writer thread: formats the batches of the files opened on it and writes them.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    handoff: Arc<Handoff>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    pub(crate) fn new() -> io::Result<Self> {
+        let handoff = Arc::new(Handoff::default());
+        let h = Arc::clone(&handoff);
+        let thread = std::thread::Builder::new()
+            .name("ovniemu-prv".into())
+            .spawn(move || write_loop(&h))?;
+        Ok(Self {
+            handoff,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Writer {
+    /// Lets the writer thread finish the jobs queued and end.
+    fn drop(&mut self) {
+        self.handoff.lock().done = true;
+        self.handoff.to_writer.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A file being written by the writer thread.
+struct Out {
+    file: File,
+    text: Formatter,
+    /// The first error writing it.
+    result: io::Result<()>,
+}
+
+/// The writer thread: runs the jobs in order until there are no more.
+fn write_loop(handoff: &Handoff) {
+    let _stop = StopGuard(handoff);
+    let mut files: Vec<Option<Out>> = Vec::new();
+    let mut q = handoff.lock();
+    loop {
+        match q.jobs.pop_front() {
+            Some(Job::Open(file, rows)) => files.push(Some(Out {
+                file,
+                text: Formatter {
+                    row_text: (0..rows as u64)
+                        .map(|r| Field::new(b"2:0:1:1:", r + 1))
+                        .collect(),
+                    ty_text: Vec::new(),
+                    buf: vec![0; FLUSH_AT + MAX_LINE],
+                    pos: 0,
+                },
+                result: Ok(()),
+            })),
+            Some(Job::Batch(i, b)) => {
+                q.batches -= 1;
+                drop(q);
+                if let Some(Some(out)) = files.get_mut(i) {
+                    if let Some(types) = b.types {
+                        out.text.ty_text = types;
+                    }
+                    if out.result.is_ok() {
+                        let recs = b.recs.get(..b.len).unwrap_or_default();
+                        out.result = out.text.format(recs, &mut out.file);
+                    }
+                }
+                q = handoff.lock();
+                if let Some(empty) = q.empty.get_mut(i) {
+                    empty.push(b.recs);
+                }
+                if q.emulator_waits {
+                    handoff.to_emulator.notify_one();
+                }
+            }
+            Some(Job::Close(i)) => {
+                drop(q);
+                let closed = files.get_mut(i).and_then(Option::take).map(|mut out| {
+                    let text = out.text.buf.get(..out.text.pos).unwrap_or_default();
+                    out.result
+                        .and_then(|()| out.file.write_all(text))
+                        .map(|()| out.file)
+                });
+                q = handoff.lock();
+                if let Some(slot) = q.closed.get_mut(i) {
+                    *slot = closed;
+                }
+                if q.emulator_waits {
+                    handoff.to_emulator.notify_one();
+                }
+            }
+            None if q.done => break,
+            None => {
+                q.writer_waits = true;
+                q = handoff
+                    .to_writer
+                    .wait(q)
+                    .unwrap_or_else(PoisonError::into_inner);
+                q.writer_waits = false;
+            }
+        }
+    }
 }
 
 fn new_batch() -> Vec<Rec> {
@@ -306,17 +455,21 @@ fn new_batch() -> Vec<Rec> {
 }
 
 impl Prv {
-    /// Creates (truncates) `path` and writes the header with duration 0.
-    pub(crate) fn create(path: &Path, rows: usize) -> Result<Self> {
+    /// Creates (truncates) `path`, writes the header with duration 0, and opens it on `writer`.
+    pub(crate) fn create(path: &Path, rows: usize, writer: &Writer) -> Result<Self> {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
         file.write_all(header(0, rows).as_bytes())
             .map_err(|e| Error::io(path, e))?;
-        let (to_writer, full) = sync_channel(BUFFERS);
-        let (empty, from_writer) = sync_channel(BUFFERS);
-        let writer = std::thread::Builder::new()
-            .name("ovniemu-prv".into())
-            .spawn(move || write_loop(file, rows, full, empty))
-            .map_err(|e| Error::io(path, e))?;
+        let handoff = Arc::clone(&writer.handoff);
+        let index = {
+            let mut q = handoff.lock();
+            let index = q.files;
+            q.files += 1;
+            q.empty.push(Vec::new());
+            q.closed.push(None);
+            q.jobs.push_back(Job::Open(file, rows));
+            index
+        };
         Ok(Self {
             path: path.to_path_buf(),
             ty_text: Vec::new(),
@@ -325,10 +478,9 @@ impl Prv {
             len: 0,
             rows,
             time: 0,
-            to_writer: Some(to_writer),
-            from_writer,
+            handoff,
+            index,
             buffers: 1,
-            writer: Some(writer),
             error: None,
         })
     }
@@ -385,38 +537,44 @@ impl Prv {
             self.len = 0;
             return;
         }
-        let next = match self.from_writer.try_recv() {
-            Ok(b) => b,
-            Err(_) if self.buffers < BUFFERS => {
-                self.buffers += 1;
-                new_batch()
-            }
-            // Wait for the writer; if it is gone, `send` below reports why.
-            Err(_) => self.from_writer.recv().unwrap_or_else(|_| new_batch()),
-        };
-        let recs = std::mem::replace(&mut self.recs, next);
-        let len = std::mem::take(&mut self.len);
         let types = (self.types_sent != self.ty_text.len()).then(|| {
             self.types_sent = self.ty_text.len();
             self.ty_text.iter().map(|t| t.1).collect()
         });
-        let sent = self
-            .to_writer
-            .as_ref()
-            .map(|tx| tx.send(Batch { recs, len, types }));
-        if !matches!(sent, Some(Ok(()))) {
-            self.error = Some(self.writer_error());
+        let len = std::mem::take(&mut self.len);
+        let handoff = Arc::clone(&self.handoff);
+        let mut q = handoff.lock();
+        let next = loop {
+            if q.stopped {
+                drop(q);
+                self.error = Some(self.writer_stopped());
+                return;
+            }
+            if let Some(b) = q.empty.get_mut(self.index).and_then(Vec::pop) {
+                break b;
+            }
+            if self.buffers < BUFFERS {
+                self.buffers += 1;
+                break new_batch();
+            }
+            // Every batch is queued or being formatted: the writer must run, whatever the
+            // length of its queue.
+            if q.writer_waits {
+                handoff.to_writer.notify_one();
+            }
+            q = handoff.wait_emulator(q);
+        };
+        let recs = std::mem::replace(&mut self.recs, next);
+        q.jobs
+            .push_back(Job::Batch(self.index, Batch { recs, len, types }));
+        q.batches += 1;
+        if q.writer_waits && q.batches >= WAKE_AT {
+            handoff.to_writer.notify_one();
         }
     }
 
-    /// The writer thread's error, once it has stopped.
-    fn writer_error(&mut self) -> Error {
-        self.to_writer = None;
-        let e = match self.writer.take().map(JoinHandle::join) {
-            Some(Ok(Err(e))) => e,
-            _ => io::Error::other("the writer thread stopped"),
-        };
-        Error::io(&self.path, e)
+    fn writer_stopped(&self) -> Error {
+        Error::io(&self.path, io::Error::other("the writer thread stopped"))
     }
 
     /// Writes the buffered records and patches the header with the final duration.
@@ -427,17 +585,21 @@ impl Prv {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        self.to_writer = None;
-        let mut file = match self.writer.take().map(JoinHandle::join) {
-            Some(Ok(Ok(f))) => f,
-            Some(Ok(Err(e))) => return Err(Error::io(&self.path, e)),
-            _ => {
-                return Err(Error::io(
-                    &self.path,
-                    io::Error::other("writer thread failed"),
-                ))
+        let handoff = Arc::clone(&self.handoff);
+        let mut q = handoff.lock();
+        q.jobs.push_back(Job::Close(self.index));
+        handoff.to_writer.notify_one();
+        let closed = loop {
+            if let Some(c) = q.closed.get_mut(self.index).and_then(Option::take) {
+                break c;
             }
+            if q.stopped {
+                return Err(self.writer_stopped());
+            }
+            q = handoff.wait_emulator(q);
         };
+        drop(q);
+        let mut file = closed.map_err(|e| Error::io(&self.path, e))?;
         let h = header(self.time, self.rows);
         let r: io::Result<()> = (|| {
             file.seek(SeekFrom::Start(0))?;
@@ -456,7 +618,8 @@ mod tests {
     fn records_format_like_printf() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.prv");
-        let mut p = Prv::create(&path, 2).unwrap();
+        let writer = Writer::new().unwrap();
+        let mut p = Prv::create(&path, 2, &writer).unwrap();
         let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
         let h = p.type_slot(101);
         for v in values {
