@@ -324,26 +324,30 @@ impl Channels {
         self.dirty.clear();
     }
 
-    /// Sets channel `id` and writes its record at once, as [`Channels::propagate`] would if
-    /// it were the next dirty channel: only for a channel without callback, set once in an
-    /// event whose earlier channels were all written (the dirty list is empty). Returns
-    /// whether the channel changed (became dirty).
-    #[inline]
+    /// Sets channel `id` and writes its record at once to `prv`, as [`Channels::propagate`]
+    /// would if it were the next dirty channel: only for a channel without callback, set once
+    /// in an event whose earlier channels were all written (the dirty list is empty).
+    /// `ignore_dup` and `rule` are the channel's (as [`Channels::new`] registers it), passed
+    /// as constants so that each call compiles to its own checks. Returns whether the channel
+    /// changed (became dirty).
+    #[inline(always)]
     fn set_write(
         &mut self,
         id: usize,
         v: Option<i64>,
-        cpu_prv: &mut Prv,
-        th_prv: &mut Prv,
+        ignore_dup: bool,
+        rule: Rule,
+        prv: &mut Prv,
     ) -> bool {
         let Some(ch) = self.chans.get_mut(id) else {
             return false;
         };
-        if ch.ignore_dup && ch.value == v {
+        debug_assert!(ch.ignore_dup == ignore_dup && ch.rule == rule && ch.file != File::None);
+        if ignore_dup && ch.value == v {
             return false;
         }
         ch.value = v;
-        write(ch, cpu_prv, th_prv);
+        write_as(ch, rule, prv);
         true
     }
 
@@ -372,16 +376,16 @@ impl Channels {
         let sid = self.th(t, TH_STATE);
         if let Some(ch) = self.chans.get_mut(sid) {
             ch.value = Some(state);
-            write(ch, cpu_prv, th_prv);
+            write_as(ch, Rule::SkipDup, th_prv);
         }
         let tid = self.tids.get(t).copied().filter(|_| active);
-        self.set_write(self.th(t, TH_TID), tid, cpu_prv, th_prv);
+        self.set_write(self.th(t, TH_TID), tid, true, Rule::Emit, th_prv);
         let mut reselect = None;
         if let Some((c, running, nrun)) = cpu {
             let tid = running.and_then(|t| self.tids.get(t).copied());
             let pid = running.and_then(|t| self.pids.get(t).copied());
-            self.set_write(self.cpu(c, CPU_TID), tid, cpu_prv, th_prv);
-            self.set_write(self.cpu(c, CPU_PID), pid, cpu_prv, th_prv);
+            self.set_write(self.cpu(c, CPU_TID), tid, true, Rule::Emit, cpu_prv);
+            self.set_write(self.cpu(c, CPU_PID), pid, true, Rule::Emit, cpu_prv);
             let rid = self.cpu(c, CPU_THRUN);
             let r = running.map(|t| t as i64);
             if let Some(ch) = self.chans.get_mut(rid) {
@@ -390,12 +394,8 @@ impl Channels {
                     reselect = Some((c, rid));
                 }
             }
-            self.set_write(
-                self.cpu(c, CPU_NRUN),
-                Some(i64::from(nrun)),
-                cpu_prv,
-                th_prv,
-            );
+            let n = Some(i64::from(nrun));
+            self.set_write(self.cpu(c, CPU_NRUN), n, true, Rule::Emit, cpu_prv);
         }
         // The callbacks in dirty order (the state's, then the running thread's), writing
         // their channels as they set them: each is set once, after the channels above.
@@ -409,15 +409,17 @@ impl Channels {
             } else {
                 None
             };
-            self.set_write(self.th(t, TH_MARKS + self.nmarks + k), v, cpu_prv, th_prv);
+            let out = self.th(t, TH_MARKS + self.nmarks + k);
+            self.set_write(out, v, false, Rule::SkipDupNull, th_prv);
         }
         if let Some((c, rid)) = reselect {
             let new = self.reselect(c, rid);
             let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
-            self.set_write(self.cpu(c, CPU_FLUSH), flush, cpu_prv, th_prv);
+            self.set_write(self.cpu(c, CPU_FLUSH), flush, false, Rule::SkipDup, cpu_prv);
             for k in 0..self.nmarks {
                 let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
-                self.set_write(self.cpu(c, CPU_MARKS + k), v, cpu_prv, th_prv);
+                let out = self.cpu(c, CPU_MARKS + k);
+                self.set_write(out, v, false, Rule::SkipDupNull, cpu_prv);
             }
         }
     }
@@ -444,10 +446,12 @@ impl Channels {
         };
         ch.value = v;
         if self.th_active.get(t) == Some(&true) {
-            self.set_write(self.th(t, TH_MARKS + self.nmarks + k), v, cpu_prv, th_prv);
+            let out = self.th(t, TH_MARKS + self.nmarks + k);
+            self.set_write(out, v, false, Rule::SkipDupNull, th_prv);
         }
         if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
-            self.set_write(self.cpu(c as usize, CPU_MARKS + k), v, cpu_prv, th_prv);
+            let out = self.cpu(c as usize, CPU_MARKS + k);
+            self.set_write(out, v, false, Rule::SkipDupNull, cpu_prv);
         }
     }
 
@@ -523,6 +527,29 @@ impl Channels {
         }
         new
     }
+}
+
+/// [`write`] for a channel of `prv` whose rule is `rule` (a constant at each call).
+#[inline(always)]
+fn write_as(ch: &mut Chan, rule: Rule, prv: &mut Prv) {
+    let value = ch.value;
+    // Only these rules read `written` and `last`.
+    if matches!(rule, Rule::SkipDup | Rule::SkipDupNull) {
+        if ch.written
+            && ch.last == value
+            && (rule == Rule::SkipDup || (rule == Rule::SkipDupNull && value.is_none()))
+        {
+            return;
+        }
+        ch.written = true;
+        ch.last = value;
+    }
+    let v = match (value, rule) {
+        (Some(v), Rule::Next) => v.wrapping_add(1),
+        (Some(v), _) => v,
+        (None, _) => 0,
+    };
+    prv.record(ch.row, ch.ty, v);
 }
 
 /// Writes the record of a dirty channel `ch` (if it has a row and its rule lets it).
