@@ -86,6 +86,8 @@ struct Chan {
     row: u32,
     /// Type slot in its file ([`Prv::type_slot`]).
     ty: u16,
+    /// `row` and `ty` as a record key ([`Prv::key`]).
+    key: u32,
     file: File,
     rule: Rule,
     written: bool,
@@ -149,6 +151,7 @@ impl Channels {
                     kind: Kind::Plain,
                     row: 0,
                     ty: 0,
+                    key: 0,
                     file: File::None,
                     rule: Rule::Emit,
                     written: false,
@@ -233,6 +236,7 @@ impl Channels {
             c.file = reg.file;
             c.row = reg.row;
             c.ty = reg.ty;
+            c.key = Prv::key(reg.row, reg.ty);
             c.rule = reg.rule;
         }
     }
@@ -549,7 +553,7 @@ fn write_as(ch: &mut Chan, rule: Rule, prv: &mut Prv) {
         (Some(v), _) => v,
         (None, _) => 0,
     };
-    prv.record(ch.row, ch.ty, v);
+    prv.record_keyed(ch.key, ch.row, ch.ty, v);
 }
 
 /// Writes the record of a dirty channel `ch` (if it has a row and its rule lets it).
@@ -577,7 +581,7 @@ fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
     } else {
         cpu_prv
     };
-    prv.record(ch.row, ch.ty, v);
+    prv.record_keyed(ch.key, ch.row, ch.ty, v);
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! The Paraver trace (`.prv`): a header whose duration is patched at close, then one line
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
-//! The emulating thread only stores each record as 24 bytes (time, value, row, type slot) in
-//! a batch. Full batches go to a [`Writer`] thread (one for both files), which formats the
+//! The emulating thread only stores each record as 16 bytes (time; value, row and type slot
+//! packed, see [`Rec`]) in a batch. Full batches go to a [`Writer`] thread (one for both files), which formats the
 //! lines by hand (`fmt` would dominate) into a buffer per file and writes it, so that
 //! formatting and copying into the files overlap with the emulation; at most [`BUFFERS`]
 //! batches per file exist at once.
@@ -153,16 +153,23 @@ impl<const N: usize> Field<N> {
     }
 }
 
-/// One record as the emulating thread hands it over: the writer thread formats it.
+/// One record as the emulating thread hands it over (16 bytes: two stores): the writer thread
+/// formats it. `entry` holds the value in its low 32 bits and the key `row << 8 | slot` in its
+/// high 32 bits; a record whose value, row or slot does not fit there has the key [`WIDE`] and
+/// is followed by a [`Rec`] holding the value in `time` and `slot << 32 | row` in `entry`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rec {
     time: i64,
-    value: i64,
-    row: u32,
-    slot: u32,
+    entry: u64,
 }
 
-/// Records handed to the writer thread at once (24 bytes each). Smaller batches stay in the
+/// The key of a record continued in the next one.
+const WIDE: u32 = u32::MAX;
+/// Rows and slots that fit in a key (the key [`WIDE`] excluded).
+const KEY_ROWS: u32 = 1 << 24;
+const KEY_SLOTS: u16 = 0xFF;
+
+/// Records handed to the writer thread at once (16 bytes each). Smaller batches stay in the
 /// cache but need more hand-overs (each a lock, and a wake-up if the writer sleeps); 8192 with
 /// 4 batches per file and a wake-up every 3 batches: ~250 context switches for 10 M events,
 /// against ~2000 with a writer thread per file woken at every batch; 12288 records or 5-6
@@ -191,8 +198,16 @@ struct Formatter {
 impl Formatter {
     /// Formats `recs`, writing the text to `file` each time [`FLUSH_AT`] bytes are ready.
     fn format(&mut self, recs: &[Rec], file: &mut File) -> io::Result<()> {
-        for r in recs {
-            self.record(r.time, r.row, r.slot, r.value);
+        let mut recs = recs.iter();
+        while let Some(r) = recs.next() {
+            let key = (r.entry >> 32) as u32;
+            if key != WIDE {
+                let value = i64::from(r.entry as u32 as i32);
+                self.record(r.time, key >> 8, key & 0xFF, value);
+            } else if let Some(wide) = recs.next() {
+                let (row, slot) = (wide.entry as u32, (wide.entry >> 32) as u32);
+                self.record(r.time, row, slot, wide.time);
+            }
             if self.pos >= FLUSH_AT {
                 file.write_all(self.buf.get(..self.pos).unwrap_or_default())?;
                 self.pos = 0;
@@ -507,14 +522,33 @@ impl Prv {
     }
 
     /// Adds one record at the current time, for `row` (0-based) and the type of `slot`.
+    #[cfg(test)]
+    fn record(&mut self, row: u32, slot: u16, value: i64) {
+        self.record_keyed(Self::key(row, slot), row, slot, value);
+    }
+
+    /// The key of `row` and `slot` in a record (see [`Rec`]), [`WIDE`] if they do not fit.
+    pub(crate) fn key(row: u32, slot: u16) -> u32 {
+        if row < KEY_ROWS && slot < KEY_SLOTS {
+            row << 8 | u32::from(slot)
+        } else {
+            WIDE
+        }
+    }
+
+    /// Adds one record at the current time, for `row` (0-based) and the type of `slot`, whose
+    /// key is `key` (from [`Prv::key`], computed once per channel).
     #[inline]
-    pub(crate) fn record(&mut self, row: u32, slot: u16, value: i64) {
-        self.push(Rec {
-            time: self.time,
-            value,
-            row,
-            slot: u32::from(slot),
-        });
+    pub(crate) fn record_keyed(&mut self, key: u32, row: u32, slot: u16, value: i64) {
+        let narrow = value as i32;
+        if i64::from(narrow) == value && key != WIDE {
+            self.push(Rec {
+                time: self.time,
+                entry: u64::from(key) << 32 | u64::from(narrow as u32),
+            });
+        } else {
+            self.push_wide(row, slot, value);
+        }
     }
 
     #[inline(always)]
@@ -527,6 +561,23 @@ impl Prv {
             }
         }
         self.flush_batch();
+    }
+
+    /// A record that needs two (see [`Rec`]), both in the same batch.
+    #[cold]
+    #[inline(never)]
+    fn push_wide(&mut self, row: u32, slot: u16, value: i64) {
+        if self.len + 2 > BATCH {
+            self.flush_batch();
+        }
+        self.push(Rec {
+            time: self.time,
+            entry: u64::from(WIDE) << 32,
+        });
+        self.push(Rec {
+            time: value,
+            entry: u64::from(slot) << 32 | u64::from(row),
+        });
     }
 
     /// Hands the batch to the writer thread and continues in an empty one.
@@ -639,6 +690,36 @@ mod tests {
         let mut line = [0u8; MAX_LINE];
         assert_eq!(put_u64(&mut line, 0, u64::MAX), 20);
         assert_eq!(put_u64(&mut line[..5], 0, 123_456), 0);
+    }
+
+    #[test]
+    fn wide_records_format_like_narrow_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv");
+        let writer = Writer::new().unwrap();
+        let mut p = Prv::create(&path, 3, &writer).unwrap();
+        // Slots from 255 on do not fit in a key; values beyond 32 bits do not fit either.
+        let slots: Vec<u16> = (0..300).map(|ty| p.type_slot(1000 + ty)).collect();
+        let mut want = header(7, 3);
+        p.advance(7);
+        // Enough records to fill batches, so that wide ones straddle a batch's end.
+        for i in 0..3 * BATCH as i64 {
+            let slot = slots[(i as usize * 7) % slots.len()];
+            let value = match i % 3 {
+                0 => i,
+                1 => i << 33,
+                _ => -i - (1 << 31),
+            };
+            let row = (i % 3) as u32;
+            p.record(row, slot, value);
+            want.push_str(&format!(
+                "2:0:1:1:{}:7:{}:{value}\n",
+                row + 1,
+                1000 + u32::from(slot)
+            ));
+        }
+        p.close().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
     }
 
     #[test]
