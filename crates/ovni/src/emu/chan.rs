@@ -308,10 +308,16 @@ impl Channels {
 
     /// Runs the muxes of the dirty channels, then writes the records of the event in dirty
     /// order.
+    #[inline(always)]
     pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
-        if self.dirty.is_empty() {
-            return;
+        // Called after every event; most set no channel or write theirs directly.
+        if !self.dirty.is_empty() {
+            self.propagate_dirty(cpu_prv, th_prv);
         }
+    }
+
+    #[inline(never)]
+    fn propagate_dirty(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
         let mut i = 0;
         while let Some(&id) = self.dirty_cb.get(i) {
             self.callbacks(id as usize);
