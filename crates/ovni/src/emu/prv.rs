@@ -23,6 +23,12 @@ const FLUSH_AT: usize = 1 << 18;
 /// the batches the emulating thread fills stay in the cache (its stores into them were its
 /// hottest instructions with 8 batches of 16384 records per file).
 const BUFFERS: usize = 4;
+/// The emulating thread formats a full batch itself, instead of waiting for the writer thread
+/// to return an emptied one, while fewer than this many jobs are queued: when the writer is
+/// the slower of the two, the work is shared and both cores stay busy.
+const HELP_JOBS: usize = 12;
+/// Bytes of text of a whole batch formatted at once (every record fits in [`MAX_LINE`]).
+const TEXT_LEN: usize = BATCH * MAX_LINE;
 /// A sleeping writer thread is woken once this many batches (of all its files) wait for it, or
 /// when the emulating thread needs an emptied batch back. A wake-up is a system call and an
 /// interrupt to the other core, several microseconds of the emulating thread's time: woken at
@@ -195,9 +201,42 @@ struct Formatter {
     pos: usize,
 }
 
+impl std::fmt::Debug for Formatter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Formatter").field("pos", &self.pos).finish()
+    }
+}
+
 impl Formatter {
+    fn new(rows: usize, text_len: usize) -> Self {
+        Self {
+            row_text: (0..rows as u64)
+                .map(|r| Field::new(b"2:0:1:1:", r + 1))
+                .collect(),
+            ty_text: Vec::new(),
+            buf: vec![0; text_len],
+            pos: 0,
+        }
+    }
+
     /// Formats `recs`, writing the text to `file` each time [`FLUSH_AT`] bytes are ready.
     fn format(&mut self, recs: &[Rec], file: &mut File) -> io::Result<()> {
+        self.format_with(recs, FLUSH_AT, |text| file.write_all(text))
+    }
+
+    /// Formats `recs` into `buf` alone (it must hold [`BATCH`] records: [`TEXT_LEN`] bytes).
+    fn format_all(&mut self, recs: &[Rec]) {
+        let _ = self.format_with(recs, usize::MAX, |_| Ok(()));
+    }
+
+    /// Formats `recs`, handing the text to `flush` each time `flush_at` bytes are ready.
+    #[inline(always)]
+    fn format_with(
+        &mut self,
+        recs: &[Rec],
+        flush_at: usize,
+        mut flush: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
         let mut recs = recs.iter();
         while let Some(r) = recs.next() {
             let key = (r.entry >> 32) as u32;
@@ -208,8 +247,8 @@ impl Formatter {
                 let (row, slot) = (wide.entry as u32, (wide.entry >> 32) as u32);
                 self.record(r.time, row, slot, wide.time);
             }
-            if self.pos >= FLUSH_AT {
-                file.write_all(self.buf.get(..self.pos).unwrap_or_default())?;
+            if self.pos >= flush_at {
+                flush(self.buf.get(..self.pos).unwrap_or_default())?;
                 self.pos = 0;
             }
         }
@@ -278,6 +317,8 @@ pub(crate) struct Prv {
     index: usize,
     /// Batches in existence (at most [`BUFFERS`]).
     buffers: usize,
+    /// Formats a batch here when the writer thread is behind (made at the first need).
+    helper: Option<Formatter>,
     /// The first write error; records after it are dropped.
     error: Option<Error>,
 }
@@ -295,6 +336,14 @@ enum Job {
     Open(File, usize),
     /// Format and write a batch of file `index`.
     Batch(usize, Batch),
+    /// Write `text[..len]` to file `index` (a batch the emulating thread formatted itself),
+    /// and take the `<type>:` fields if given.
+    Text {
+        index: usize,
+        text: Vec<u8>,
+        len: usize,
+        types: Option<Vec<Field<16>>>,
+    },
     /// Write what is left of file `index` and give it back.
     Close(usize),
 }
@@ -318,6 +367,8 @@ struct Queue {
     files: usize,
     /// Emptied batches of each file, to be filled again.
     empty: Vec<Vec<Vec<Rec>>>,
+    /// Written texts of each file, to be filled again.
+    texts: Vec<Vec<Vec<u8>>>,
     /// Each closed file once its text is written (or the first error writing it).
     closed: Vec<Option<io::Result<File>>>,
     writer_waits: bool,
@@ -366,15 +417,26 @@ pub(crate) struct Writer {
 
 impl Writer {
     pub(crate) fn new() -> io::Result<Self> {
-        let handoff = Arc::new(Handoff::default());
-        let h = Arc::clone(&handoff);
+        let mut w = Self::paused();
+        w.start()?;
+        Ok(w)
+    }
+
+    /// A writer whose thread is not started yet: jobs queue up until [`Writer::start`].
+    fn paused() -> Self {
+        Self {
+            handoff: Arc::new(Handoff::default()),
+            thread: None,
+        }
+    }
+
+    fn start(&mut self) -> io::Result<()> {
+        let h = Arc::clone(&self.handoff);
         let thread = std::thread::Builder::new()
             .name("ovniemu-prv".into())
             .spawn(move || write_loop(&h))?;
-        Ok(Self {
-            handoff,
-            thread: Some(thread),
-        })
+        self.thread = Some(thread);
+        Ok(())
     }
 }
 
@@ -406,16 +468,39 @@ fn write_loop(handoff: &Handoff) {
         match q.jobs.pop_front() {
             Some(Job::Open(file, rows)) => files.push(Some(Out {
                 file,
-                text: Formatter {
-                    row_text: (0..rows as u64)
-                        .map(|r| Field::new(b"2:0:1:1:", r + 1))
-                        .collect(),
-                    ty_text: Vec::new(),
-                    buf: vec![0; FLUSH_AT + MAX_LINE],
-                    pos: 0,
-                },
+                text: Formatter::new(rows, FLUSH_AT + MAX_LINE),
                 result: Ok(()),
             })),
+            Some(Job::Text {
+                index,
+                text,
+                len,
+                types,
+            }) => {
+                q.batches -= 1;
+                drop(q);
+                if let Some(Some(out)) = files.get_mut(index) {
+                    if let Some(types) = types {
+                        out.text.ty_text = types;
+                    }
+                    if out.result.is_ok() {
+                        // After the text formatted here before it.
+                        let before = out.text.buf.get(..out.text.pos).unwrap_or_default();
+                        out.result = out
+                            .file
+                            .write_all(before)
+                            .and_then(|()| out.file.write_all(text.get(..len).unwrap_or_default()));
+                        out.text.pos = 0;
+                    }
+                }
+                q = handoff.lock();
+                if let Some(texts) = q.texts.get_mut(index) {
+                    texts.push(text);
+                }
+                if q.emulator_waits {
+                    handoff.to_emulator.notify_one();
+                }
+            }
             Some(Job::Batch(i, b)) => {
                 q.batches -= 1;
                 drop(q);
@@ -481,6 +566,7 @@ impl Prv {
             let index = q.files;
             q.files += 1;
             q.empty.push(Vec::new());
+            q.texts.push(Vec::new());
             q.closed.push(None);
             q.jobs.push_back(Job::Open(file, rows));
             index
@@ -496,6 +582,7 @@ impl Prv {
             handoff,
             index,
             buffers: 1,
+            helper: None,
             error: None,
         })
     }
@@ -602,26 +689,71 @@ impl Prv {
                 return;
             }
             if let Some(b) = q.empty.get_mut(self.index).and_then(Vec::pop) {
-                break b;
+                break Some(b);
             }
             if self.buffers < BUFFERS {
                 self.buffers += 1;
-                break new_batch();
+                break Some(new_batch());
             }
             // Every batch is queued or being formatted: the writer must run, whatever the
             // length of its queue.
             if q.writer_waits {
                 handoff.to_writer.notify_one();
             }
+            // The writer is behind: rather than wait for it, format this batch here (the
+            // queue stays bounded).
+            if q.jobs.len() < HELP_JOBS {
+                break None;
+            }
             q = handoff.wait_emulator(q);
         };
-        let recs = std::mem::replace(&mut self.recs, next);
-        q.jobs
-            .push_back(Job::Batch(self.index, Batch { recs, len, types }));
+        let job = match next {
+            Some(next) => {
+                let recs = std::mem::replace(&mut self.recs, next);
+                Job::Batch(self.index, Batch { recs, len, types })
+            }
+            None => {
+                let text = q.texts.get_mut(self.index).and_then(Vec::pop);
+                drop(q);
+                let (text, len) = self.format_here(len, text);
+                q = handoff.lock();
+                Job::Text {
+                    index: self.index,
+                    text,
+                    len,
+                    types,
+                }
+            }
+        };
+        q.jobs.push_back(job);
         q.batches += 1;
         if q.writer_waits && q.batches >= WAKE_AT {
             handoff.to_writer.notify_one();
         }
+    }
+
+    /// Formats the first `len` records of the batch being filled into `text` (or a new
+    /// one); returns the text and its length.
+    #[cold]
+    #[inline(never)]
+    fn format_here(&mut self, len: usize, text: Option<Vec<u8>>) -> (Vec<u8>, usize) {
+        let rows = self.rows;
+        let f = self
+            .helper
+            .get_or_insert_with(|| Formatter::new(rows, TEXT_LEN));
+        if f.ty_text.len() != self.ty_text.len() {
+            f.ty_text = self.ty_text.iter().map(|t| t.1).collect();
+        }
+        if let Some(text) = text {
+            f.buf = text;
+        }
+        if f.buf.len() < TEXT_LEN {
+            f.buf = vec![0; TEXT_LEN];
+        }
+        f.pos = 0;
+        f.format_all(self.recs.get(..len).unwrap_or_default());
+        let n = f.pos;
+        (std::mem::take(&mut f.buf), n)
     }
 
     fn writer_stopped(&self) -> Error {
@@ -719,6 +851,41 @@ mod tests {
             ));
         }
         p.close().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
+    }
+
+    #[test]
+    fn batches_formatted_here_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv");
+        let mut writer = Writer::paused();
+        let mut p = Prv::create(&path, 2, &writer).unwrap();
+        let slots = [p.type_slot(5), p.type_slot(6)];
+        let mut want = header(0, 2);
+        // The writer is not running: the first batches queue up, the next ones (until the
+        // queue holds HELP_JOBS jobs) are formatted here, a type registered between them.
+        let n = (HELP_JOBS - 2) * BATCH + 10;
+        for i in 0..n {
+            if i == (BUFFERS + 1) * BATCH + 3 {
+                assert_eq!(p.type_slot(7), 2);
+            }
+            let slot = if i > (BUFFERS + 1) * BATCH + 3 && i % 5 == 0 {
+                2
+            } else {
+                slots[i % 2]
+            };
+            p.advance(i as i64);
+            p.record((i % 2) as u32, slot, i as i64);
+            let ty = 5 + u32::from(slot);
+            want.push_str(&format!("2:0:1:1:{}:{i}:{ty}:{i}\n", i % 2 + 1));
+        }
+        writer.start().unwrap();
+        let mut p2 = Prv::create(&dir.path().join("u.prv"), 1, &writer).unwrap();
+        let ty = p2.type_slot(1);
+        p2.record(0, ty, 1);
+        p.close().unwrap();
+        p2.close().unwrap();
+        let want = want.replacen(&header(0, 2), &header(n as i64 - 1, 2), 1);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
     }
 
