@@ -539,7 +539,7 @@ impl Channels {
     }
 }
 
-/// [`write`] for a channel of `prv` whose rule is `rule` (a constant at each call).
+/// [`write()`] for a channel of `prv` whose rule is `rule` (a constant at each call).
 #[inline(always)]
 fn write_as(ch: &mut Chan, rule: Rule, prv: &mut Prv) {
     let value = ch.value;

@@ -2,10 +2,12 @@
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
 //! The emulating thread only stores each record as 16 bytes (time; value, row and type slot
-//! packed, see [`Rec`]) in a batch. Full batches go to a [`Writer`] thread (one for both files), which formats the
-//! lines by hand (`fmt` would dominate) into a buffer per file and writes it, so that
-//! formatting and copying into the files overlap with the emulation; at most [`BUFFERS`]
-//! batches per file exist at once.
+//! packed, see [`Rec`]) in a batch. Full batches go to a [`Writer`] thread (one for both
+//! files), which formats the lines by hand (`fmt` would dominate) into a buffer per file and
+//! writes it, so that formatting and copying into the files overlap with the emulation; at
+//! most [`BUFFERS`] batches per file exist at once. When the writer falls behind, the
+//! emulating thread formats full batches itself (the writer only writes their text, in
+//! order) instead of waiting for an emptied one.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -599,7 +601,7 @@ impl Prv {
         self.error.is_some()
     }
 
-    /// The slot of record type `ty` for [`Prv::record`] (registered at the first call).
+    /// The slot of record type `ty` for [`Prv::record_keyed`] (registered at the first call).
     pub(crate) fn type_slot(&mut self, ty: u32) -> u16 {
         if let Some(i) = self.ty_text.iter().position(|t| t.0 == ty) {
             return i as u16;
