@@ -86,6 +86,8 @@ struct Chan {
     row: u32,
     /// Type slot in its file ([`Prv::type_slot`]).
     ty: u16,
+    /// `row` and `ty` as a record key ([`Prv::key`]).
+    key: u32,
     file: File,
     rule: Rule,
     written: bool,
@@ -149,6 +151,7 @@ impl Channels {
                     kind: Kind::Plain,
                     row: 0,
                     ty: 0,
+                    key: 0,
                     file: File::None,
                     rule: Rule::Emit,
                     written: false,
@@ -233,6 +236,7 @@ impl Channels {
             c.file = reg.file;
             c.row = reg.row;
             c.ty = reg.ty;
+            c.key = Prv::key(reg.row, reg.ty);
             c.rule = reg.rule;
         }
     }
@@ -304,10 +308,16 @@ impl Channels {
 
     /// Runs the muxes of the dirty channels, then writes the records of the event in dirty
     /// order.
+    #[inline(always)]
     pub(crate) fn propagate(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
-        if self.dirty.is_empty() {
-            return;
+        // Called after every event; most set no channel or write theirs directly.
+        if !self.dirty.is_empty() {
+            self.propagate_dirty(cpu_prv, th_prv);
         }
+    }
+
+    #[inline(never)]
+    fn propagate_dirty(&mut self, cpu_prv: &mut Prv, th_prv: &mut Prv) {
         let mut i = 0;
         while let Some(&id) = self.dirty_cb.get(i) {
             self.callbacks(id as usize);
@@ -324,26 +334,30 @@ impl Channels {
         self.dirty.clear();
     }
 
-    /// Sets channel `id` and writes its record at once, as [`Channels::propagate`] would if
-    /// it were the next dirty channel: only for a channel without callback, set once in an
-    /// event whose earlier channels were all written (the dirty list is empty). Returns
-    /// whether the channel changed (became dirty).
-    #[inline]
+    /// Sets channel `id` and writes its record at once to `prv`, as [`Channels::propagate`]
+    /// would if it were the next dirty channel: only for a channel without callback, set once
+    /// in an event whose earlier channels were all written (the dirty list is empty).
+    /// `ignore_dup` and `rule` are the channel's (as [`Channels::new`] registers it), passed
+    /// as constants so that each call compiles to its own checks. Returns whether the channel
+    /// changed (became dirty).
+    #[inline(always)]
     fn set_write(
         &mut self,
         id: usize,
         v: Option<i64>,
-        cpu_prv: &mut Prv,
-        th_prv: &mut Prv,
+        ignore_dup: bool,
+        rule: Rule,
+        prv: &mut Prv,
     ) -> bool {
         let Some(ch) = self.chans.get_mut(id) else {
             return false;
         };
-        if ch.ignore_dup && ch.value == v {
+        debug_assert!(ch.ignore_dup == ignore_dup && ch.rule == rule && ch.file != File::None);
+        if ignore_dup && ch.value == v {
             return false;
         }
         ch.value = v;
-        write(ch, cpu_prv, th_prv);
+        write_as(ch, rule, prv);
         true
     }
 
@@ -372,16 +386,16 @@ impl Channels {
         let sid = self.th(t, TH_STATE);
         if let Some(ch) = self.chans.get_mut(sid) {
             ch.value = Some(state);
-            write(ch, cpu_prv, th_prv);
+            write_as(ch, Rule::SkipDup, th_prv);
         }
         let tid = self.tids.get(t).copied().filter(|_| active);
-        self.set_write(self.th(t, TH_TID), tid, cpu_prv, th_prv);
+        self.set_write(self.th(t, TH_TID), tid, true, Rule::Emit, th_prv);
         let mut reselect = None;
         if let Some((c, running, nrun)) = cpu {
             let tid = running.and_then(|t| self.tids.get(t).copied());
             let pid = running.and_then(|t| self.pids.get(t).copied());
-            self.set_write(self.cpu(c, CPU_TID), tid, cpu_prv, th_prv);
-            self.set_write(self.cpu(c, CPU_PID), pid, cpu_prv, th_prv);
+            self.set_write(self.cpu(c, CPU_TID), tid, true, Rule::Emit, cpu_prv);
+            self.set_write(self.cpu(c, CPU_PID), pid, true, Rule::Emit, cpu_prv);
             let rid = self.cpu(c, CPU_THRUN);
             let r = running.map(|t| t as i64);
             if let Some(ch) = self.chans.get_mut(rid) {
@@ -390,12 +404,8 @@ impl Channels {
                     reselect = Some((c, rid));
                 }
             }
-            self.set_write(
-                self.cpu(c, CPU_NRUN),
-                Some(i64::from(nrun)),
-                cpu_prv,
-                th_prv,
-            );
+            let n = Some(i64::from(nrun));
+            self.set_write(self.cpu(c, CPU_NRUN), n, true, Rule::Emit, cpu_prv);
         }
         // The callbacks in dirty order (the state's, then the running thread's), writing
         // their channels as they set them: each is set once, after the channels above.
@@ -409,15 +419,17 @@ impl Channels {
             } else {
                 None
             };
-            self.set_write(self.th(t, TH_MARKS + self.nmarks + k), v, cpu_prv, th_prv);
+            let out = self.th(t, TH_MARKS + self.nmarks + k);
+            self.set_write(out, v, false, Rule::SkipDupNull, th_prv);
         }
         if let Some((c, rid)) = reselect {
             let new = self.reselect(c, rid);
             let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
-            self.set_write(self.cpu(c, CPU_FLUSH), flush, cpu_prv, th_prv);
+            self.set_write(self.cpu(c, CPU_FLUSH), flush, false, Rule::SkipDup, cpu_prv);
             for k in 0..self.nmarks {
                 let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
-                self.set_write(self.cpu(c, CPU_MARKS + k), v, cpu_prv, th_prv);
+                let out = self.cpu(c, CPU_MARKS + k);
+                self.set_write(out, v, false, Rule::SkipDupNull, cpu_prv);
             }
         }
     }
@@ -444,10 +456,12 @@ impl Channels {
         };
         ch.value = v;
         if self.th_active.get(t) == Some(&true) {
-            self.set_write(self.th(t, TH_MARKS + self.nmarks + k), v, cpu_prv, th_prv);
+            let out = self.th(t, TH_MARKS + self.nmarks + k);
+            self.set_write(out, v, false, Rule::SkipDupNull, th_prv);
         }
         if let Some(Some(c)) = self.th_cpu_sel.get(t).copied() {
-            self.set_write(self.cpu(c as usize, CPU_MARKS + k), v, cpu_prv, th_prv);
+            let out = self.cpu(c as usize, CPU_MARKS + k);
+            self.set_write(out, v, false, Rule::SkipDupNull, cpu_prv);
         }
     }
 
@@ -525,6 +539,29 @@ impl Channels {
     }
 }
 
+/// [`write()`] for a channel of `prv` whose rule is `rule` (a constant at each call).
+#[inline(always)]
+fn write_as(ch: &mut Chan, rule: Rule, prv: &mut Prv) {
+    let value = ch.value;
+    // Only these rules read `written` and `last`.
+    if matches!(rule, Rule::SkipDup | Rule::SkipDupNull) {
+        if ch.written
+            && ch.last == value
+            && (rule == Rule::SkipDup || (rule == Rule::SkipDupNull && value.is_none()))
+        {
+            return;
+        }
+        ch.written = true;
+        ch.last = value;
+    }
+    let v = match (value, rule) {
+        (Some(v), Rule::Next) => v.wrapping_add(1),
+        (Some(v), _) => v,
+        (None, _) => 0,
+    };
+    prv.record_keyed(ch.key, ch.row, ch.ty, v);
+}
+
 /// Writes the record of a dirty channel `ch` (if it has a row and its rule lets it).
 #[inline]
 fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
@@ -550,19 +587,21 @@ fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
     } else {
         cpu_prv
     };
-    prv.record(ch.row, ch.ty, v);
+    prv.record_keyed(ch.key, ch.row, ch.ty, v);
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::prv::Writer;
     use super::*;
 
     /// Runs `f` on channels for one thread (tid 7, pid 3) on CPU row 0 of 2, with mark types
     /// 1 and 2, and returns the records of both files after the header.
     fn run(f: impl FnOnce(&mut Channels, &mut Prv, &mut Prv)) -> (String, String) {
         let dir = tempfile::tempdir().unwrap();
-        let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 2).unwrap();
-        let mut th = Prv::create(&dir.path().join("thread.prv"), 1).unwrap();
+        let writer = Writer::new().unwrap();
+        let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 2, &writer).unwrap();
+        let mut th = Prv::create(&dir.path().join("thread.prv"), 1, &writer).unwrap();
         let mut c = Channels::new(&[(7, 3)], 2, &[1, 2], &mut cpu, &mut th);
         f(&mut c, &mut cpu, &mut th);
         cpu.close().unwrap();

@@ -12,7 +12,7 @@ use crate::error::{Error, EventProblem, StreamProblem, ThreadState, TraceProblem
 use crate::events::EventTable;
 use crate::model::OvniModel;
 use crate::raw::Event;
-use crate::read::{Merger, Stream};
+use crate::read::{Merged, Merger, Stream};
 
 /// The lines the original prints when an event is rejected (before the panic block).
 #[cold]
@@ -41,6 +41,134 @@ fn rejected_lines(mcv: crate::raw::Mcv, p: &EventProblem, rel: &str) -> Vec<(Lev
             .into_iter()
             .map(|l| (Level::Error, l))
             .collect(),
+    }
+}
+
+/// The lines the original prints when a stream cannot be stepped.
+fn step_failed(out: &mut Out<'_>, mut lines: Vec<String>) {
+    lines.push("player_step: step_stream() failed".to_string());
+    lines.push("emu_step: player_step failed".to_string());
+    lines.push("main: emu_step failed".to_string());
+    out.errors(&lines);
+}
+
+/// Reports an error of the merge (a stream that cannot be read further); returns it.
+#[cold]
+#[inline(never)]
+fn merge_failed(e: Error, streams: &[Stream], out: &mut Out<'_>) -> Error {
+    match e {
+        Error::Stream {
+            path,
+            offset,
+            problem,
+        } => {
+            let rel = streams
+                .iter()
+                .find(|s| s.obs_path() == path)
+                .map(Stream::name)
+                .unwrap_or_default();
+            step_failed(out, report::stream_step_lines(&rel, &problem, offset));
+            Error::Stream {
+                path,
+                offset,
+                problem,
+            }
+        }
+        e => {
+            out.errors(&[e.to_string(), "main: emu_step failed".into()]);
+            e
+        }
+    }
+}
+
+/// Reports a clock going backwards from `prev`, within its stream or (`jump`) across the
+/// merge; returns the error.
+#[cold]
+#[inline(never)]
+fn clock_backwards(
+    m: &Merged<'_>,
+    prev: i64,
+    streams: &[Stream],
+    out: &mut Out<'_>,
+    jump: bool,
+) -> Error {
+    let stream = streams.get(m.stream);
+    let rel = stream.map(Stream::name).unwrap_or_default();
+    let p = StreamProblem::ClockBackwards {
+        prev,
+        clock: m.sclock,
+    };
+    if jump {
+        out.errors(&[
+            format!(
+                "update_clocks: backwards jump in time {prev} -> {} in stream '{rel}'",
+                m.sclock
+            ),
+            "player_step: update_clocks failed".to_string(),
+            "emu_step: player_step failed".to_string(),
+            "main: emu_step failed".to_string(),
+        ]);
+    } else {
+        step_failed(out, report::stream_step_lines(&rel, &p, m.offset));
+    }
+    match stream {
+        Some(st) => st.error(m.offset, p),
+        None => Error::NoStreams(PathBuf::new()),
+    }
+}
+
+/// Reports an event the model rejected; returns the error.
+#[cold]
+#[inline(never)]
+fn event_failed(
+    m: &Merged<'_>,
+    problem: EventProblem,
+    dclock: i64,
+    streams: &[Stream],
+    setup: &Setup,
+    out: &mut Out<'_>,
+) -> Error {
+    let s = m.stream;
+    let ev = &m.event;
+    let rel = streams.get(s).map(Stream::name).unwrap_or_default();
+    let mut lines = rejected_lines(ev.mcv, &problem, &rel);
+    let e = |s: String| (Level::Error, s);
+    lines.push(e("emu_step: model_event failed".to_string()));
+    lines.extend(
+        report::panic_lines(
+            ev.mcv,
+            ev.signed_clock(),
+            m.sclock,
+            dclock,
+            ev.payload.len(),
+            ev.is_jumbo(),
+            &rel,
+            m.offset,
+            setup.offsets.get(s).copied().unwrap_or(0),
+        )
+        .into_iter()
+        .map(e),
+    );
+    lines.push(e("main: emu_step failed".to_string()));
+    out.lines(&lines);
+    Error::Event {
+        stream: rel,
+        offset: m.offset,
+        mcv: ev.mcv,
+        clock: ev.signed_clock(),
+        problem,
+    }
+}
+
+/// Reports that the Paraver files cannot be written (the error itself comes when they are
+/// closed); returns the error.
+#[cold]
+#[inline(never)]
+fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
+    out.errors(&["emu_step: cannot write the Paraver files".into()]);
+    Error::Io {
+        path: outputs.dir.clone(),
+        source: std::io::Error::other("cannot write the Paraver files"),
     }
 }
 
@@ -109,112 +237,34 @@ impl Emu {
         let merger = Merger::new(streams).with_clock_offsets(setup.offsets.clone());
         let mut last = vec![0i64; streams.len()];
         let mut first: Option<i64> = None;
-        let step_failed = |out: &mut Out<'_>, mut lines: Vec<String>| {
-            lines.push("player_step: step_stream() failed".to_string());
-            lines.push("emu_step: player_step failed".to_string());
-            lines.push("main: emu_step failed".to_string());
-            out.errors(&lines);
-        };
+        // The error paths are out of line (cold), so that the loop keeps the merged event in
+        // registers.
         for item in merger {
             let m = match item {
-                Ok(m) => m,
-                Err(Error::Stream {
-                    path,
-                    offset,
-                    problem,
-                }) => {
-                    let rel = streams
-                        .iter()
-                        .find(|s| s.obs_path() == path)
-                        .map(Stream::name)
-                        .unwrap_or_default();
-                    step_failed(out, report::stream_step_lines(&rel, &problem, offset));
-                    return Err(Error::Stream {
-                        path,
-                        offset,
-                        problem,
-                    });
-                }
-                Err(e) => {
-                    out.errors(&[e.to_string(), "main: emu_step failed".into()]);
-                    return Err(e);
-                }
+                Ok(ref m) => m,
+                Err(e) => return Err(merge_failed(e, streams, out)),
             };
             let s = m.stream;
-            let stream = streams.get(s);
-            let rel = || stream.map(Stream::name).unwrap_or_default();
             if let Some(prev) = last.get_mut(s) {
                 if m.sclock < *prev {
-                    let p = StreamProblem::ClockBackwards {
-                        prev: *prev,
-                        clock: m.sclock,
-                    };
-                    step_failed(out, report::stream_step_lines(&rel(), &p, m.offset));
-                    return Err(match stream {
-                        Some(st) => st.error(m.offset, p),
-                        None => Error::NoStreams(PathBuf::new()),
-                    });
+                    return Err(clock_backwards(m, *prev, streams, out, false));
                 }
                 *prev = m.sclock;
             }
             if let Some(from) = m.backwards_from {
-                out.errors(&[
-                    format!(
-                        "update_clocks: backwards jump in time {from} -> {} in stream '{}'",
-                        m.sclock,
-                        rel()
-                    ),
-                    "player_step: update_clocks failed".to_string(),
-                    "emu_step: player_step failed".to_string(),
-                    "main: emu_step failed".to_string(),
-                ]);
-                let p = StreamProblem::ClockBackwards {
-                    prev: from,
-                    clock: m.sclock,
-                };
-                return Err(match stream {
-                    Some(st) => st.error(m.offset, p),
-                    None => Error::NoStreams(PathBuf::new()),
-                });
+                return Err(clock_backwards(m, from, streams, out, true));
             }
             let t0 = *first.get_or_insert(m.sclock);
             let dclock = m.sclock.wrapping_sub(t0);
             outputs.advance(dclock);
             self.dclock = dclock;
             self.events += 1;
-            let ev = &m.event;
             let played = match setup.roles.get(s) {
-                Some(Role::Thread(t)) => self.event(*t, ev, setup, outputs),
+                Some(Role::Thread(t)) => self.event(*t, &m.event, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
             };
             if let Err(problem) = played {
-                let mut lines = rejected_lines(ev.mcv, &problem, &rel());
-                let e = |s: String| (Level::Error, s);
-                lines.push(e("emu_step: model_event failed".to_string()));
-                lines.extend(
-                    report::panic_lines(
-                        ev.mcv,
-                        ev.signed_clock(),
-                        m.sclock,
-                        dclock,
-                        ev.payload.len(),
-                        ev.is_jumbo(),
-                        &rel(),
-                        m.offset,
-                        setup.offsets.get(s).copied().unwrap_or(0),
-                    )
-                    .into_iter()
-                    .map(e),
-                );
-                lines.push(e("main: emu_step failed".to_string()));
-                out.lines(&lines);
-                return Err(Error::Event {
-                    stream: rel(),
-                    offset: m.offset,
-                    mcv: ev.mcv,
-                    clock: ev.signed_clock(),
-                    problem,
-                });
+                return Err(event_failed(m, problem, dclock, streams, setup, out));
             }
             if !self.notes.is_empty() {
                 for n in self.notes.drain(..) {
@@ -223,12 +273,7 @@ impl Emu {
             }
             self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
             if outputs.cpu.failed() || outputs.thread.failed() {
-                // The error itself comes when the files are closed.
-                out.errors(&["emu_step: cannot write the Paraver files".into()]);
-                return Err(Error::Io {
-                    path: outputs.dir.clone(),
-                    source: std::io::Error::other("cannot write the Paraver files"),
-                });
+                return Err(write_failed(outputs, out));
             }
         }
         Ok(())

@@ -1,16 +1,19 @@
 //! The Paraver trace (`.prv`): a header whose duration is patched at close, then one line
 //! per channel change, `2:0:1:1:<row>:<time>:<type>:<value>`.
 //!
-//! The emulating thread only stores each record as 24 bytes (time, value, row, type slot) in
-//! a batch. Full batches go to a writer thread per file,
-//! which formats the lines by hand (`fmt` would dominate) into a buffer and writes it, so that
-//! formatting and copying into the file overlap with the emulation; at most [`BUFFERS`]
-//! batches per file exist at once.
+//! The emulating thread only stores each record as 16 bytes (time; value, row and type slot
+//! packed, see [`Rec`]) in a batch. Full batches go to a [`Writer`] thread (one for both
+//! files), which formats the lines by hand (`fmt` would dominate) into a buffer per file and
+//! writes it, so that formatting and copying into the files overlap with the emulation; at
+//! most [`BUFFERS`] batches per file exist at once. When the writer falls behind, the
+//! emulating thread formats full batches itself (the writer only writes their text, in
+//! order) instead of waiting for an emptied one.
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 
 use crate::error::{Error, Result};
@@ -21,7 +24,18 @@ const FLUSH_AT: usize = 1 << 18;
 /// Batches per file: the one being filled and those queued or being formatted. Few, so that
 /// the batches the emulating thread fills stay in the cache (its stores into them were its
 /// hottest instructions with 8 batches of 16384 records per file).
-const BUFFERS: usize = 3;
+const BUFFERS: usize = 4;
+/// The emulating thread formats a full batch itself, instead of waiting for the writer thread
+/// to return an emptied one, while fewer than this many jobs are queued: when the writer is
+/// the slower of the two, the work is shared and both cores stay busy.
+const HELP_JOBS: usize = 12;
+/// Bytes of text of a whole batch formatted at once (every record fits in [`MAX_LINE`]).
+const TEXT_LEN: usize = BATCH * MAX_LINE;
+/// A sleeping writer thread is woken once this many batches (of all its files) wait for it, or
+/// when the emulating thread needs an emptied batch back. A wake-up is a system call and an
+/// interrupt to the other core, several microseconds of the emulating thread's time: woken at
+/// every batch, the two writer threads of earlier versions cost it ~6% of its time.
+const WAKE_AT: usize = 3;
 
 /// The header line, with the duration (ns, zero-padded to 20 digits) and the number of rows.
 pub(crate) fn header(duration: i64, rows: usize) -> String {
@@ -147,20 +161,27 @@ impl<const N: usize> Field<N> {
     }
 }
 
-/// One record as the emulating thread hands it over: the writer thread formats it.
+/// One record as the emulating thread hands it over (16 bytes: two stores): the writer thread
+/// formats it. `entry` holds the value in its low 32 bits and the key `row << 8 | slot` in its
+/// high 32 bits; a record whose value, row or slot does not fit there has the key [`WIDE`] and
+/// is followed by a [`Rec`] holding the value in `time` and `slot << 32 | row` in `entry`.
 #[derive(Debug, Clone, Copy, Default)]
 struct Rec {
     time: i64,
-    value: i64,
-    row: u32,
-    slot: u32,
+    entry: u64,
 }
 
-/// Records handed to the writer thread at once (24 bytes each). Each batch handed over may
-/// wake the writer (a context switch on a busy machine): smaller batches stay in the cache but
-/// switch more (1024: ~45 k switches for 10 M events, 16384: ~3 k) and cost more CPU in all.
-/// 8192 with 3 batches per file: 0.38-0.41 s in the emulating thread for 10 M events, against
-/// 0.41-0.43 s with 16384 and 8 per file.
+/// The key of a record continued in the next one.
+const WIDE: u32 = u32::MAX;
+/// Rows and slots that fit in a key (the key [`WIDE`] excluded).
+const KEY_ROWS: u32 = 1 << 24;
+const KEY_SLOTS: u16 = 0xFF;
+
+/// Records handed to the writer thread at once (16 bytes each). Smaller batches stay in the
+/// cache but need more hand-overs (each a lock, and a wake-up if the writer sleeps); 8192 with
+/// 4 batches per file and a wake-up every 3 batches: ~250 context switches for 10 M events,
+/// against ~2000 with a writer thread per file woken at every batch; 12288 records or 5-6
+/// batches per file were slower.
 const BATCH: usize = 1 << 13;
 
 /// What the writer thread receives: a batch of records (the first `len` are valid) and, when
@@ -182,13 +203,54 @@ struct Formatter {
     pos: usize,
 }
 
+impl std::fmt::Debug for Formatter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Formatter").field("pos", &self.pos).finish()
+    }
+}
+
 impl Formatter {
+    fn new(rows: usize, text_len: usize) -> Self {
+        Self {
+            row_text: (0..rows as u64)
+                .map(|r| Field::new(b"2:0:1:1:", r + 1))
+                .collect(),
+            ty_text: Vec::new(),
+            buf: vec![0; text_len],
+            pos: 0,
+        }
+    }
+
     /// Formats `recs`, writing the text to `file` each time [`FLUSH_AT`] bytes are ready.
     fn format(&mut self, recs: &[Rec], file: &mut File) -> io::Result<()> {
-        for r in recs {
-            self.record(r.time, r.row, r.slot, r.value);
-            if self.pos >= FLUSH_AT {
-                file.write_all(self.buf.get(..self.pos).unwrap_or_default())?;
+        self.format_with(recs, FLUSH_AT, |text| file.write_all(text))
+    }
+
+    /// Formats `recs` into `buf` alone (it must hold [`BATCH`] records: [`TEXT_LEN`] bytes).
+    fn format_all(&mut self, recs: &[Rec]) {
+        let _ = self.format_with(recs, usize::MAX, |_| Ok(()));
+    }
+
+    /// Formats `recs`, handing the text to `flush` each time `flush_at` bytes are ready.
+    #[inline(always)]
+    fn format_with(
+        &mut self,
+        recs: &[Rec],
+        flush_at: usize,
+        mut flush: impl FnMut(&[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut recs = recs.iter();
+        while let Some(r) = recs.next() {
+            let key = (r.entry >> 32) as u32;
+            if key != WIDE {
+                let value = i64::from(r.entry as u32 as i32);
+                self.record(r.time, key >> 8, key & 0xFF, value);
+            } else if let Some(wide) = recs.next() {
+                let (row, slot) = (wide.entry as u32, (wide.entry >> 32) as u32);
+                self.record(r.time, row, slot, wide.time);
+            }
+            if self.pos >= flush_at {
+                flush(self.buf.get(..self.pos).unwrap_or_default())?;
                 self.pos = 0;
             }
         }
@@ -252,12 +314,13 @@ pub(crate) struct Prv {
     rows: usize,
     /// Time of the current event (the duration written in the header at close).
     time: i64,
-    /// Full batches to the writer thread, and emptied ones back.
-    to_writer: Option<SyncSender<Batch>>,
-    from_writer: Receiver<Vec<Rec>>,
+    /// The writer thread's queue, and this file's index in it.
+    handoff: Arc<Handoff>,
+    index: usize,
     /// Batches in existence (at most [`BUFFERS`]).
     buffers: usize,
-    writer: Option<JoinHandle<io::Result<File>>>,
+    /// Formats a batch here when the writer thread is behind (made at the first need).
+    helper: Option<Formatter>,
     /// The first write error; records after it are dropped.
     error: Option<Error>,
 }
@@ -268,37 +331,225 @@ impl std::fmt::Debug for Batch {
     }
 }
 
-/// The writer thread: formats each batch it receives, writes the text, returns the batch, and
-/// gives the file back (or the first error) when the channel closes.
-fn write_loop(
-    mut file: File,
-    rows: usize,
-    full: Receiver<Batch>,
-    empty: SyncSender<Vec<Rec>>,
-) -> io::Result<File> {
-    let mut f = Formatter {
-        row_text: (0..rows as u64)
-            .map(|r| Field::new(b"2:0:1:1:", r + 1))
-            .collect(),
-        ty_text: Vec::new(),
-        buf: vec![0; FLUSH_AT + MAX_LINE],
-        pos: 0,
-    };
-    let mut result = Ok(());
-    for b in full {
-        if let Some(types) = b.types {
-            f.ty_text = types;
-        }
-        if result.is_ok() {
-            result = f.format(b.recs.get(..b.len).unwrap_or_default(), &mut file);
-        }
-        // The emulator may be gone (dropped after an error): nothing to return it to.
-        let _ = empty.try_send(b.recs);
+/// What a writer thread is asked to do, in order.
+#[derive(Debug)]
+enum Job {
+    /// Write file `index` (the next index), of `rows` rows.
+    Open(File, usize),
+    /// Format and write a batch of file `index`.
+    Batch(usize, Batch),
+    /// Write `text[..len]` to file `index` (a batch the emulating thread formatted itself),
+    /// and take the `<type>:` fields if given.
+    Text {
+        index: usize,
+        text: Vec<u8>,
+        len: usize,
+        types: Option<Vec<Field<16>>>,
+    },
+    /// Write what is left of file `index` and give it back.
+    Close(usize),
+}
+
+/// The jobs between the emulating thread and a writer thread.
+#[derive(Debug, Default)]
+struct Handoff {
+    queue: Mutex<Queue>,
+    /// Signalled when batches wait for the writer or a file is closed.
+    to_writer: Condvar,
+    /// Signalled when the writer returns an emptied batch, gives a file back or stops.
+    to_emulator: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    /// Batch jobs in `jobs`.
+    batches: usize,
+    /// Files opened.
+    files: usize,
+    /// Emptied batches of each file, to be filled again.
+    empty: Vec<Vec<Vec<Rec>>>,
+    /// Written texts of each file, to be filled again.
+    texts: Vec<Vec<Vec<u8>>>,
+    /// Each closed file once its text is written (or the first error writing it).
+    closed: Vec<Option<io::Result<File>>>,
+    writer_waits: bool,
+    emulator_waits: bool,
+    /// No more jobs will come.
+    done: bool,
+    /// The writer thread ended.
+    stopped: bool,
+}
+
+impl Handoff {
+    /// The queue, even if the other thread panicked while holding it (its state stays
+    /// consistent: every change is a single push, pop or flag).
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
-    if result.is_ok() && f.pos > 0 {
-        result = file.write_all(f.buf.get(..f.pos).unwrap_or_default());
+
+    fn wait_emulator<'a>(&self, mut q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        q.emulator_waits = true;
+        let mut q = self
+            .to_emulator
+            .wait(q)
+            .unwrap_or_else(PoisonError::into_inner);
+        q.emulator_waits = false;
+        q
     }
-    result.map(|()| file)
+}
+
+/// Marks the writer thread as stopped when it ends, however it ends, so that the emulating
+/// thread never waits for it in vain.
+struct StopGuard<'h>(&'h Handoff);
+
+impl Drop for StopGuard<'_> {
+    fn drop(&mut self) {
+        self.0.lock().stopped = true;
+        self.0.to_emulator.notify_one();
+    }
+}
+
+/// A writer thread: formats the batches of the files opened on it and writes them.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    handoff: Arc<Handoff>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Writer {
+    pub(crate) fn new() -> io::Result<Self> {
+        let mut w = Self::paused();
+        w.start()?;
+        Ok(w)
+    }
+
+    /// A writer whose thread is not started yet: jobs queue up until [`Writer::start`].
+    fn paused() -> Self {
+        Self {
+            handoff: Arc::new(Handoff::default()),
+            thread: None,
+        }
+    }
+
+    fn start(&mut self) -> io::Result<()> {
+        let h = Arc::clone(&self.handoff);
+        let thread = std::thread::Builder::new()
+            .name("ovniemu-prv".into())
+            .spawn(move || write_loop(&h))?;
+        self.thread = Some(thread);
+        Ok(())
+    }
+}
+
+impl Drop for Writer {
+    /// Lets the writer thread finish the jobs queued and end.
+    fn drop(&mut self) {
+        self.handoff.lock().done = true;
+        self.handoff.to_writer.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A file being written by the writer thread.
+struct Out {
+    file: File,
+    text: Formatter,
+    /// The first error writing it.
+    result: io::Result<()>,
+}
+
+/// The writer thread: runs the jobs in order until there are no more.
+fn write_loop(handoff: &Handoff) {
+    let _stop = StopGuard(handoff);
+    let mut files: Vec<Option<Out>> = Vec::new();
+    let mut q = handoff.lock();
+    loop {
+        match q.jobs.pop_front() {
+            Some(Job::Open(file, rows)) => files.push(Some(Out {
+                file,
+                text: Formatter::new(rows, FLUSH_AT + MAX_LINE),
+                result: Ok(()),
+            })),
+            Some(Job::Text {
+                index,
+                text,
+                len,
+                types,
+            }) => {
+                q.batches -= 1;
+                drop(q);
+                if let Some(Some(out)) = files.get_mut(index) {
+                    if let Some(types) = types {
+                        out.text.ty_text = types;
+                    }
+                    if out.result.is_ok() {
+                        // After the text formatted here before it.
+                        let before = out.text.buf.get(..out.text.pos).unwrap_or_default();
+                        out.result = out
+                            .file
+                            .write_all(before)
+                            .and_then(|()| out.file.write_all(text.get(..len).unwrap_or_default()));
+                        out.text.pos = 0;
+                    }
+                }
+                q = handoff.lock();
+                if let Some(texts) = q.texts.get_mut(index) {
+                    texts.push(text);
+                }
+                if q.emulator_waits {
+                    handoff.to_emulator.notify_one();
+                }
+            }
+            Some(Job::Batch(i, b)) => {
+                q.batches -= 1;
+                drop(q);
+                if let Some(Some(out)) = files.get_mut(i) {
+                    if let Some(types) = b.types {
+                        out.text.ty_text = types;
+                    }
+                    if out.result.is_ok() {
+                        let recs = b.recs.get(..b.len).unwrap_or_default();
+                        out.result = out.text.format(recs, &mut out.file);
+                    }
+                }
+                q = handoff.lock();
+                if let Some(empty) = q.empty.get_mut(i) {
+                    empty.push(b.recs);
+                }
+                if q.emulator_waits {
+                    handoff.to_emulator.notify_one();
+                }
+            }
+            Some(Job::Close(i)) => {
+                drop(q);
+                let closed = files.get_mut(i).and_then(Option::take).map(|mut out| {
+                    let text = out.text.buf.get(..out.text.pos).unwrap_or_default();
+                    out.result
+                        .and_then(|()| out.file.write_all(text))
+                        .map(|()| out.file)
+                });
+                q = handoff.lock();
+                if let Some(slot) = q.closed.get_mut(i) {
+                    *slot = closed;
+                }
+                if q.emulator_waits {
+                    handoff.to_emulator.notify_one();
+                }
+            }
+            None if q.done => break,
+            None => {
+                q.writer_waits = true;
+                q = handoff
+                    .to_writer
+                    .wait(q)
+                    .unwrap_or_else(PoisonError::into_inner);
+                q.writer_waits = false;
+            }
+        }
+    }
 }
 
 fn new_batch() -> Vec<Rec> {
@@ -306,17 +557,22 @@ fn new_batch() -> Vec<Rec> {
 }
 
 impl Prv {
-    /// Creates (truncates) `path` and writes the header with duration 0.
-    pub(crate) fn create(path: &Path, rows: usize) -> Result<Self> {
+    /// Creates (truncates) `path`, writes the header with duration 0, and opens it on `writer`.
+    pub(crate) fn create(path: &Path, rows: usize, writer: &Writer) -> Result<Self> {
         let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
         file.write_all(header(0, rows).as_bytes())
             .map_err(|e| Error::io(path, e))?;
-        let (to_writer, full) = sync_channel(BUFFERS);
-        let (empty, from_writer) = sync_channel(BUFFERS);
-        let writer = std::thread::Builder::new()
-            .name("ovniemu-prv".into())
-            .spawn(move || write_loop(file, rows, full, empty))
-            .map_err(|e| Error::io(path, e))?;
+        let handoff = Arc::clone(&writer.handoff);
+        let index = {
+            let mut q = handoff.lock();
+            let index = q.files;
+            q.files += 1;
+            q.empty.push(Vec::new());
+            q.texts.push(Vec::new());
+            q.closed.push(None);
+            q.jobs.push_back(Job::Open(file, rows));
+            index
+        };
         Ok(Self {
             path: path.to_path_buf(),
             ty_text: Vec::new(),
@@ -325,10 +581,10 @@ impl Prv {
             len: 0,
             rows,
             time: 0,
-            to_writer: Some(to_writer),
-            from_writer,
+            handoff,
+            index,
             buffers: 1,
-            writer: Some(writer),
+            helper: None,
             error: None,
         })
     }
@@ -345,7 +601,7 @@ impl Prv {
         self.error.is_some()
     }
 
-    /// The slot of record type `ty` for [`Prv::record`] (registered at the first call).
+    /// The slot of record type `ty` for [`Prv::record_keyed`] (registered at the first call).
     pub(crate) fn type_slot(&mut self, ty: u32) -> u16 {
         if let Some(i) = self.ty_text.iter().position(|t| t.0 == ty) {
             return i as u16;
@@ -355,14 +611,33 @@ impl Prv {
     }
 
     /// Adds one record at the current time, for `row` (0-based) and the type of `slot`.
+    #[cfg(test)]
+    fn record(&mut self, row: u32, slot: u16, value: i64) {
+        self.record_keyed(Self::key(row, slot), row, slot, value);
+    }
+
+    /// The key of `row` and `slot` in a record (see [`Rec`]), [`WIDE`] if they do not fit.
+    pub(crate) fn key(row: u32, slot: u16) -> u32 {
+        if row < KEY_ROWS && slot < KEY_SLOTS {
+            row << 8 | u32::from(slot)
+        } else {
+            WIDE
+        }
+    }
+
+    /// Adds one record at the current time, for `row` (0-based) and the type of `slot`, whose
+    /// key is `key` (from [`Prv::key`], computed once per channel).
     #[inline]
-    pub(crate) fn record(&mut self, row: u32, slot: u16, value: i64) {
-        self.push(Rec {
-            time: self.time,
-            value,
-            row,
-            slot: u32::from(slot),
-        });
+    pub(crate) fn record_keyed(&mut self, key: u32, row: u32, slot: u16, value: i64) {
+        let narrow = value as i32;
+        if i64::from(narrow) == value && key != WIDE {
+            self.push(Rec {
+                time: self.time,
+                entry: u64::from(key) << 32 | u64::from(narrow as u32),
+            });
+        } else {
+            self.push_wide(row, slot, value);
+        }
     }
 
     #[inline(always)]
@@ -377,6 +652,23 @@ impl Prv {
         self.flush_batch();
     }
 
+    /// A record that needs two (see [`Rec`]), both in the same batch.
+    #[cold]
+    #[inline(never)]
+    fn push_wide(&mut self, row: u32, slot: u16, value: i64) {
+        if self.len + 2 > BATCH {
+            self.flush_batch();
+        }
+        self.push(Rec {
+            time: self.time,
+            entry: u64::from(WIDE) << 32,
+        });
+        self.push(Rec {
+            time: value,
+            entry: u64::from(slot) << 32 | u64::from(row),
+        });
+    }
+
     /// Hands the batch to the writer thread and continues in an empty one.
     #[cold]
     #[inline(never)]
@@ -385,38 +677,89 @@ impl Prv {
             self.len = 0;
             return;
         }
-        let next = match self.from_writer.try_recv() {
-            Ok(b) => b,
-            Err(_) if self.buffers < BUFFERS => {
-                self.buffers += 1;
-                new_batch()
-            }
-            // Wait for the writer; if it is gone, `send` below reports why.
-            Err(_) => self.from_writer.recv().unwrap_or_else(|_| new_batch()),
-        };
-        let recs = std::mem::replace(&mut self.recs, next);
-        let len = std::mem::take(&mut self.len);
         let types = (self.types_sent != self.ty_text.len()).then(|| {
             self.types_sent = self.ty_text.len();
             self.ty_text.iter().map(|t| t.1).collect()
         });
-        let sent = self
-            .to_writer
-            .as_ref()
-            .map(|tx| tx.send(Batch { recs, len, types }));
-        if !matches!(sent, Some(Ok(()))) {
-            self.error = Some(self.writer_error());
+        let len = std::mem::take(&mut self.len);
+        let handoff = Arc::clone(&self.handoff);
+        let mut q = handoff.lock();
+        let next = loop {
+            if q.stopped {
+                drop(q);
+                self.error = Some(self.writer_stopped());
+                return;
+            }
+            if let Some(b) = q.empty.get_mut(self.index).and_then(Vec::pop) {
+                break Some(b);
+            }
+            if self.buffers < BUFFERS {
+                self.buffers += 1;
+                break Some(new_batch());
+            }
+            // Every batch is queued or being formatted: the writer must run, whatever the
+            // length of its queue.
+            if q.writer_waits {
+                handoff.to_writer.notify_one();
+            }
+            // The writer is behind: rather than wait for it, format this batch here (the
+            // queue stays bounded).
+            if q.jobs.len() < HELP_JOBS {
+                break None;
+            }
+            q = handoff.wait_emulator(q);
+        };
+        let job = match next {
+            Some(next) => {
+                let recs = std::mem::replace(&mut self.recs, next);
+                Job::Batch(self.index, Batch { recs, len, types })
+            }
+            None => {
+                let text = q.texts.get_mut(self.index).and_then(Vec::pop);
+                drop(q);
+                let (text, len) = self.format_here(len, text);
+                q = handoff.lock();
+                Job::Text {
+                    index: self.index,
+                    text,
+                    len,
+                    types,
+                }
+            }
+        };
+        q.jobs.push_back(job);
+        q.batches += 1;
+        if q.writer_waits && q.batches >= WAKE_AT {
+            handoff.to_writer.notify_one();
         }
     }
 
-    /// The writer thread's error, once it has stopped.
-    fn writer_error(&mut self) -> Error {
-        self.to_writer = None;
-        let e = match self.writer.take().map(JoinHandle::join) {
-            Some(Ok(Err(e))) => e,
-            _ => io::Error::other("the writer thread stopped"),
-        };
-        Error::io(&self.path, e)
+    /// Formats the first `len` records of the batch being filled into `text` (or a new
+    /// one); returns the text and its length.
+    #[cold]
+    #[inline(never)]
+    fn format_here(&mut self, len: usize, text: Option<Vec<u8>>) -> (Vec<u8>, usize) {
+        let rows = self.rows;
+        let f = self
+            .helper
+            .get_or_insert_with(|| Formatter::new(rows, TEXT_LEN));
+        if f.ty_text.len() != self.ty_text.len() {
+            f.ty_text = self.ty_text.iter().map(|t| t.1).collect();
+        }
+        if let Some(text) = text {
+            f.buf = text;
+        }
+        if f.buf.len() < TEXT_LEN {
+            f.buf = vec![0; TEXT_LEN];
+        }
+        f.pos = 0;
+        f.format_all(self.recs.get(..len).unwrap_or_default());
+        let n = f.pos;
+        (std::mem::take(&mut f.buf), n)
+    }
+
+    fn writer_stopped(&self) -> Error {
+        Error::io(&self.path, io::Error::other("the writer thread stopped"))
     }
 
     /// Writes the buffered records and patches the header with the final duration.
@@ -427,17 +770,21 @@ impl Prv {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        self.to_writer = None;
-        let mut file = match self.writer.take().map(JoinHandle::join) {
-            Some(Ok(Ok(f))) => f,
-            Some(Ok(Err(e))) => return Err(Error::io(&self.path, e)),
-            _ => {
-                return Err(Error::io(
-                    &self.path,
-                    io::Error::other("writer thread failed"),
-                ))
+        let handoff = Arc::clone(&self.handoff);
+        let mut q = handoff.lock();
+        q.jobs.push_back(Job::Close(self.index));
+        handoff.to_writer.notify_one();
+        let closed = loop {
+            if let Some(c) = q.closed.get_mut(self.index).and_then(Option::take) {
+                break c;
             }
+            if q.stopped {
+                return Err(self.writer_stopped());
+            }
+            q = handoff.wait_emulator(q);
         };
+        drop(q);
+        let mut file = closed.map_err(|e| Error::io(&self.path, e))?;
         let h = header(self.time, self.rows);
         let r: io::Result<()> = (|| {
             file.seek(SeekFrom::Start(0))?;
@@ -456,7 +803,8 @@ mod tests {
     fn records_format_like_printf() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.prv");
-        let mut p = Prv::create(&path, 2).unwrap();
+        let writer = Writer::new().unwrap();
+        let mut p = Prv::create(&path, 2, &writer).unwrap();
         let values = [0, 1, -1, 9, 10, 4657, -7, i64::MAX, i64::MIN];
         let h = p.type_slot(101);
         for v in values {
@@ -476,6 +824,71 @@ mod tests {
         let mut line = [0u8; MAX_LINE];
         assert_eq!(put_u64(&mut line, 0, u64::MAX), 20);
         assert_eq!(put_u64(&mut line[..5], 0, 123_456), 0);
+    }
+
+    #[test]
+    fn wide_records_format_like_narrow_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv");
+        let writer = Writer::new().unwrap();
+        let mut p = Prv::create(&path, 3, &writer).unwrap();
+        // Slots from 255 on do not fit in a key; values beyond 32 bits do not fit either.
+        let slots: Vec<u16> = (0..300).map(|ty| p.type_slot(1000 + ty)).collect();
+        let mut want = header(7, 3);
+        p.advance(7);
+        // Enough records to fill batches, so that wide ones straddle a batch's end.
+        for i in 0..3 * BATCH as i64 {
+            let slot = slots[(i as usize * 7) % slots.len()];
+            let value = match i % 3 {
+                0 => i,
+                1 => i << 33,
+                _ => -i - (1 << 31),
+            };
+            let row = (i % 3) as u32;
+            p.record(row, slot, value);
+            want.push_str(&format!(
+                "2:0:1:1:{}:7:{}:{value}\n",
+                row + 1,
+                1000 + u32::from(slot)
+            ));
+        }
+        p.close().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
+    }
+
+    #[test]
+    fn batches_formatted_here_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.prv");
+        let mut writer = Writer::paused();
+        let mut p = Prv::create(&path, 2, &writer).unwrap();
+        let slots = [p.type_slot(5), p.type_slot(6)];
+        let mut want = header(0, 2);
+        // The writer is not running: the first batches queue up, the next ones (until the
+        // queue holds HELP_JOBS jobs) are formatted here, a type registered between them.
+        let n = (HELP_JOBS - 2) * BATCH + 10;
+        for i in 0..n {
+            if i == (BUFFERS + 1) * BATCH + 3 {
+                assert_eq!(p.type_slot(7), 2);
+            }
+            let slot = if i > (BUFFERS + 1) * BATCH + 3 && i % 5 == 0 {
+                2
+            } else {
+                slots[i % 2]
+            };
+            p.advance(i as i64);
+            p.record((i % 2) as u32, slot, i as i64);
+            let ty = 5 + u32::from(slot);
+            want.push_str(&format!("2:0:1:1:{}:{i}:{ty}:{i}\n", i % 2 + 1));
+        }
+        writer.start().unwrap();
+        let mut p2 = Prv::create(&dir.path().join("u.prv"), 1, &writer).unwrap();
+        let ty = p2.type_slot(1);
+        p2.record(0, ty, 1);
+        p.close().unwrap();
+        p2.close().unwrap();
+        let want = want.replacen(&header(0, 2), &header(n as i64 - 1, 2), 1);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), want);
     }
 
     #[test]
