@@ -139,11 +139,7 @@ impl Fti {
             id,
             keep: self.keep(),
             layout: layout.clone(),
-            opts: WriteOptions {
-                // Two cores at most: the application computes on the others.
-                parallel: false,
-                ..self.write_options()
-            },
+            opts: self.write_options(),
             record: (self.restart_record_pending && self.cfg.rank == 0)
                 .then(|| self.cfg.path.clone())
                 .flatten()

@@ -39,8 +39,15 @@ impl Worker {
                     None
                 }
             });
+            let pool = background_pool();
             for job in inbox {
-                if outbox.send(job(&mut tracer, &messages)).is_err() {
+                // In the background pool, the job's parallel hashing runs on threads of the
+                // same low priority.
+                let done = match &pool {
+                    Some(pool) => pool.install(|| job(&mut tracer, &messages)),
+                    None => job(&mut tracer, &messages),
+                };
+                if outbox.send(done).is_err() {
                     break;
                 }
             }
@@ -77,6 +84,19 @@ impl Drop for Worker {
             let _ = t.join();
         }
     }
+}
+
+/// The rayon pool of a runtime's background thread: as many threads as cores, at the
+/// background's priority. One per runtime: a job blocks its pool thread in collective steps
+/// until the other ranks' jobs reach them, and ranks that are threads of one process must not
+/// wait for each other's pool threads. `None` if it cannot be made (the jobs then use the
+/// global pool).
+fn background_pool() -> Option<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("fti-background-{i}"))
+        .start_handler(|_| lower_priority())
+        .build()
+        .ok()
 }
 
 /// Lowers the calling thread's priority by [`BACKGROUND_NICE`]; the threads it starts inherit

@@ -61,11 +61,6 @@ pub struct WriteOptions {
     /// Also return the block hashes of every container with this blocking, for a later
     /// differential update ([`update_file`]). Fast files always use their own blocking.
     pub table: Option<Blocking>,
-    /// Chunk hashes of an MD5 file on rayon's thread pool (the default, fastest), or one
-    /// after the other on one thread beside the file checksum's: a write in the background
-    /// (an asynchronous checkpoint) then takes two cores at most, and leaves the others to
-    /// the application.
-    pub parallel: bool,
 }
 
 impl Default for WriteOptions {
@@ -76,7 +71,6 @@ impl Default for WriteOptions {
             pt_fs: -1,
             integrity: Integrity::Md5,
             table: None,
-            parallel: true,
         }
     }
 }
@@ -187,7 +181,6 @@ pub fn write_file_with_progress(
     }
     let fs = layout.file_size();
     let table_blocking = opts.table;
-    let parallel = opts.parallel;
     let (checksum, metas, written, tables) = std::thread::scope(|s| {
         // Block i's containers are copied only once its chunk hashes are done: the copy then
         // runs on the core the serial checksum leaves free, not against the parallel hashing.
@@ -199,48 +192,54 @@ pub fn write_file_with_progress(
             file.data_written()
         });
         let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<(Digest, Vec<u128>)>>(1);
-        s.spawn(move || {
-            let hash_chunk = |c: &Chunk| {
-                let chunk = chunk_slice(data, c);
-                let blocks = table_blocking
-                    .map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
-                (hash::md5(chunk), blocks)
-            };
-            for block in &layout.blocks {
-                let hashes = if parallel {
-                    block.chunks.par_iter().map(hash_chunk).collect()
-                } else {
-                    block.chunks.iter().map(hash_chunk).collect()
-                };
-                if tx_sum.send(hashes).is_err() || tx_write.send(block).is_err() {
-                    return;
+        let checksum = s.spawn(move || {
+            let mut md5 = Md5Stream::default();
+            let mut metas = Vec::with_capacity(layout.blocks.len());
+            let mut tables: Vec<(Digest, Vec<u128>)> = Vec::new();
+            for (block, with_blocks) in layout.blocks.iter().zip(rx_sum) {
+                let hashes: Vec<Digest> = with_blocks.iter().map(|(h, _)| *h).collect();
+                tables.extend(with_blocks);
+                let meta = encode_block_meta(block, &hashes);
+                md5.update(&meta);
+                for c in &block.chunks {
+                    let mut done = 0u64;
+                    for piece in chunk_slice(data, c).chunks(PROGRESS_STEP) {
+                        md5.update(piece);
+                        done += piece.len() as u64;
+                        progress(c.fptr.0 + done);
+                    }
+                    md5.update_zeros(c.container_size - c.chunk_size);
                 }
+                progress(block.end());
+                metas.push(meta);
             }
+            (md5.finish(), metas, tables)
         });
-        let mut md5 = Md5Stream::default();
-        let mut metas = Vec::with_capacity(layout.blocks.len());
-        let mut tables: Vec<(Digest, Vec<u128>)> = Vec::new();
-        for (block, with_blocks) in layout.blocks.iter().zip(rx_sum) {
-            let hashes: Vec<Digest> = with_blocks.iter().map(|(h, _)| *h).collect();
-            tables.extend(with_blocks);
-            let meta = encode_block_meta(block, &hashes);
-            md5.update(&meta);
-            for c in &block.chunks {
-                let mut done = 0u64;
-                for piece in chunk_slice(data, c).chunks(PROGRESS_STEP) {
-                    md5.update(piece);
-                    done += piece.len() as u64;
-                    progress(c.fptr.0 + done);
-                }
-                md5.update_zeros(c.container_size - c.chunk_size);
+        // The chunk hashes run on the calling thread's rayon pool (the global one, or the one
+        // the caller installed: a background write runs in a pool of its own).
+        for block in &layout.blocks {
+            let hashes = block
+                .chunks
+                .par_iter()
+                .map(|c| {
+                    let chunk = chunk_slice(data, c);
+                    let blocks = table_blocking
+                        .map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
+                    (hash::md5(chunk), blocks)
+                })
+                .collect();
+            if tx_sum.send(hashes).is_err() || tx_write.send(block).is_err() {
+                break;
             }
-            progress(block.end());
-            metas.push(meta);
         }
+        drop((tx_sum, tx_write));
         let written = writer
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("writer thread panicked")));
-        (md5.finish(), metas, written, tables)
+        let (checksum, metas, tables) = checksum
+            .join()
+            .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        (checksum, metas, written, tables)
     });
     written?;
     for (block, meta) in layout.blocks.iter().zip(&metas) {

@@ -227,7 +227,6 @@ fn write_history(
         pt_fs: fields.1,
         integrity,
         table: None,
-        parallel: true,
     };
     ftiff::write_path(path, &layout, &data, &opts)?;
     Ok(())
