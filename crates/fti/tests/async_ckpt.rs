@@ -473,3 +473,33 @@ fn a_pipelined_checkpoint_whose_write_fails_returns() {
     );
     assert_eq!(fti.last_checkpoint().unwrap().id, 1);
 }
+
+/// The fast integrity mode (`fast_integrity = 1`) runs asynchronously too: the call returns
+/// at once, the file equals a synchronous one but for the timestamp and `myHash`, and the
+/// restart verifies and recovers it.
+#[test]
+fn fast_integrity_checkpoints_run_asynchronously() {
+    let run = |root: &Path, async_ckpt: bool| -> i64 {
+        let cfg = Config {
+            fast_integrity: true,
+            ..config(root, async_ckpt)
+        };
+        let mut fti = Fti::init(cfg).unwrap();
+        let mut x = data(7, 300_000);
+        let stamp = fti
+            .checkpoint(1, Level::L1, &[Var::slice(0, &mut x)])
+            .unwrap()
+            .timestamp;
+        fti.wait().unwrap();
+        stamp
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    assert!(run(a.path(), false) > 0);
+    assert_eq!(run(b.path(), true), 0);
+    let (sync, asynchronous) = (fti_files(a.path()), fti_files(b.path()));
+    assert!(timeless(&sync["Ckpt1-Rank0.fti"]) == timeless(&asynchronous["Ckpt1-Rank0.fti"]));
+    let mut fti = Fti::init(config(b.path(), true)).unwrap();
+    let mut got = vec![0u32; 300_000];
+    assert_eq!(fti.recover(&mut [Var::slice(0, &mut got)]).unwrap().id, 1);
+    assert!(got == data(7, 300_000));
+}
