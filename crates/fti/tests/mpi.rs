@@ -164,15 +164,7 @@ fn kill_at(np: u32, root: &str, victim: u32, step: &str, background: bool) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // stderr is read to its end in a thread: closing the pipe early would make mpirun fail
-    // (and end the victim) before the kill.
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let rx = stderr_lines(&mut child);
     let mut pid = None;
     for line in rx.iter() {
         if let Some(p) = line.strip_prefix("PID ") {
@@ -182,9 +174,27 @@ fn kill_at(np: u32, root: &str, victim: u32, step: &str, background: bool) {
             break;
         }
     }
-    let pid = pid.expect("the victim announced its pid");
+    kill_and_wait(&mut child, &[pid.expect("the victim announced its pid")]);
+}
+
+/// The lines of `child`'s stderr as they come. It is read to its end in a thread: closing
+/// the pipe early would make mpirun fail (and end the ranks) before a kill.
+fn stderr_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// SIGKILLs the processes `pids` (ranks of `child`, an mpirun) and waits for mpirun to end.
+fn kill_and_wait(child: &mut std::process::Child, pids: &[String]) {
     assert!(Command::new("kill")
-        .args(["-9", &pid])
+        .arg("-9")
+        .args(pids)
         .status()
         .unwrap()
         .success());
@@ -332,34 +342,14 @@ fn ranks_killed_with_an_asynchronous_checkpoint_in_flight() {
             }
             seen
         });
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let pids: Vec<String> = rx
+        let pids: Vec<String> = stderr_lines(&mut child)
             .iter()
             .filter_map(|l| l.strip_prefix("PID ").map(|p| p.trim().to_owned()))
             .take(4)
             .collect();
         assert_eq!(pids.len(), 4, "round {round}: every rank announced its pid");
         std::thread::sleep(Duration::from_millis(300 + seed % 1200));
-        assert!(Command::new("kill")
-            .arg("-9")
-            .args(&pids)
-            .status()
-            .unwrap()
-            .success());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while child.try_wait().unwrap().is_none() {
-            assert!(
-                Instant::now() < deadline,
-                "mpirun did not end after the kill"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        kill_and_wait(&mut child, &pids);
         let seen: i32 = seen.join().unwrap();
         let out = mpirun(4, &["recover", r, "4"])
             .env("ASYNC", "1")

@@ -7,8 +7,12 @@ mod icp;
 mod post;
 mod recovery;
 mod restart;
+mod snapshot;
 mod worker;
 mod write;
+
+use snapshot::SnapshotTimer;
+use worker::{InFlight, JobDone, JobOutcome};
 
 use exec::fresh_exec_id;
 pub use exec::{format_utc, new_exec_id};
@@ -177,40 +181,6 @@ pub struct Fti {
     job_in_flight: bool,
 }
 
-/// What a background thread hands back: the communicator it used (none for a deferred
-/// asynchronous checkpoint, which does not communicate), its outcome and the staging
-/// buffers, to be reused.
-struct JobDone {
-    comm: Option<Box<dyn Comm + Send>>,
-    result: Result<JobOutcome>,
-    staging: Vec<Vec<u8>>,
-}
-
-/// What a background thread did.
-enum JobOutcome {
-    /// Post-processing of a checkpoint published before.
-    Post,
-    /// An asynchronous checkpoint published by every rank: its file block, and whether it
-    /// recorded the restart in the config file.
-    Published(FileBlock, bool),
-    /// An asynchronous checkpoint's file written, hashed and synced, not yet published: the
-    /// rest (agreement, partner copies or code, publication) is collective and runs on the
-    /// application's thread at the next call that waits.
-    Written(store::Pending, ftiff::Written),
-}
-
-/// An asynchronous checkpoint staged and not yet known to be published.
-struct InFlight {
-    info: CheckpointInfo,
-    /// When the call started.
-    started: Instant,
-    /// How long the application was stopped (waiting for the previous one, and the copy).
-    stopped: Duration,
-    /// For a deferred checkpoint, the level its file is written at (L1 for an L4 checkpoint
-    /// flushed later, `inline_l4 = 0`).
-    deferred: Option<Level>,
-}
-
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
 struct Icp {
     id: i32,
@@ -219,14 +189,6 @@ struct Icp {
     writer: ftiff::Incremental,
     pending: store::Pending,
     started: Instant,
-}
-
-/// FTI_Snapshot's clock: time spent computing (checkpoints excluded) against each level's
-/// interval; every level that is due counts one more interval, the highest one is taken.
-struct SnapshotTimer {
-    start: Instant,
-    excluded: Duration,
-    counts: [u32; 4],
 }
 
 impl Fti {
@@ -577,20 +539,25 @@ impl Fti {
             self.restart_record_pending = false;
         }
         self.timer.excluded += started.elapsed();
+        let how = format!("{} of {} bytes written", info.bytes_written, info.size);
+        self.say_taken(info, started.elapsed(), &how);
+        Ok(())
+    }
+
+    /// FTI's message for a checkpoint taken (`Ckpt. ID … (LK) (x MB/proc) taken in t sec.`),
+    /// with `how` in parentheses after it.
+    fn say_taken(&self, info: &CheckpointInfo, took: Duration, how: &str) {
         let data: u64 = self
             .layout
             .as_ref()
             .map_or(0, |l| l.vars().iter().map(|v| v.size).sum());
         self.messages.info(&format!(
-            "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. ({} of {} bytes written)",
+            "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. ({how})",
             info.id,
             info.level.number(),
             data as f64 / (1024.0 * 1024.0),
-            started.elapsed().as_secs_f64(),
-            info.bytes_written,
-            info.size,
+            took.as_secs_f64(),
         ));
-        Ok(())
     }
 
     /// This rank's place in the topology (its group and partners).
@@ -610,41 +577,6 @@ impl Fti {
         match level {
             Level::L2 | Level::L3 if group < 2 => Err(Error::NeedsMpi(level)),
             _ => Ok(()),
-        }
-    }
-
-    /// Called every iteration: on a restart, recovers (first call); otherwise takes a
-    /// checkpoint when a level's interval (`ckpt_lK` minutes or `ckpt_lK_secs`) has passed,
-    /// the highest due level winning, with ids 1, 2, ... (continuing after a restart's id).
-    pub fn snapshot(&mut self, vars: &mut [Var<'_>]) -> Result<Snapshot> {
-        if matches!(self.status, Status::Restart(_)) {
-            return self.recover(vars).map(Snapshot::Recovered);
-        }
-        let worked = self
-            .timer
-            .start
-            .elapsed()
-            .saturating_sub(self.timer.excluded);
-        let mut due = None;
-        for (i, level) in Level::ALL.iter().enumerate() {
-            if let Some(interval) = self.cfg.intervals[i] {
-                if interval
-                    .checked_mul(self.timer.counts[i])
-                    .is_some_and(|due| worked >= due)
-                {
-                    // After a long stall, one checkpoint, not one per missed interval.
-                    let elapsed = worked.as_nanos() / interval.as_nanos().max(1);
-                    self.timer.counts[i] = u32::try_from(elapsed + 1).unwrap_or(u32::MAX);
-                    due = Some(*level);
-                }
-            }
-        }
-        match due {
-            None => Ok(Snapshot::Nothing),
-            Some(level) => {
-                let id = self.next_id;
-                self.checkpoint(id, level, vars).map(Snapshot::Checkpointed)
-            }
         }
     }
 }

@@ -184,18 +184,11 @@ impl Fti {
                 if recorded {
                     self.restart_record_pending = false;
                 }
-                let data: u64 = self
-                    .layout
-                    .as_ref()
-                    .map_or(0, |l| l.vars().iter().map(|v| v.size).sum());
-                self.messages.info(&format!(
-                    "Ckpt. ID {} (L{}) ({:.2} MB/proc) taken in {:.2} sec. (asynchronous: the application was stopped {:.3} s)",
-                    info.id,
-                    info.level.number(),
-                    data as f64 / (1024.0 * 1024.0),
-                    f.started.elapsed().as_secs_f64(),
-                    f.stopped.as_secs_f64(),
-                ));
+                let how = format!(
+                    "asynchronous: the application was stopped {:.3} s",
+                    f.stopped.as_secs_f64()
+                );
+                self.say_taken(&info, f.started.elapsed(), &how);
                 self.last = Some(info);
                 Ok(())
             }

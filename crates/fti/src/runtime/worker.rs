@@ -7,12 +7,54 @@
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::thread::JoinHandle;
 
-use super::JobDone;
+use std::time::{Duration, Instant};
+
+use ftiff::raw::FileBlock;
+
+use super::CheckpointInfo;
+use crate::comm::Comm;
+use crate::config::Level;
+use crate::error::Result;
 use crate::report::Messages;
+use crate::store;
 use crate::trace::{Tracer, TracerSpec};
 
 /// A job: runs on the background thread with its tracer (if tracing is on).
 pub(super) type Job = Box<dyn FnOnce(&mut Option<Tracer>, &Messages) -> JobDone + Send>;
+
+/// What a background thread hands back: the communicator it used (none for a deferred
+/// asynchronous checkpoint, which does not communicate), its outcome and the staging
+/// buffers, to be reused.
+pub(super) struct JobDone {
+    pub(super) comm: Option<Box<dyn Comm + Send>>,
+    pub(super) result: Result<JobOutcome>,
+    pub(super) staging: Vec<Vec<u8>>,
+}
+
+/// What a background thread did.
+pub(super) enum JobOutcome {
+    /// Post-processing of a checkpoint published before.
+    Post,
+    /// An asynchronous checkpoint published by every rank: its file block, and whether it
+    /// recorded the restart in the config file.
+    Published(FileBlock, bool),
+    /// An asynchronous checkpoint's file written, hashed and synced, not yet published: the
+    /// rest (agreement, partner copies or code, publication) is collective and runs on the
+    /// application's thread at the next call that waits.
+    Written(store::Pending, ftiff::Written),
+}
+
+/// An asynchronous checkpoint staged and not yet known to be published.
+pub(super) struct InFlight {
+    pub(super) info: CheckpointInfo,
+    /// When the call started.
+    pub(super) started: Instant,
+    /// How long the application was stopped (waiting for the previous one, and the copy).
+    pub(super) stopped: Duration,
+    /// For a deferred checkpoint, the level its file is written at (L1 for an L4 checkpoint
+    /// flushed later, `inline_l4 = 0`).
+    pub(super) deferred: Option<Level>,
+}
 
 /// How much lower than the application's the priority of the background thread is (`nice`
 /// steps): when the application and a background checkpoint want the same core, the
