@@ -263,7 +263,7 @@ fn read_head(path: &Path) -> Option<(i64, [u8; 33])> {
 
 /// The number of nodes a `Topology.fti` lists (the runtime's reading of it).
 fn topology_nodes(path: &Path) -> Option<u32> {
-    fti::store::topology_nodes(path)
+    fti::topology::topology_nodes(path)
 }
 
 /// How a file is doing.

@@ -11,7 +11,7 @@ mod common;
 use std::io::Read;
 use std::time::Instant;
 
-use fti::{Config, Fti, Level, Status, Var};
+use fti::{Fti, Level, Status, Var};
 
 fn main() {
     let common::Args { mib, dir, repeats } = common::args();
@@ -20,13 +20,7 @@ fn main() {
     let mut bufs = common::buffers(quarter, 29);
     let root = dir.join("bench-restart");
     std::fs::remove_dir_all(&root).ok();
-    let cfg = Config {
-        ckpt_dir: root.join("L"),
-        glbl_dir: root.join("G"),
-        meta_dir: root.join("M"),
-        verbosity: 3,
-        ..Config::default()
-    };
+    let cfg = common::config(&root);
     let path = {
         let mut fti = Fti::init(cfg.clone()).unwrap();
         let vars: Vec<Var> = bufs

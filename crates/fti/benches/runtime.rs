@@ -56,13 +56,7 @@ fn main() {
 
     let root = dir.join("bench-fti");
     std::fs::remove_dir_all(&root).ok();
-    let cfg = Config {
-        ckpt_dir: root.join("L"),
-        glbl_dir: root.join("G"),
-        meta_dir: root.join("M"),
-        verbosity: 3,
-        ..Config::default()
-    };
+    let cfg = common::config(&root);
     let mut fti = Fti::init(cfg.clone()).unwrap();
     let layout = ftiff::Layout::plan(
         None,

@@ -556,32 +556,6 @@ pub fn highest_rank(st: &dyn Storage, roots: &[PathBuf]) -> Option<u32> {
     highest
 }
 
-/// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
-/// name>`), if the file can be read: a regular file (never a FIFO), at most its first MiB.
-pub fn topology_nodes(path: &Path) -> Option<u32> {
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut std::io::Read::take(ftiff::open_regular(path).ok()?, 1 << 20),
-        &mut text,
-    )
-    .ok()?;
-    let mut in_topology = false;
-    let mut nodes = None;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_topology = line.eq_ignore_ascii_case("[topology]");
-        } else if in_topology {
-            let index = line
-                .split_once('=')
-                .and_then(|(k, _)| k.trim().parse::<u32>().ok());
-            if let Some(i) = index {
-                nodes = nodes.max(Some(i.saturating_add(1)));
-            }
-        }
-    }
-    nodes
-}
-
 /// The runtime's files in the run's meta directory: `Topology.fti`, and the temporary file it
 /// is written through.
 const META_FILES: [&str; 2] = ["Topology.fti", ".Topology.fti.tmp"];

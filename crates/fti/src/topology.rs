@@ -110,6 +110,32 @@ impl Topology {
     }
 }
 
+/// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
+/// name>`), if the file can be read: a regular file (never a FIFO), at most its first MiB.
+pub fn topology_nodes(path: &std::path::Path) -> Option<u32> {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut std::io::Read::take(ftiff::open_regular(path).ok()?, 1 << 20),
+        &mut text,
+    )
+    .ok()?;
+    let mut in_topology = false;
+    let mut nodes = None;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_topology = line.eq_ignore_ascii_case("[topology]");
+        } else if in_topology {
+            let index = line
+                .split_once('=')
+                .and_then(|(k, _)| k.trim().parse::<u32>().ok());
+            if let Some(i) = index {
+                nodes = nodes.max(Some(i.saturating_add(1)));
+            }
+        }
+    }
+    nodes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -81,17 +81,22 @@ fn fti_files(dir: &Path) -> std::collections::BTreeMap<String, PathBuf> {
         .collect()
 }
 
+/// The config of four ranks in one group, each its own node.
+fn group_config(root: &Path, async_ckpt: bool) -> Config {
+    Config {
+        group_size: 4,
+        node_size: 1,
+        local_test: true,
+        ..config(root, async_ckpt)
+    }
+}
+
 /// Four ranks (threads; with `background`, a second communicator for the background thread,
 /// as MPI with `MPI_THREAD_MULTIPLE` gives; without, as a plain `MPI_Init`) write checkpoints
 /// 1..=3 at `level`, sizes changing, and are dropped without finalize. Returns each rank's
 /// `timestamp` of each call (0: the call returned before the file was complete).
 fn run_ranks(root: &Path, async_ckpt: bool, background: bool, level: Level) -> Vec<Vec<i64>> {
-    let cfg = Config {
-        group_size: 4,
-        node_size: 1,
-        local_test: true,
-        ..config(root, async_ckpt)
-    };
+    let cfg = group_config(root, async_ckpt);
     let comms = if background {
         Threads::new(4, "host")
     } else {
@@ -155,12 +160,7 @@ fn files_equal_synchronous_ones_at_every_level() {
             if level == Level::L3 {
                 // Rank 1's node is lost: its file comes back from the others and the code.
                 std::fs::remove_dir_all(b.path().join("Local/node1")).unwrap();
-                let cfg = Config {
-                    group_size: 4,
-                    node_size: 1,
-                    local_test: true,
-                    ..config(b.path(), true)
-                };
+                let cfg = group_config(b.path(), true);
                 std::thread::scope(|s| {
                     for comm in Threads::new(4, "host") {
                         let cfg = cfg.clone();

@@ -1,7 +1,9 @@
 //! What the runtime's benchmarks share: arguments, test data and medians.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use fti::Config;
 use std::time::Instant;
 
 /// `[SIZE_MIB [DIR [REPEATS]]]` after `cargo bench -- `.
@@ -52,4 +54,15 @@ pub fn time(repeats: usize, mut f: impl FnMut()) -> f64 {
             })
             .collect(),
     )
+}
+
+/// The runtime's config for a bench run under `root` (local, global and meta directories).
+pub fn config(root: &Path) -> Config {
+    Config {
+        ckpt_dir: root.join("L"),
+        glbl_dir: root.join("G"),
+        meta_dir: root.join("M"),
+        verbosity: 3,
+        ..Config::default()
+    }
 }

@@ -245,31 +245,15 @@ impl Fti {
                 }
                 Ok(done)
             });
-        let (path, written) = match published {
-            Ok(done) => done,
-            Err(e) => {
-                trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
-                self.say_failed(id, level);
-                return Err(e);
-            }
-        };
+        let (path, written) = published.map_err(|e| self.checkpoint_failed(id, level, e))?;
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, f.info.size)
         });
-        match (written.table, &self.layout) {
-            (Some(table), Some(layout)) if self.cfg.dcp => {
-                self.dcp_files.push_back(DcpFile {
-                    id,
-                    level: write_level,
-                    layout: layout.clone(),
-                    table,
-                    fb: written.fb,
-                });
-                while self.dcp_files.len() > self.keep() {
-                    self.dcp_files.pop_front();
-                }
+        match self.layout.clone() {
+            Some(layout) => {
+                self.remember_written(id, write_level, &layout, written.table, written.fb)
             }
-            _ => self.dcp_files.clear(),
+            None => self.dcp_files.clear(),
         }
         let info = CheckpointInfo {
             path,

@@ -460,14 +460,8 @@ impl Fti {
             t.begin_checkpoint(id, level)
         });
         let result = self.write_and_publish(id, level, vars, ready);
-        let (path, layout, fb, bytes_written) = match result {
-            Ok(done) => done,
-            Err(e) => {
-                trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
-                self.say_failed(id, level);
-                return Err(e);
-            }
-        };
+        let (path, layout, fb, bytes_written) =
+            result.map_err(|e| self.checkpoint_failed(id, level, e))?;
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, layout.file_size())
         });
@@ -492,6 +486,14 @@ impl Fti {
     /// is gone already: no checkpoint is taken before the restart is recovered.
     fn release_maps(&mut self) {
         self.verified = None;
+    }
+
+    /// A checkpoint that failed midway: its open trace marks are closed, FTI's warning is
+    /// said, and `err` is returned.
+    fn checkpoint_failed(&mut self, id: i32, level: Level, err: Error) -> Error {
+        trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
+        self.say_failed(id, level);
+        err
     }
 
     /// FTI's warning for a checkpoint that failed.

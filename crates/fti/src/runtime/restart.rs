@@ -331,7 +331,8 @@ pub(super) fn check_rank_count(
         }
     }
     let highest = store::highest_rank(&*dirs.storage, &roots).map_or(0, |r| u64::from(r) + 1);
-    let nodes = store::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
+    let nodes =
+        crate::topology::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
     let max = |all: Vec<u64>| all.into_iter().max().unwrap_or(0);
     let (highest, nodes) = (
         max(collective::gather_u64(comm, highest)),

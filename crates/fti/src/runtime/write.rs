@@ -101,7 +101,6 @@ impl Fti {
             .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
             .collect();
         let opts = self.write_options();
-        let keep = self.keep();
         let write_level = self.write_level(level);
         let base = self.take_dcp_base(write_level);
         let pending = match store::begin(
@@ -139,22 +138,35 @@ impl Fti {
         drop(bar);
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
         let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
-        let written = ftiff::Written { fb, ..written };
-        match written.table {
+        let bytes_written = written.bytes_written;
+        self.remember_written(id, write_level, &layout, written.table, fb);
+        Ok((path, layout, fb, bytes_written))
+    }
+
+    /// Keeps what a differential update of the file just published needs (its layout, block
+    /// table and file block), the last `keep` files only; any other checkpoint forgets them.
+    pub(super) fn remember_written(
+        &mut self,
+        id: i32,
+        write_level: Level,
+        layout: &Layout,
+        table: Option<ftiff::BlockTable>,
+        fb: FileBlock,
+    ) {
+        match table {
             Some(table) if self.cfg.dcp => {
                 self.dcp_files.push_back(DcpFile {
                     id,
                     level: write_level,
                     layout: layout.clone(),
                     table,
-                    fb: written.fb,
+                    fb,
                 });
-                while self.dcp_files.len() > keep {
+                while self.dcp_files.len() > self.keep() {
                     self.dcp_files.pop_front();
                 }
             }
             _ => self.dcp_files.clear(),
         }
-        Ok((path, layout, written.fb, written.bytes_written))
     }
 }
