@@ -1,5 +1,6 @@
 //! `fti list` and `fti prune`: the checkpoints below a directory, whether they survive the
-//! loss of a node, and deleting old archived ones. The model is in [`crate::tree`].
+//! loss of a node, and deleting old archived ones. The model and its rules are the runtime's
+//! ([`fti::inventory`]).
 
 use std::io::{IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use anyhow::{Context as _, Result};
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
-use crate::tree::{self, Ckpt, Scan, Sizes, Slot, Status};
+use fti::inventory::{self, Ckpt, Scan, Sizes, Slot, Status};
 
 pub const LIST_ABOUT: &str =
     "List the checkpoints below a directory: every rank's files, verified, and whether each checkpoint survives losing a node";
@@ -96,9 +97,15 @@ cannot be restored (files missing or corrupt beyond what its level can rebuild) 
 kept but not counted, so that N restorable checkpoints remain. --no-verify counts
 them by id only.
 
+A checkpoint is deleted whole or not at all. Every directory on the way to its
+files is opened without following symbolic links and must still be the one the
+scan found (same device and inode), as must each file: a directory swapped since
+(for a link to elsewhere) is refused before anything of the checkpoint is deleted.
+
 Prints `deleted <path>` per file, or `would delete <path>` with --dry-run, which
-deletes nothing. Exit status: 0; 1 on an error (nothing after the file that could
-not be deleted is deleted); 2 on a usage error (--keep 0).
+deletes nothing. If the output is closed early (`| head`), the deletions go on
+and a summary goes to stderr. Exit status: 0; 1 on an error (the checkpoint being
+deleted and the ones after it are kept whole); 2 on a usage error (--keep 0).
 
 Examples:
   fti prune run/ --keep 3 --dry-run     what would go
@@ -164,17 +171,17 @@ pub struct PruneArgs {
 }
 
 /// Scans `dir`, warns about what was skipped, and groups the files into checkpoints.
-fn load(dir: &Path, layout: LayoutArgs) -> Result<Vec<Ckpt>> {
-    let scan: Scan = tree::scan(dir)?;
+fn load(dir: &Path, layout: LayoutArgs) -> Result<(Scan, Vec<Ckpt>)> {
+    let scan = inventory::scan(dir)?;
     for (path, why) in &scan.skipped {
         eprintln!("fti: warning: {}: {why}, skipped", path.display());
     }
     let mut warnings = Vec::new();
-    let ckpts = tree::checkpoints(&scan, layout.sizes(), &mut warnings)?;
+    let ckpts = inventory::checkpoints(&scan, layout.sizes(), &mut warnings)?;
     for w in warnings {
         eprintln!("fti: warning: {w}");
     }
-    Ok(ckpts)
+    Ok((scan, ckpts))
 }
 
 fn no_checkpoints(dir: &Path, then: &str) {
@@ -214,7 +221,8 @@ impl Verifier {
             let base = self.bar.position();
             self.bar.set_message(crate::file_name(&file.path));
             let bar = &self.bar;
-            let result = tree::verify_file(&file.path, kind, &|done| bar.set_position(base + done));
+            let result =
+                inventory::verify_file(&file.path, kind, &|done| bar.set_position(base + done));
             self.bar.set_position(base + file.size);
             match result {
                 Ok(()) => slot.status = Status::Ok,
@@ -232,7 +240,7 @@ impl Verifier {
 }
 
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
-    let mut ckpts = load(&args.dir, args.layout)?;
+    let (_, mut ckpts) = load(&args.dir, args.layout)?;
     let mut stdout = std::io::stdout().lock();
     if ckpts.is_empty() {
         if matches!(args.format, ListFormat::Json) {
@@ -308,7 +316,10 @@ fn write_text(out: &mut impl Write, ckpts: &[Ckpt]) -> std::io::Result<()> {
         for r in &c.ranks {
             let mut row = vec![r.rank.to_string()];
             if local {
-                row.push(r.node().map_or_else(|| "-".to_owned(), tree::Node::column));
+                row.push(
+                    r.node()
+                        .map_or_else(|| "-".to_owned(), inventory::Node::column),
+                );
             }
             row.push(r.rank_file.status.as_str().to_owned());
             if let (Some(pcof), Some(of)) = (&r.pcof, r.copy_of) {
@@ -402,7 +413,7 @@ fn json(ckpts: &[Ckpt]) -> Value {
 }
 
 pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
-    let mut ckpts = load(&args.dir, args.layout)?;
+    let (scan, mut ckpts) = load(&args.dir, args.layout)?;
     if ckpts.is_empty() {
         no_checkpoints(&args.dir, ": nothing to delete");
         return Ok(ExitCode::SUCCESS);
@@ -413,7 +424,7 @@ pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
     } else {
         ckpts.iter().map(Ckpt::bytes).sum()
     });
-    let plan = tree::prune_plan(&mut ckpts, keep, &mut |c| {
+    let plan = inventory::prune_plan(&mut ckpts, keep, &mut |c| {
         if !args.no_verify {
             verifier.verify(c);
         }
@@ -430,28 +441,75 @@ pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
             c.lacking_now().unwrap_or_default()
         );
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut report = Report::default();
     for &i in &plan.delete {
-        for path in tree::prunable_files(&ckpts[i]) {
-            if args.dry_run {
-                writeln!(stdout, "would delete {}", path.display())?;
-                continue;
+        let c = &ckpts[i];
+        if args.dry_run {
+            for path in inventory::prunable_files(c) {
+                report.line(format_args!("would delete {}", path.display()));
             }
-            fti::store::remove_file(&fti::storage::Disk, &path)
-                .with_context(|| format!("deleting {}", path.display()))?;
-            writeln!(stdout, "deleted {}", path.display())?;
+            continue;
+        }
+        // A checkpoint goes whole or not at all; what happens to stdout does not stop the
+        // deletions, it only ends the listing of them.
+        match inventory::delete_checkpoint(&scan, c) {
+            Ok(deleted) => {
+                report.checkpoints += 1;
+                for path in deleted {
+                    report.files += 1;
+                    report.line(format_args!("deleted {}", path.display()));
+                }
+            }
+            Err(e) => {
+                report.summary_if_closed();
+                return Err(e).with_context(|| {
+                    format!(
+                        "deleting checkpoint {} ({}, {}): it and the checkpoints after it were kept",
+                        c.id,
+                        level_label(c),
+                        c.exec_id
+                    )
+                });
+            }
         }
     }
+    report.summary_if_closed();
     Ok(ExitCode::SUCCESS)
+}
+
+/// What prune prints as it goes; once stdout is closed (`fti prune ... | head -1`) the rest
+/// of the work is still done, and a summary goes to stderr instead.
+#[derive(Default)]
+struct Report {
+    closed: bool,
+    checkpoints: usize,
+    files: usize,
+}
+
+impl Report {
+    fn line(&mut self, line: std::fmt::Arguments<'_>) {
+        if !self.closed && writeln!(std::io::stdout().lock(), "{line}").is_err() {
+            self.closed = true;
+        }
+    }
+
+    fn summary_if_closed(&self) {
+        if self.closed {
+            eprintln!(
+                "fti: prune: the output was closed early; deleted {} checkpoint(s), {} file(s) in all",
+                self.checkpoints, self.files
+            );
+        }
+    }
 }
 
 /// The files a prune would delete, in the order it deletes them (for tests of the plan).
 #[cfg(test)]
 fn planned(ckpts: &mut [Ckpt], keep: usize) -> Vec<PathBuf> {
-    let plan = tree::prune_plan(ckpts, keep, &mut |c| c.verdict().restorable);
+    let plan = inventory::prune_plan(ckpts, keep, &mut |c| c.verdict().restorable);
     plan.delete
         .iter()
-        .flat_map(|&i| tree::prunable_files(&ckpts[i]))
+        .flat_map(|&i| inventory::prunable_files(&ckpts[i]))
         .collect()
 }
 
@@ -485,12 +543,12 @@ mod tests {
             std::fs::create_dir_all(exec.join(sub)).unwrap();
             std::fs::write(exec.join(sub).join(format!("Ckpt{id}-Rank0.fti")), b"x").unwrap();
         }
-        let scan = tree::scan(dir.path()).unwrap();
+        let scan = inventory::scan(dir.path()).unwrap();
         let sizes = Sizes {
             node_size: None,
             group_size: 4,
         };
-        let mut ckpts = tree::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
+        let mut ckpts = inventory::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
         assert_eq!(
             planned(&mut ckpts, 2),
             [exec.join("l1_archive/Ckpt1-Rank0.fti")]

@@ -15,7 +15,6 @@ mod heatdis;
 mod l3;
 mod list;
 mod timeline;
-mod tree;
 
 /// Inspect and check FTI-FF checkpoint files (FTI 1.1's `ckpt_io = 3` format).
 ///
@@ -310,21 +309,7 @@ fn open(path: &Path, verify: bool) -> Result<MappedFile> {
     Ok(file)
 }
 
-/// A checkpoint file's bytes. Files in an `lK_archive` directory are read rather than mapped:
-/// a running program's differential checkpoint may take one of them and rewrite it in place,
-/// which must not change (or, when it shrinks, fault) a map under this tool
-/// (`docs/crash-safety.md`, *Memory maps*).
-pub fn load(path: &Path) -> ftiff::Result<MappedFile> {
-    let archived = path
-        .parent()
-        .and_then(Path::file_name)
-        .is_some_and(|d| d.to_string_lossy().ends_with("_archive"));
-    if archived {
-        MappedFile::read(path)
-    } else {
-        MappedFile::open(path)
-    }
-}
+pub use fti::inventory::load;
 
 fn inspect(path: &Path, format: Format, kind: Kind) -> Result<ExitCode> {
     let map = load(path)?;

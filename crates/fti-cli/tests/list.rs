@@ -410,6 +410,31 @@ fn prune_dry_run_deletes_nothing_and_prune_deletes_only_archived_files() {
     assert_eq!(list[0]["id"], 2);
 }
 
+/// `fti prune ... | head -1`: stdout closed before the first line. Every planned checkpoint
+/// is still deleted whole (8 files), the exit status is 0 and stderr says what was done.
+#[test]
+fn prune_with_its_output_closed_deletes_whole_checkpoints_and_says_so() {
+    let (_tmp, run, archived) = l2_with_archive();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_fti"))
+        .args(["prune", "--keep", "1"])
+        .arg(&run)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for path in &archived {
+        assert!(!path.exists(), "{} left behind", path.display());
+    }
+    assert!(
+        text(&out.stderr).contains("deleted 1 checkpoint(s), 8 file(s)"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn prune_keeps_an_older_checkpoint_when_the_current_one_cannot_be_restored() {
     let (_tmp, run, archived) = l2_with_archive();

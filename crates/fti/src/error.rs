@@ -118,6 +118,15 @@ pub enum Error {
         /// Ranks of this run.
         run: u32,
     },
+    /// A file or directory is no longer the one a scan found (swapped for a symbolic link, or
+    /// another directory moved in its place): nothing was done to it.
+    #[error("{}: changed since it was scanned ({what}); nothing was deleted", path.display())]
+    Changed {
+        /// The file or directory.
+        path: PathBuf,
+        /// How it differs.
+        what: &'static str,
+    },
     /// L2 and L3 need several ranks over MPI.
     #[error("{0} needs a partner rank: run several ranks (over MPI, or fti::Threads) with group_size >= 2")]
     NeedsMpi(crate::Level),

@@ -35,6 +35,7 @@ mod collective;
 pub mod comm;
 mod config;
 mod error;
+pub mod inventory;
 mod l2;
 pub mod l3;
 pub mod report;

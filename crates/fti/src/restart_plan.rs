@@ -7,7 +7,7 @@ use crate::topology::Topology;
 
 /// What one rank holds of one candidate checkpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Holds {
+pub struct Holds {
     /// Its own file is there and verifies.
     pub own: bool,
     /// Its redundancy file is there and verifies: the L2 partner copy it keeps for its left
@@ -17,67 +17,164 @@ pub(crate) struct Holds {
 
 /// How the run recovers one candidate, decided identically on every rank.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Plan {
+pub enum Plan {
     /// Every rank has its own file.
     Own,
     /// L2: these ranks get their file back from their right partner's copy, and these get
     /// the copy they keep back from their left partner.
-    Rebuild { files: Vec<u32>, copies: Vec<u32> },
+    Rebuild {
+        /// Ranks whose own file is rebuilt.
+        files: Vec<u32>,
+        /// Ranks whose redundancy file is rebuilt.
+        copies: Vec<u32>,
+    },
 }
 
-/// Whether a candidate at `level` can be recovered by every rank, given what each holds.
-pub(crate) fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Option<Plan> {
+/// Why a candidate cannot be recovered: the first rank or group found lacking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unrecoverable {
+    /// L1 or L4: a rank lacks its file, and the level keeps no copy of it.
+    File {
+        /// The rank.
+        rank: u32,
+    },
+    /// L2: a rank lacks its file and its right partner lacks the copy of it.
+    FileAndCopy {
+        /// The rank.
+        rank: u32,
+        /// Its right partner, which keeps the copy (`Ckpt<id>-Pcof<holder>.fti`).
+        holder: u32,
+    },
+    /// L2: a rank lacks its file and is its own partner (a group of one node).
+    NoPartner {
+        /// The rank.
+        rank: u32,
+    },
+    /// L3: a group lost more than `k` of its `2k` Rank and RSed files.
+    Group {
+        /// The group's ranks, in group order.
+        group: Vec<u32>,
+        /// Its files lost.
+        lost: usize,
+    },
+    /// A rank has no place in the topology (more ranks hold files than the run has).
+    Unplaced {
+        /// The rank.
+        rank: u32,
+    },
+}
+
+impl std::fmt::Display for Unrecoverable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unrecoverable::File { rank } => write!(f, "rank {rank} without its file"),
+            Unrecoverable::FileAndCopy { rank, holder } => write!(
+                f,
+                "rank {rank} without its file or the copy of it (Pcof{holder})"
+            ),
+            Unrecoverable::NoPartner { rank } => {
+                write!(
+                    f,
+                    "rank {rank} without its file, and no partner keeps a copy"
+                )
+            }
+            Unrecoverable::Group { group, lost } => {
+                let names: Vec<String> = group.iter().map(u32::to_string).collect();
+                let k = group.len();
+                if k < 2 {
+                    write!(
+                        f,
+                        "group {} of one rank has no code to rebuild from",
+                        names.join(",")
+                    )
+                } else {
+                    write!(
+                        f,
+                        "group {} with {lost} of its {} Rank and RSed files lost (at most {k} can be rebuilt)",
+                        names.join(","),
+                        2 * k
+                    )
+                }
+            }
+            Unrecoverable::Unplaced { rank } => {
+                write!(f, "rank {rank} has no place in the topology")
+            }
+        }
+    }
+}
+
+/// How a candidate at `level` is recovered by every rank, given what each holds, or why it
+/// cannot be: the one rule both the restart and the inventory (`fti list`, `fti prune`) apply.
+pub fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Result<Plan, Unrecoverable> {
     if holds.iter().all(|h| h.own) {
-        return Some(Plan::Own);
+        return Ok(Plan::Own);
     }
-    if level == Level::L3 {
-        // Each group of k ranks survives the loss of up to k of its 2k Rank and RSed files.
-        for (r, _) in holds.iter().enumerate() {
-            let group = &topology.place(r as u32)?.group;
-            let lost = group
-                .iter()
-                .map(|&g| {
-                    holds
-                        .get(g as usize)
-                        .map_or(2, |h| usize::from(!h.own) + usize::from(!h.copy))
-                })
-                .sum::<usize>();
-            if group.len() < 2 || lost > group.len() {
-                return None;
-            }
+    let place = |r: u32| topology.place(r).ok_or(Unrecoverable::Unplaced { rank: r });
+    let lacking = |f: fn(&Holds) -> bool| {
+        (0..holds.len() as u32)
+            .filter(|&r| f(&holds[r as usize]))
+            .collect()
+    };
+    match level {
+        Level::L1 | Level::L4 => {
+            let rank = holds.iter().position(|h| !h.own).unwrap_or(0) as u32;
+            Err(Unrecoverable::File { rank })
         }
-        let lacking = |f: fn(&Holds) -> bool| {
-            (0..holds.len() as u32)
-                .filter(|&r| f(&holds[r as usize]))
-                .collect()
-        };
-        return Some(Plan::Rebuild {
-            files: lacking(|h| !h.own),
-            copies: lacking(|h| !h.copy),
-        });
-    }
-    if level != Level::L2 {
-        return None;
-    }
-    let mut files = Vec::new();
-    for (r, h) in holds.iter().enumerate() {
-        if !h.own {
-            let right = topology.place(r as u32)?.right();
-            if right == r as u32 || !holds.get(right as usize)?.copy {
-                return None;
+        Level::L3 => {
+            // Each group of k ranks survives the loss of up to k of its 2k Rank and RSed files.
+            for r in 0..holds.len() as u32 {
+                let group = &place(r)?.group;
+                let lost = group
+                    .iter()
+                    .map(|&g| {
+                        holds
+                            .get(g as usize)
+                            .map_or(2, |h| usize::from(!h.own) + usize::from(!h.copy))
+                    })
+                    .sum::<usize>();
+                if group.len() < 2 || lost > group.len() {
+                    return Err(Unrecoverable::Group {
+                        group: group.clone(),
+                        lost,
+                    });
+                }
             }
-            files.push(r as u32);
+            Ok(Plan::Rebuild {
+                files: lacking(|h| !h.own),
+                copies: lacking(|h| !h.copy),
+            })
+        }
+        Level::L2 => {
+            let mut files = Vec::new();
+            for (r, h) in holds.iter().enumerate() {
+                let rank = r as u32;
+                if h.own {
+                    continue;
+                }
+                let holder = place(rank)?.right();
+                if holder == rank {
+                    return Err(Unrecoverable::NoPartner { rank });
+                }
+                if !holds.get(holder as usize).is_some_and(|h| h.copy) {
+                    return Err(Unrecoverable::FileAndCopy { rank, holder });
+                }
+                files.push(rank);
+            }
+            Ok(Plan::Rebuild {
+                files,
+                copies: lacking(|h| !h.copy),
+            })
         }
     }
-    let copies = (0..holds.len() as u32)
-        .filter(|&r| !holds[r as usize].copy)
-        .collect();
-    Some(Plan::Rebuild { files, copies })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Option<Plan> {
+        super::plan(level, holds, topology).ok()
+    }
 
     /// `n` ranks on nodes of one, in groups of `k`.
     fn topology(n: u32, k: u32) -> Topology {
@@ -150,5 +247,29 @@ mod tests {
         assert_eq!(plan(Level::L3, &holds("---cbbbb"), &t), None);
         // A group of one has no code.
         assert_eq!(plan(Level::L3, &holds("-"), &topology(1, 1)), None);
+    }
+
+    #[test]
+    fn an_unrecoverable_candidate_says_which_rank_or_group() {
+        let t = topology(4, 4);
+        let why = |level, s| super::plan(level, &holds(s), &t).unwrap_err();
+        assert_eq!(why(Level::L1, "bb-b"), Unrecoverable::File { rank: 2 });
+        assert_eq!(
+            why(Level::L2, "b-ob"),
+            Unrecoverable::FileAndCopy { rank: 1, holder: 2 }
+        );
+        assert_eq!(
+            why(Level::L3, "---cbbbb".get(..4).unwrap()),
+            Unrecoverable::Group {
+                group: vec![0, 1, 2, 3],
+                lost: 7
+            }
+        );
+        let one = topology(1, 1);
+        assert_eq!(
+            super::plan(Level::L2, &holds("c"), &one),
+            Err(Unrecoverable::NoPartner { rank: 0 })
+        );
+        assert!(why(Level::L2, "b-ob").to_string().contains("Pcof2"));
     }
 }

@@ -88,7 +88,7 @@ impl Fti {
                     copy: copy_ok,
                 },
             );
-            let Some(plan) = restart_plan::plan(level, &holds, &self.topology) else {
+            let Ok(plan) = restart_plan::plan(level, &holds, &self.topology) else {
                 let missing: Vec<u32> = (0..holds.len() as u32)
                     .filter(|&r| !holds[r as usize].own)
                     .collect();
@@ -339,13 +339,9 @@ pub(super) fn check_rank_count(
         max(collective::gather_u64(comm, nodes)),
     );
     let node_size = u64::from(cfg.node_size.max(1));
-    let checkpoint = match (highest, nodes) {
-        (0, 0) => return Ok(()),
-        (h, 0) => h,
-        // The files name a rank of the last listed node: that is the count.
-        (h, n) if h > (n - 1) * node_size => h,
-        // The last node's files are not visible here (lost): full nodes.
-        (_, n) => n * node_size,
+    let checkpoint = match crate::inventory::rank_count(highest, nodes, node_size) {
+        0 => return Ok(()),
+        n => n,
     };
     let run = u64::from(cfg.nranks);
     if checkpoint == run {
