@@ -6,7 +6,7 @@ use std::io::{IsTerminal as _, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::ValueEnum;
 use serde_json::{json, Value};
 
@@ -79,38 +79,6 @@ Examples:
   fti list --group-size 8 run/      the run's groups have 8 nodes
   fti list --format json run/ | jq '.[] | select(.survives_node_loss | not) | .id'";
 
-pub const PRUNE_ABOUT: &str =
-    "Delete old archived checkpoints, keeping the newest N restorable ones of each level";
-
-pub const PRUNE_HELP: &str = "\
-Delete old archived checkpoints, keeping the newest N restorable ones of each level.
-
-Per execution and level, the checkpoint in lK/ (the one FTI restarts from) is never
-deleted and counts first; archived checkpoints (in lK_archive/) count newest id
-first; the ones beyond N are deleted: their Ckpt<id>-Rank<r>.fti files and, with
-them, their L2 partner copies (Ckpt<id>-Pcof<r>.fti) and L3 RSed files
-(Ckpt<id>-RSed<r>.fti), which serve no other checkpoint. Nothing outside an
-lK_archive/ directory is ever deleted, nor any file not named like these.
-
-The checkpoints that would count are verified first, as `fti list` does: one that
-cannot be restored (files missing or corrupt beyond what its level can rebuild) is
-kept but not counted, so that N restorable checkpoints remain. --no-verify counts
-them by id only.
-
-A checkpoint is deleted whole or not at all. Every directory on the way to its
-files is opened without following symbolic links and must still be the one the
-scan found (same device and inode), as must each file: a directory swapped since
-(for a link to elsewhere) is refused before anything of the checkpoint is deleted.
-
-Prints `deleted <path>` per file, or `would delete <path>` with --dry-run, which
-deletes nothing. If the output is closed early (`| head`), the deletions go on
-and a summary goes to stderr. Exit status: 0; 1 on an error (the checkpoint being
-deleted and the ones after it are kept whole); 2 on a usage error (--keep 0).
-
-Examples:
-  fti prune run/ --keep 3 --dry-run     what would go
-  fti prune run/ --keep 3               keep 3 checkpoints of each level";
-
 /// Ranks per node and nodes per group, as in the run's configuration.
 #[derive(clap::Args, Clone, Copy)]
 pub struct LayoutArgs {
@@ -153,25 +121,8 @@ pub struct ListArgs {
     pub layout: LayoutArgs,
 }
 
-#[derive(clap::Args)]
-pub struct PruneArgs {
-    /// The directory to search: a run directory or any part of it.
-    pub dir: PathBuf,
-    /// Checkpoints to keep per execution and level, the one in lK/ included (at least 1).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub keep: u64,
-    /// Print what would be deleted; delete nothing.
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Count checkpoints by id only, without checking that the kept ones can be restored.
-    #[arg(long)]
-    pub no_verify: bool,
-    #[command(flatten)]
-    pub layout: LayoutArgs,
-}
-
 /// Scans `dir`, warns about what was skipped, and groups the files into checkpoints.
-fn load(dir: &Path, layout: LayoutArgs) -> Result<(Scan, Vec<Ckpt>)> {
+pub(crate) fn load(dir: &Path, layout: LayoutArgs) -> Result<(Scan, Vec<Ckpt>)> {
     let scan = inventory::scan(dir)?;
     for (path, why) in &scan.skipped {
         eprintln!("fti: warning: {}: {why}, skipped", path.display());
@@ -184,7 +135,7 @@ fn load(dir: &Path, layout: LayoutArgs) -> Result<(Scan, Vec<Ckpt>)> {
     Ok((scan, ckpts))
 }
 
-fn no_checkpoints(dir: &Path, then: &str) {
+pub(crate) fn no_checkpoints(dir: &Path, then: &str) {
     eprintln!(
         "fti: no checkpoint files (Ckpt<id>-Rank<r>.fti) below {}{then}",
         dir.display()
@@ -193,12 +144,12 @@ fn no_checkpoints(dir: &Path, then: &str) {
 
 /// Verifies files one by one, with one progress bar on stderr (only on a terminal, and only
 /// when there is much to read).
-struct Verifier {
+pub(crate) struct Verifier {
     bar: indicatif::ProgressBar,
 }
 
 impl Verifier {
-    fn new(expected: u64) -> Verifier {
+    pub(crate) fn new(expected: u64) -> Verifier {
         let bar = if expected >= crate::PROGRESS_THRESHOLD && std::io::stderr().is_terminal() {
             let bar = indicatif::ProgressBar::new(0);
             let style = indicatif::ProgressStyle::with_template(
@@ -214,7 +165,7 @@ impl Verifier {
     }
 
     /// Verifies every present file of `c`, recording the statuses.
-    fn verify(&self, c: &mut Ckpt) {
+    pub(crate) fn verify(&self, c: &mut Ckpt) {
         self.bar.inc_length(c.bytes());
         for (kind, slot) in c.slots_mut() {
             let Some(file) = &slot.file else { continue };
@@ -234,7 +185,7 @@ impl Verifier {
         }
     }
 
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         self.bar.finish_and_clear();
     }
 }
@@ -272,7 +223,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
     })
 }
 
-fn level_label(c: &Ckpt) -> String {
+pub(crate) fn level_label(c: &Ckpt) -> String {
     if c.archived {
         format!("{} archived", c.level)
     } else {
@@ -412,107 +363,6 @@ fn json(ckpts: &[Ckpt]) -> Value {
     Value::Array(list)
 }
 
-pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
-    let (scan, mut ckpts) = load(&args.dir, args.layout)?;
-    if ckpts.is_empty() {
-        no_checkpoints(&args.dir, ": nothing to delete");
-        return Ok(ExitCode::SUCCESS);
-    }
-    let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);
-    let verifier = Verifier::new(if args.no_verify {
-        0
-    } else {
-        ckpts.iter().map(Ckpt::bytes).sum()
-    });
-    let plan = inventory::prune_plan(&mut ckpts, keep, &mut |c| {
-        if !args.no_verify {
-            verifier.verify(c);
-        }
-        c.lacking_now().is_none()
-    });
-    verifier.finish();
-    for &i in &plan.kept_unrestorable {
-        let c = &ckpts[i];
-        eprintln!(
-            "fti: note: checkpoint {} ({}, {}) cannot be restored ({}): kept, not counted towards --keep",
-            c.id,
-            level_label(c),
-            c.exec_id,
-            c.lacking_now().unwrap_or_default()
-        );
-    }
-    let mut report = Report::default();
-    for &i in &plan.delete {
-        let c = &ckpts[i];
-        if args.dry_run {
-            for path in inventory::prunable_files(c) {
-                report.line(format_args!("would delete {}", path.display()));
-            }
-            continue;
-        }
-        // A checkpoint goes whole or not at all; what happens to stdout does not stop the
-        // deletions, it only ends the listing of them.
-        match inventory::delete_checkpoint(&scan, c) {
-            Ok(deleted) => {
-                report.checkpoints += 1;
-                for path in deleted {
-                    report.files += 1;
-                    report.line(format_args!("deleted {}", path.display()));
-                }
-            }
-            Err(e) => {
-                report.summary_if_closed();
-                return Err(e).with_context(|| {
-                    format!(
-                        "deleting checkpoint {} ({}, {}): it and the checkpoints after it were kept",
-                        c.id,
-                        level_label(c),
-                        c.exec_id
-                    )
-                });
-            }
-        }
-    }
-    report.summary_if_closed();
-    Ok(ExitCode::SUCCESS)
-}
-
-/// What prune prints as it goes; once stdout is closed (`fti prune ... | head -1`) the rest
-/// of the work is still done, and a summary goes to stderr instead.
-#[derive(Default)]
-struct Report {
-    closed: bool,
-    checkpoints: usize,
-    files: usize,
-}
-
-impl Report {
-    fn line(&mut self, line: std::fmt::Arguments<'_>) {
-        if !self.closed && writeln!(std::io::stdout().lock(), "{line}").is_err() {
-            self.closed = true;
-        }
-    }
-
-    fn summary_if_closed(&self) {
-        if self.closed {
-            eprintln!(
-                "fti: prune: the output was closed early; deleted {} checkpoint(s), {} file(s) in all",
-                self.checkpoints, self.files
-            );
-        }
-    }
-}
-
-/// The files a prune would delete, in the order it deletes them (for tests of the plan).
-#[cfg(test)]
-fn planned(ckpts: &mut [Ckpt], keep: usize) -> Vec<PathBuf> {
-    let plan = inventory::prune_plan(ckpts, keep, &mut |c| c.verdict().restorable);
-    plan.delete
-        .iter()
-        .flat_map(|&i| inventory::prunable_files(&ckpts[i]))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -533,26 +383,5 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "  rank  Rank     file\n    10  missing  -\n     2  ok       a/b\n"
         );
-    }
-
-    #[test]
-    fn prune_deletes_only_archive_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let exec = dir.path().join("node0/E");
-        for (sub, id) in [("l1", 3), ("l1_archive", 2), ("l1_archive", 1)] {
-            std::fs::create_dir_all(exec.join(sub)).unwrap();
-            std::fs::write(exec.join(sub).join(format!("Ckpt{id}-Rank0.fti")), b"x").unwrap();
-        }
-        let scan = inventory::scan(dir.path()).unwrap();
-        let sizes = Sizes {
-            node_size: None,
-            group_size: 4,
-        };
-        let mut ckpts = inventory::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
-        assert_eq!(
-            planned(&mut ckpts, 2),
-            [exec.join("l1_archive/Ckpt1-Rank0.fti")]
-        );
-        assert_eq!(planned(&mut ckpts, 3), Vec::<PathBuf>::new());
     }
 }

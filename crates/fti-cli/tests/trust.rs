@@ -118,3 +118,115 @@ fn diff_exit_codes_and_verification() {
     let out = fti(args!["diff", good, dir.path().join("missing.fti")]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `extract --all DIR` with a symbolic link planted at `DIR/var-1.bin` (and a FIFO at
+/// `DIR/var-2.bin`): the outputs replace them, nothing is written through the link and the
+/// FIFO does not block the tool.
+#[test]
+fn extract_never_writes_through_a_link_or_into_a_fifo_planted_at_an_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, _, _) = two_vars(dir.path());
+    let all = dir.path().join("all");
+    std::fs::create_dir(&all).unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    std::os::unix::fs::symlink(&victim, all.join("var-1.bin")).unwrap();
+    mkfifo(&all.join("var-2.bin"));
+    let out = fti(args!["extract", good, "--all", all]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+    for (id, byte) in [(1, 1u8), (2, 2u8)] {
+        let path = all.join(format!("var-{id}.bin"));
+        assert!(path.symlink_metadata().unwrap().file_type().is_file());
+        assert_eq!(std::fs::read(&path).unwrap(), vec![byte; 4096]);
+    }
+    assert_eq!(
+        std::fs::read_dir(&all).unwrap().count(),
+        2,
+        "no temporary left"
+    );
+}
+
+/// A checkpoint of one variable of `size` bytes.
+fn one_var(path: &Path, size: u64) {
+    let layout = ftiff::Layout::plan(None, &[ftiff::VarSize { id: 1, size }]).unwrap();
+    let data = vec![3u8; size as usize];
+    let file = std::fs::File::create(path).unwrap();
+    ftiff::write_file(&file, &layout, &[&data], &ftiff::WriteOptions::default()).unwrap();
+}
+
+/// Starts `fti ARGS`, waits until it has `file` mapped, then shrinks the file in place (as
+/// `cp` over it does). `None` when the tool finished before the file could be shrunk.
+fn shrink_while_mapped(args: &[&std::ffi::OsStr], file: &Path) -> Option<std::process::Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fti"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let maps = format!("/proc/{}/maps", child.id());
+    let name = file.to_string_lossy().into_owned();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            let _ = child.wait_with_output();
+            return None;
+        }
+        if std::fs::read_to_string(&maps).is_ok_and(|m| m.contains(&name)) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(file)
+        .unwrap()
+        .set_len(4096)
+        .unwrap();
+    Some(child.wait_with_output().unwrap())
+}
+
+/// A file shrinking while `verify` or `extract` has it mapped is an error naming the file
+/// (exit 1), never a bare SIGBUS; `extract --all` then leaves no output behind.
+#[test]
+fn a_file_shrinking_under_the_tool_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all");
+    for command in ["verify", "extract"] {
+        let mut size = 64u64 << 20;
+        let out = loop {
+            let file = dir.path().join(format!("{command}-{size}/Ckpt1-Rank0.fti"));
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            one_var(&file, size);
+            let args: Vec<&std::ffi::OsStr> = if command == "verify" {
+                args!["verify", file].to_vec()
+            } else {
+                args!["extract", file, "--all", all].to_vec()
+            };
+            match shrink_while_mapped(&args, &file) {
+                Some(out) => break (out, file),
+                // Finished first: a larger file takes longer.
+                None if size < 1 << 30 => size *= 2,
+                None => panic!("{command} always finished before the file could be shrunk"),
+            }
+        };
+        let (out, file) = out;
+        let stderr = text(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{command}: {:?} {stderr}",
+            out.status
+        );
+        assert!(
+            stderr.contains(&format!(
+                "{}: the file changed while it was being read",
+                file.display()
+            )),
+            "{command}: {stderr}"
+        );
+        if command == "extract" {
+            let left = std::fs::read_dir(&all).map_or(0, |d| d.count());
+            assert_eq!(left, 0, "extract left outputs behind");
+        }
+    }
+}

@@ -39,7 +39,7 @@ pub use blocks::{BlockHash, Blocking, Integrity};
 pub use error::{Error, ErrorKind, Record, Result};
 pub use layout::{Block, Chunk, DataOffset, FileOffset, Layout, VarSize, MAX_SIZE};
 pub use name::{FileKind, FileName};
-pub use read::{open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
+pub use read::{map_at, open_regular, Checkpoint, ChunkRecord, MappedFile, VarInfo};
 pub use rsed::RsedFile;
 pub use sink::Sink;
 pub use write::{

@@ -28,7 +28,7 @@ mod verdict;
 
 pub use prune::{delete_checkpoint, prunable_files, prune_plan, PrunePlan};
 pub use scan::{load, scan, DirId, Scan};
-pub use verdict::{verify_file, Verdict};
+pub use verdict::{check_file, verify_file, Checked, Verdict};
 
 /// Ranks numbered this high or higher are not believed: a file naming one is skipped (a run
 /// that large would make every listed checkpoint that many rows long).

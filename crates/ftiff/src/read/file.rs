@@ -53,6 +53,8 @@ pub fn open_regular(path: &Path) -> Result<File> {
 pub struct MappedFile {
     path: PathBuf,
     bytes: Bytes,
+    // Listed in the registry of live maps while mapped ([`map_at`]).
+    registered: Option<usize>,
 }
 
 #[derive(Debug)]
@@ -83,9 +85,14 @@ impl MappedFile {
                 unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::from(e).with_path(path))?;
             Bytes::Mapped(map)
         };
+        let registered = match &bytes {
+            Bytes::Mapped(map) => live_maps::register(map.as_ptr() as usize, map.len(), path),
+            _ => None,
+        };
         Ok(MappedFile {
             path: path.to_path_buf(),
             bytes,
+            registered,
         })
     }
 
@@ -101,6 +108,7 @@ impl MappedFile {
         Ok(MappedFile {
             path: path.to_path_buf(),
             bytes: Bytes::Read(bytes),
+            registered: None,
         })
     }
 
@@ -116,5 +124,132 @@ impl MappedFile {
     /// The path it was opened from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        if let Some(slot) = self.registered.take() {
+            live_maps::unregister(slot);
+        }
+    }
+}
+
+/// The path of the live map holding address `addr`, copied into `out` (truncated to fit);
+/// returns the number of bytes written, 0 when no registered map holds it.
+///
+/// For a `SIGBUS` handler: a map faults when its file shrinks under it (another process
+/// truncated or rewrote it in place), and the handler can then name the file. It takes no lock
+/// and allocates nothing, so it may be called from a signal handler. Up to 64 maps at a time
+/// are listed; others are not found.
+pub fn map_at(addr: usize, out: &mut [u8]) -> usize {
+    live_maps::path_at(addr, out)
+}
+
+/// The registry behind [`map_at`]: fixed slots of atomics, written when a map is made and
+/// cleared before it is unmapped.
+mod live_maps {
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::path::Path;
+    use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+    const SLOTS: usize = 64;
+    /// A slot's `start` while it is being filled or emptied.
+    const BUSY: usize = usize::MAX;
+
+    struct Slot {
+        start: AtomicUsize,
+        len: AtomicUsize,
+        path: AtomicPtr<u8>,
+        path_len: AtomicUsize,
+    }
+
+    #[allow(clippy::declare_interior_mutable_const)]
+    const EMPTY: Slot = Slot {
+        start: AtomicUsize::new(0),
+        len: AtomicUsize::new(0),
+        path: AtomicPtr::new(std::ptr::null_mut()),
+        path_len: AtomicUsize::new(0),
+    };
+    static LIVE: [Slot; SLOTS] = [EMPTY; SLOTS];
+
+    pub(super) fn register(start: usize, len: usize, path: &Path) -> Option<usize> {
+        let index = LIVE.iter().position(|s| {
+            s.start
+                .compare_exchange(0, BUSY, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        })?;
+        let slot = &LIVE[index];
+        // The slot owns a copy of the path until it is cleared.
+        let bytes: Box<[u8]> = path.as_os_str().as_bytes().into();
+        let path_len = bytes.len();
+        slot.path
+            .store(Box::into_raw(bytes).cast::<u8>(), Ordering::Relaxed);
+        slot.path_len.store(path_len, Ordering::Relaxed);
+        slot.len.store(len, Ordering::Relaxed);
+        slot.start.store(start, Ordering::Release);
+        Some(index)
+    }
+
+    pub(super) fn unregister(index: usize) {
+        let slot = &LIVE[index];
+        slot.start.store(BUSY, Ordering::Release);
+        let ptr = slot.path.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        let len = slot.path_len.load(Ordering::Relaxed);
+        if !ptr.is_null() {
+            #[allow(unsafe_code)]
+            // SAFETY: `ptr` and `len` are those of the boxed slice `register` leaked into this
+            // slot, taken out of it exactly once (the swap above left null behind).
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+        }
+        slot.start.store(0, Ordering::Release);
+    }
+
+    pub(super) fn path_at(addr: usize, out: &mut [u8]) -> usize {
+        for slot in &LIVE {
+            let start = slot.start.load(Ordering::Acquire);
+            if start == 0 || start == BUSY {
+                continue;
+            }
+            let len = slot.len.load(Ordering::Relaxed);
+            if addr < start || addr - start >= len {
+                continue;
+            }
+            let ptr = slot.path.load(Ordering::Acquire);
+            if ptr.is_null() {
+                return 0;
+            }
+            let n = slot.path_len.load(Ordering::Relaxed).min(out.len());
+            #[allow(unsafe_code)]
+            // SAFETY: the address faulted inside this slot's map, which the faulting thread is
+            // reading, so the map and the path bytes it owns are alive (they are cleared only
+            // when the map is dropped); `n` is at most the path's length.
+            let path = unsafe { std::slice::from_raw_parts(ptr, n) };
+            out[..n].copy_from_slice(path);
+            return n;
+        }
+        0
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn a_map_is_found_by_any_address_inside_it_until_dropped() {
+            let dir = std::env::temp_dir().join(format!("ftiff-live-maps-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let path = dir.join("Ckpt1-Rank0.fti");
+            std::fs::write(&path, vec![7u8; 10_000]).unwrap();
+            let map = crate::MappedFile::open(&path).unwrap();
+            let start = map.bytes().as_ptr() as usize;
+            let mut out = [0u8; 4096];
+            for addr in [start, start + 9_999] {
+                let n = crate::map_at(addr, &mut out);
+                assert_eq!(&out[..n], path.as_os_str().as_encoded_bytes());
+            }
+            assert_eq!(crate::map_at(start + 10_000 + 4096, &mut out), 0);
+            drop(map);
+            assert_eq!(crate::map_at(start, &mut out), 0);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 }

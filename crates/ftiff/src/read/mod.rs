@@ -18,7 +18,7 @@ use crate::hash::Digest;
 use crate::layout::{Block, Chunk, FileOffset, Layout, VarSize};
 use crate::raw::{fb, Cursor, FileBlock};
 
-pub use file::{open_regular, MappedFile};
+pub use file::{map_at, open_regular, MappedFile};
 pub(crate) use validate::check_layout;
 use validate::{positive, Walk};
 
