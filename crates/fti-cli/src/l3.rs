@@ -5,9 +5,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use fti::l3::group::{self as l3, FileStatus, Group, Options, Survey};
 use fti::storage::Disk;
+use ftiff::{FileKind, FileName};
 
 pub const ENCODE_ABOUT: &str =
     "Write the Reed-Solomon files (Ckpt<id>-RSed<r>.fti) of an L3 group from its Rank files";
@@ -53,14 +54,15 @@ Rebuilt files are exact, for every size. (FTI 1.1 itself gets the last byte of a
 rebuilt Rank file wrong when its size is an odd maxFs: the code keeps only half
 of the last 16-bit word. The rebuilt file's own MD5 hashes tell the right byte.)
 
-List the group with --group r0,r1,... (group order) when a rank lost both of its
-files, or when the ranks are not in ascending order: otherwise the group is
-every rank with a file in DIR, ascending. Prints one line per file, then what
-was rebuilt.
+Without --group, the group is the ranks of the RSed files in DIR, ascending,
+and only when every rank with a file there has its RSed file: otherwise a rank
+that lost both of its files could not be told from a smaller group, so the
+command refuses (exit 1) and asks for --group r0,r1,... (the group's ranks in
+group order). Prints one line per file, then what was rebuilt.
 
 Examples:
-  fti l3-rebuild l3/
-  fti l3-rebuild l3/ --group 0,1,2,3   rank 3 lost both files
+  fti l3-rebuild l3/                   every RSed file there
+  fti l3-rebuild l3/ --group 0,1,2,3   some RSed files lost
   fti l3-rebuild l3/ --id 3";
 
 /// Which group: directory, ranks, checkpoint.
@@ -78,12 +80,49 @@ pub struct GroupArgs {
 }
 
 impl GroupArgs {
-    fn find(&self) -> Result<Group> {
+    /// The group to encode: as given, or every rank with a Rank file (all must be there).
+    fn for_encode(&self) -> Result<Group> {
         let group = Group::find(&Disk, &self.dir, self.id, self.group.as_deref())?;
         let gap = group.ranks.windows(2).any(|w| w[1] != w[0] + 1);
         if self.group.is_none() && gap {
             eprintln!(
-                "fti: note: the ranks found are not consecutive; if a rank lost both of its files, give the whole group with --group"
+                "fti: note: the ranks found are not consecutive; if a rank's file is missing, give the whole group with --group"
+            );
+        }
+        Ok(group)
+    }
+
+    /// The group to rebuild: as given, or the ranks of the RSed files when every rank with a
+    /// file in DIR has one. Otherwise a rank that lost both of its files cannot be told from
+    /// a smaller group, and a code for the wrong group would be written: refused.
+    fn for_rebuild(&self) -> Result<Group> {
+        let group = Group::find(&Disk, &self.dir, self.id, self.group.as_deref())?;
+        if self.group.is_some() {
+            return Ok(group);
+        }
+        let coded: Vec<u32> = group
+            .ranks
+            .iter()
+            .copied()
+            .filter(|&r| {
+                group
+                    .dir
+                    .join(FileName::new(group.id, FileKind::Rsed, r).to_string())
+                    .exists()
+            })
+            .collect();
+        if coded.is_empty() || coded != group.ranks {
+            let uncoded: Vec<String> = group
+                .ranks
+                .iter()
+                .filter(|r| !coded.contains(r))
+                .map(u32::to_string)
+                .collect();
+            bail!(
+                "cannot tell the group of checkpoint {} in {}: the group is inferred from its RSed files, and rank(s) {} have none, so a rank that lost both of its files cannot be ruled out; give the group's ranks in group order with --group r0,r1,... (FTI's group_size consecutive nodes)",
+                group.id,
+                self.dir.display(),
+                uncoded.join(",")
             );
         }
         Ok(group)
@@ -109,7 +148,7 @@ fn describe(group: &Group, max_fs: Option<u64>) -> String {
 }
 
 pub fn encode(args: &GroupArgs) -> Result<ExitCode> {
-    let group = args.find()?;
+    let group = args.for_encode()?;
     let done =
         l3::encode_group(&Disk, &group, &Options::default()).context("cannot encode the group")?;
     let mut out = std::io::stdout().lock();
@@ -124,7 +163,7 @@ pub fn encode(args: &GroupArgs) -> Result<ExitCode> {
 }
 
 pub fn rebuild(args: &GroupArgs) -> Result<ExitCode> {
-    let group = args.find()?;
+    let group = args.for_rebuild()?;
     let survey = Survey::new(&group).context("cannot rebuild the group")?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", describe(&group, survey.max_fs))?;

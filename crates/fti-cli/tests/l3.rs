@@ -86,7 +86,15 @@ fn rebuild_reports_and_restores() {
     let mut bytes = std::fs::read(p("Ckpt1-Rank2.fti")).unwrap();
     bytes[5000] ^= 1;
     std::fs::write(p("Ckpt1-Rank2.fti"), bytes).unwrap();
+    // RSed3 lost: the group is not inferred.
     let out = fti(&["l3-rebuild"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out).1.contains("rank(s) 3 have none"),
+        "{}",
+        text(&out).1
+    );
+    let out = fti(&["l3-rebuild", "--group", "0,1,2,3"], dir.path());
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -133,15 +141,30 @@ fn rebuild_refuses_what_cannot_be_done() {
     );
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 3, "nothing written");
-    // Without --group, ranks 0, 2, 3 look like a group of 3 with a gap: a note says so.
+    // Without --group, ranks 0, 2, 3 are not taken for a group of 3: refused, nothing written.
     let out = fti(&["l3-rebuild"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        text(&out)
-            .1
-            .contains("note: the ranks found are not consecutive"),
+        text(&out).1.contains("give the group's ranks"),
         "{}",
         text(&out).1
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+
+    // Every RSed file lost and rank 1's Rank file too: ranks 0, 2, 3 would be rebuilt as a
+    // group of 3, with a code for a group that does not exist.
+    let dir = group_dir();
+    let p = |name: &str| dir.path().join(name);
+    for f in ["RSed0", "RSed1", "RSed2", "RSed3", "Rank1"] {
+        std::fs::remove_file(p(&format!("Ckpt1-{f}.fti"))).unwrap();
+    }
+    let out = fti(&["l3-rebuild"], dir.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out).0);
+    assert!(text(&out).1.contains("--group"), "{}", text(&out).1);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        3,
+        "nothing written"
     );
 
     // Rank 3 lost both files: without --group the group looks like ranks 0..2 and the rebuilt
