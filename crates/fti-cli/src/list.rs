@@ -60,13 +60,25 @@ node_size is inferred from the node<N> directories unless --node-size is given;
 --group-size is the config's group_size (default 4). A Pcof file that is not a copy
 of the partner's file those sizes imply is reported: give the run's sizes.
 
-JSON (--format json), one object per checkpoint, keys in this order:
-  [{\"exec_id\": \"2026-11-22_04-12-33\", \"id\": 2, \"level\": 2, \"archived\": false,
-    \"ranks\": [{\"rank\": 0, \"rank_file\": {\"path\": \"...\", \"status\": \"ok\"},
-               \"pcof\": {\"path\": \"...\", \"status\": \"ok\"}, \"rsed\": null}, ...],
-    \"survives_node_loss\": true}, ...]
-  pcof is an object at L2 only, rsed at L3 only, null at other levels; path is null
-  for a missing file; status as above.
+JSON (--format json), schema 2, keys in this order:
+  {\"schema\": 2, \"checkpoints\": [
+    {\"exec_id\": \"2026-11-22_04-12-33\", \"id\": 2, \"level\": 2, \"archived\": false,
+     \"written\": \"2026-11-22 04:12:40.123 UTC\",
+     \"restorable\": true, \"survives_node_loss\": true, \"why\": \"...\",
+     \"ranks\": [{\"rank\": 0, \"node\": \"node0\",
+       \"rank_file\": {\"path\": \"...\", \"status\": \"ok\", \"bytes\": 4242, \"problem\": null},
+       \"pcof\": {\"path\": \"...\", \"status\": \"ok\", \"bytes\": 4242, \"problem\": null,
+                \"copy_of\": 3},
+       \"rsed\": null}, ...]}, ...]}
+  written: FB.timestamp of the newest usable Rank file (null when none reads);
+  restorable: the restart can recover it from the files as they are;
+  survives_node_loss: it could still, after losing any one node's files; why: the
+  verdict in words; node: the node<N> directory (null without one, or at L4);
+  pcof is an object at L2 only (copy_of: the rank whose file it copies), rsed at
+  L3 only, null at other levels; path and bytes are null for a missing file;
+  status as above; problem: a corrupt file's first problem, else null.
+  Schema 1 (before) was the bare array of checkpoints, without written,
+  restorable, why, node, bytes, problem and copy_of.
 
 Exit status: 0; 1 when a present file is corrupt, when DIR holds no checkpoint file,
 or on an error. Entries named like checkpoint files that are not regular files (a
@@ -77,7 +89,7 @@ Examples:
   fti list run/                     every checkpoint of the run, verified
   fti list --no-verify run/         names only: quick on large files
   fti list --group-size 8 run/      the run's groups have 8 nodes
-  fti list --format json run/ | jq '.[] | select(.survives_node_loss | not) | .id'";
+  fti list --format json run/ | jq '.checkpoints[] | select(.survives_node_loss | not) | .id'";
 
 /// Ranks per node and nodes per group, as in the run's configuration.
 #[derive(clap::Args, Clone, Copy)]
@@ -195,7 +207,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     if ckpts.is_empty() {
         if matches!(args.format, ListFormat::Json) {
-            writeln!(stdout, "[]")?;
+            writeln!(stdout, "{:#}", json(&[]))?;
         }
         no_checkpoints(&args.dir, "");
         return Ok(ExitCode::FAILURE);
@@ -327,10 +339,16 @@ fn write_table(out: &mut impl Write, rows: &[Vec<String>], right: &[&str]) -> st
     Ok(())
 }
 
+/// The version of the JSON output's layout (documented in `fti list --help`).
+const JSON_SCHEMA: u32 = 2;
+
 fn file_json(slot: &Slot) -> Value {
+    let file = slot.file.as_ref();
     json!({
-        "path": slot.file.as_ref().map(|f| f.path.display().to_string()),
+        "path": file.map(|f| f.path.display().to_string()),
         "status": slot.status.as_str(),
+        "bytes": file.map(|f| f.size),
+        "problem": slot.problem,
     })
 }
 
@@ -342,25 +360,39 @@ fn json(ckpts: &[Ckpt]) -> Value {
                 .ranks
                 .iter()
                 .map(|r| {
+                    let node = match r.node() {
+                        Some(inventory::Node::Numbered(n)) => Some(format!("node{n}")),
+                        _ => None,
+                    };
+                    let pcof = r.pcof.as_ref().map(|s| {
+                        let mut v = file_json(s);
+                        v["copy_of"] = json!(r.copy_of);
+                        v
+                    });
                     json!({
                         "rank": r.rank,
+                        "node": node,
                         "rank_file": file_json(&r.rank_file),
-                        "pcof": r.pcof.as_ref().map(file_json),
+                        "pcof": pcof,
                         "rsed": r.rsed.as_ref().map(file_json),
                     })
                 })
                 .collect();
+            let verdict = c.verdict();
             json!({
                 "exec_id": c.exec_id,
                 "id": c.id,
                 "level": c.level.number(),
                 "archived": c.archived,
+                "written": c.written().map(|t| format!("{} UTC", fti::format_utc(t))),
+                "restorable": verdict.restorable,
+                "survives_node_loss": verdict.survives,
+                "why": verdict.why,
                 "ranks": ranks,
-                "survives_node_loss": c.verdict().survives,
             })
         })
         .collect();
-    Value::Array(list)
+    json!({ "schema": JSON_SCHEMA, "checkpoints": list })
 }
 
 #[cfg(test)]

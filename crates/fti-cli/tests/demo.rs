@@ -201,7 +201,10 @@ fn list_and_prune_checkpoints() {
         args.push(dir);
         let out = fti(&args);
         let parsed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        (out.status.code(), parsed.as_array().unwrap().clone())
+        (
+            out.status.code(),
+            parsed["checkpoints"].as_array().unwrap().clone(),
+        )
     };
     let (code, checkpoints) = list(&[]);
     assert_eq!(code, Some(0));

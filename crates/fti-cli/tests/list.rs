@@ -36,7 +36,11 @@ fn list_json(dir: &Path) -> (Option<i32>, Vec<Value>) {
     let out = fti(&["list", "--format", "json"], dir);
     let parsed: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", text(&out.stdout), text(&out.stderr)));
-    (out.status.code(), parsed.as_array().unwrap().clone())
+    assert_eq!(parsed["schema"], 2);
+    (
+        out.status.code(),
+        parsed["checkpoints"].as_array().unwrap().clone(),
+    )
 }
 
 /// The statuses of one kind of file (`rank_file`, `pcof`, `rsed`), rank by rank.
@@ -284,7 +288,8 @@ fn json_keys_are_in_the_documented_order() {
     let out = fti(&["list", "--format", "json"], &run);
     let parsed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
-    let c = &parsed[0];
+    assert_eq!(keys(&parsed), ["schema", "checkpoints"]);
+    let c = &parsed["checkpoints"][0];
     assert_eq!(
         keys(c),
         [
@@ -292,33 +297,96 @@ fn json_keys_are_in_the_documented_order() {
             "id",
             "level",
             "archived",
-            "ranks",
-            "survives_node_loss"
+            "written",
+            "restorable",
+            "survives_node_loss",
+            "why",
+            "ranks"
         ]
     );
-    assert_eq!(keys(&c["ranks"][0]), ["rank", "rank_file", "pcof", "rsed"]);
-    assert_eq!(keys(&c["ranks"][0]["rank_file"]), ["path", "status"]);
-    assert_eq!(keys(&c["ranks"][0]["pcof"]), ["path", "status"]);
+    assert_eq!(
+        keys(&c["ranks"][0]),
+        ["rank", "node", "rank_file", "pcof", "rsed"]
+    );
+    let file = ["path", "status", "bytes", "problem"];
+    assert_eq!(keys(&c["ranks"][0]["rank_file"]), file);
+    assert_eq!(
+        keys(&c["ranks"][0]["pcof"]),
+        [&file[..], &["copy_of"]].concat()
+    );
     // The same order in the text itself, not only in the parser's map.
     let raw = text(&out.stdout);
     let at = |key: &str| raw.find(&format!("\"{key}\"")).unwrap();
     let order = [
+        "schema",
+        "checkpoints",
         "exec_id",
-        "id",
-        "level",
         "archived",
+        "written",
+        "restorable",
+        "survives_node_loss",
+        "why",
         "ranks",
         "rank",
+        "node",
         "rank_file",
         "path",
         "status",
+        "bytes",
+        "problem",
         "pcof",
+        "copy_of",
         "rsed",
-        "survives_node_loss",
     ];
     for pair in order.windows(2) {
         assert!(at(pair[0]) < at(pair[1]), "{pair:?} in {raw}");
     }
+}
+
+/// What the text shows, the JSON has too: node, bytes, which rank's file a Pcof copies, a
+/// corrupt file's problem, when the checkpoint was written, and "restorable now" apart from
+/// "survives losing a node".
+#[test]
+fn json_holds_what_the_text_shows() {
+    let (_tmp, run) = copy("L2/files/step2");
+    let pcof = node_dir(&run, 2, EXEC_L2, "l2").join("Ckpt2-Pcof2.fti");
+    flip_byte(&pcof, 200);
+    std::fs::remove_file(node_dir(&run, 1, EXEC_L2, "l2").join("Ckpt2-Rank1.fti")).unwrap();
+    let (_, list) = list_json(&run);
+    let c = &list[0];
+    assert_eq!(
+        (c["restorable"].as_bool(), c["survives_node_loss"].as_bool()),
+        (Some(false), Some(false))
+    );
+    assert!(
+        c["why"].as_str().unwrap().contains("rank 1"),
+        "{}",
+        c["why"]
+    );
+    assert!(
+        c["written"].as_str().unwrap().ends_with(" UTC"),
+        "{}",
+        c["written"]
+    );
+    let r2 = &c["ranks"][2];
+    assert_eq!(r2["node"], "node2");
+    assert_eq!(r2["pcof"]["copy_of"], 1);
+    assert_eq!(r2["pcof"]["status"], "corrupt");
+    assert!(
+        r2["pcof"]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("Ckpt2-Pcof2.fti"),
+        "{}",
+        r2["pcof"]
+    );
+    let size = std::fs::metadata(node_dir(&run, 0, EXEC_L2, "l2").join("Ckpt2-Rank0.fti"))
+        .unwrap()
+        .len();
+    assert_eq!(c["ranks"][0]["rank_file"]["bytes"], size);
+    assert_eq!(c["ranks"][1]["rank_file"]["bytes"], Value::Null);
+    let text_out = text(&fti(&["list"], &run).stdout);
+    assert!(text_out.contains("not restorable now"), "{text_out}");
 }
 
 /// The L2 run with its first checkpoint archived: `l2/` holds checkpoint 2, `l2_archive/`
