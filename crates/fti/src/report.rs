@@ -38,8 +38,8 @@ pub trait Reporter: Send + Sync {
 /// warnings `[ FTI Warning 000003 ] : msg` on stdout with the rank; errors
 /// `[ FTI Error - 000003 ] : msg` on stderr (FTI appends `strerror(errno)`; here the cause,
 /// an OS error included, is part of `msg`); debug `[FTI Debug - 000003] : msg` on stdout.
-/// FTI colours the prefixes always; here only when the stream is a terminal and `NO_COLOR` is
-/// not set, so that files and pipes get plain text. Each line is written with one `write`, so
+/// FTI colours the prefixes always; here only as [`colour_wanted`] says, so that files, pipes
+/// and logs of `mpirun` jobs get plain text. Each line is written with one `write`, so
 /// lines of different ranks sharing a terminal or a log never interleave within a line.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FtiPrint;
@@ -76,9 +76,27 @@ impl FtiPrint {
     }
 }
 
+/// Whether to colour the prefixes on a stream that is (or is not) a terminal, given the
+/// environment (`var`): `FTI_COLOR=always|never` decides; otherwise `NO_COLOR` (non-empty)
+/// turns colour off, and so does a launcher's rank variable (`OMPI_COMM_WORLD_RANK`,
+/// `PMI_RANK`, `PMIX_RANK`): under `mpirun` a rank's stdout is a pseudo-terminal even when the
+/// job's output goes to a file (`mpirun ... > log`), so it says nothing of where lines end up.
+pub fn colour_wanted(terminal: bool, var: impl Fn(&str) -> Option<std::ffi::OsString>) -> bool {
+    match var("FTI_COLOR").as_ref().and_then(|v| v.to_str()) {
+        Some("always") => return true,
+        Some("never") => return false,
+        _ => {}
+    }
+    let set = |name: &str| var(name).is_some_and(|v| !v.is_empty());
+    let launched = ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"]
+        .into_iter()
+        .any(set);
+    terminal && !set("NO_COLOR") && !launched
+}
+
 impl Reporter for FtiPrint {
     fn report(&self, priority: Priority, rank: u32, text: &str) {
-        let colour = |terminal: bool| terminal && std::env::var_os("NO_COLOR").is_none();
+        let colour = |terminal: bool| colour_wanted(terminal, |name| std::env::var_os(name));
         if priority == Priority::Error {
             let err = std::io::stderr();
             if let Some(line) = FtiPrint::line(priority, rank, text, colour(err.is_terminal())) {
@@ -206,5 +224,35 @@ mod tests {
             line(Priority::Warning, 0, true).as_deref(),
             Some("[ \x1b[38;5;202mFTI Warning 000000\x1b[0m ] : msg\n")
         );
+    }
+
+    #[test]
+    fn colour_only_on_a_terminal_outside_launchers_unless_told() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        assert!(colour_wanted(true, env(&[])));
+        assert!(!colour_wanted(false, env(&[])));
+        for launcher in ["OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"] {
+            let pairs: &'static [(&str, &str)] = match launcher {
+                "OMPI_COMM_WORLD_RANK" => &[("OMPI_COMM_WORLD_RANK", "3")],
+                "PMI_RANK" => &[("PMI_RANK", "0")],
+                _ => &[("PMIX_RANK", "1")],
+            };
+            assert!(!colour_wanted(true, env(pairs)), "{launcher}");
+        }
+        assert!(!colour_wanted(true, env(&[("NO_COLOR", "1")])));
+        assert!(colour_wanted(true, env(&[("NO_COLOR", "")])));
+        assert!(colour_wanted(
+            false,
+            env(&[("FTI_COLOR", "always"), ("PMI_RANK", "0")])
+        ));
+        assert!(!colour_wanted(true, env(&[("FTI_COLOR", "never")])));
+        assert!(!colour_wanted(true, env(&[("FTI_COLOR", "auto"), ("PMIX_RANK", "2")])));
     }
 }

@@ -66,7 +66,20 @@ fn run(np: u32, args: &[&str]) -> String {
         status.success(),
         "mpirun -np {np} {args:?}: {status}\n{out}\n{err}"
     );
+    assert_plain(&stdout, &stderr);
     out.into_owned()
+}
+
+/// A job's output, redirected as `mpirun ... > log` redirects it, holds no terminal escape
+/// (each rank's stdout is a pseudo-terminal under mpirun, whatever the job's output is).
+fn assert_plain(stdout: &[u8], stderr: &[u8]) {
+    for (name, bytes) in [("stdout", stdout), ("stderr", stderr)] {
+        assert!(
+            !bytes.contains(&0x1b),
+            "an escape byte in {name}: {}",
+            String::from_utf8_lossy(bytes)
+        );
+    }
 }
 
 /// `RECOVERED <rank> ...` lines by rank.
