@@ -253,6 +253,9 @@ mod tests {
             env(&[("FTI_COLOR", "always"), ("PMI_RANK", "0")])
         ));
         assert!(!colour_wanted(true, env(&[("FTI_COLOR", "never")])));
-        assert!(!colour_wanted(true, env(&[("FTI_COLOR", "auto"), ("PMIX_RANK", "2")])));
+        assert!(!colour_wanted(
+            true,
+            env(&[("FTI_COLOR", "auto"), ("PMIX_RANK", "2")])
+        ));
     }
 }

@@ -82,6 +82,31 @@ fn assert_plain(stdout: &[u8], stderr: &[u8]) {
     }
 }
 
+/// `mpirun ... > log` with FTI's information lines on: the log holds them, uncoloured,
+/// although every rank's stdout is a pseudo-terminal under mpirun.
+#[test]
+fn logs_of_mpirun_jobs_hold_no_escape_bytes() {
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path().to_str().unwrap();
+    let out = mpirun(2, &["write", r, "2", "2"])
+        .env("FTI_VERBOSITY", "1")
+        .env_remove("FTI_COLOR")
+        .env_remove("NO_COLOR")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("[ FTI  Information ] : "),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_plain(&out.stdout, &out.stderr);
+}
+
 /// `RECOVERED <rank> ...` lines by rank.
 fn recovered(out: &str, np: u32) -> Vec<String> {
     let mut lines: Vec<String> = out
