@@ -95,24 +95,27 @@ fn crashed_and_restarted_run_ends_bitwise_identical() {
         crashed_dir.join("trace").to_str().unwrap(),
     ]);
     assert!(out.status.success());
-    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let rows = rows.as_array().unwrap();
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["schema"], 2);
+    let rows = summary["phases"].as_array().unwrap();
     let pids: std::collections::BTreeSet<i64> =
         rows.iter().map(|r| r["pid"].as_i64().unwrap()).collect();
     assert_eq!(pids.len(), 2, "{rows:?}");
     assert!(rows.iter().all(|r| r["rank"] == 0), "{rows:?}");
     // Checkpoints 1..5 before the crash at iteration 140 (every 25), the 4th at L4.
+    let levels = summary["levels"].as_array().unwrap();
     let count = |level: i64| -> u64 {
-        rows.iter()
-            .filter(|r| {
-                r["pid"] == crashed_pid && r["phase"] == "checkpoint" && r["level"] == level
-            })
-            .map(|r| r["count"].as_u64().unwrap())
+        levels
+            .iter()
+            .filter(|r| r["pid"] == crashed_pid && r["level"] == level)
+            .map(|r| r["checkpoints"].as_u64().unwrap())
             .sum()
     };
-    assert_eq!((count(1), count(4)), (4, 1), "{rows:?}");
+    assert_eq!((count(1), count(4)), (4, 1), "{levels:?}");
     for r in rows {
-        for key in ["pid", "rank", "level", "phase", "count", "total_ns"] {
+        for key in [
+            "pid", "rank", "thread", "level", "phase", "count", "total_ns",
+        ] {
             assert!(r.get(key).is_some(), "{key} missing in {r}");
         }
     }
@@ -356,4 +359,84 @@ fn any_number_of_ranks_computes_the_same_grid() {
             .iter()
             .all(|o| o.recovered == Some((4, 40)) && o.checksum == one.checksum));
     }
+}
+
+/// An asynchronous run: each checkpoint is counted once although the application's thread
+/// and the background thread both mark it, and the time the application was stopped is kept
+/// apart from the background's work, per level and per checkpoint.
+#[test]
+fn trace_summary_counts_asynchronous_checkpoints_once() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = fti::Config {
+        ckpt_dir: root.path().join("Local"),
+        glbl_dir: root.path().join("Global"),
+        meta_dir: root.path().join("Meta"),
+        trace: true,
+        trace_dir: root.path().join("trace"),
+        async_ckpt: true,
+        verbosity: 3,
+        ..fti::Config::default()
+    };
+    let mut f = fti::Fti::init(cfg).unwrap();
+    let mut x = vec![7u64; 1 << 16];
+    for id in 1..=5 {
+        let level = if id == 4 {
+            fti::Level::L4
+        } else {
+            fti::Level::L1
+        };
+        f.checkpoint(id, level, &[fti::Var::slice(0, &mut x)])
+            .unwrap();
+    }
+    f.finalize().unwrap();
+    let dir = root.path().join("trace");
+    let out = fti(&[
+        "trace-summary",
+        "--format",
+        "json",
+        "--per-checkpoint",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let levels = summary["levels"].as_array().unwrap();
+    let count = |level: i64| {
+        levels
+            .iter()
+            .find(|r| r["level"] == level)
+            .map(|r| r["checkpoints"].as_u64().unwrap())
+    };
+    assert_eq!((count(1), count(4)), (Some(4), Some(1)), "{levels:?}");
+    let ckpts = summary["checkpoints"].as_array().unwrap();
+    let ids: Vec<i64> = ckpts.iter().map(|c| c["id"].as_i64().unwrap()).collect();
+    assert_eq!(ids, [1, 2, 3, 4, 5]);
+    for c in ckpts {
+        assert!(c["stopped_ns"].as_u64().unwrap() > 0, "{c}");
+        assert!(c["background_ns"].as_u64().unwrap() > 0, "{c}");
+    }
+    // The background's write is on the background thread, the staging on the application's.
+    let phases = summary["phases"].as_array().unwrap();
+    let on = |thread: &str, phase: &str| {
+        phases
+            .iter()
+            .any(|p| p["thread"] == thread && p["phase"].as_str().unwrap().starts_with(phase))
+    };
+    assert!(
+        on("application", "stage") && on("background", "write"),
+        "{phases:?}"
+    );
+    assert!(!on("application", "write"), "{phases:?}");
+    let text = stdout(&fti(&[
+        "trace-summary",
+        "--per-checkpoint",
+        dir.to_str().unwrap(),
+    ]));
+    assert!(
+        text.contains("stopped") && text.contains("per checkpoint"),
+        "{text}"
+    );
 }

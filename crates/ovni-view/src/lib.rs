@@ -18,6 +18,7 @@ pub mod html;
 pub mod lod;
 pub mod model;
 pub mod page;
+pub mod runtime;
 pub mod summary;
 
 use std::path::{Path, PathBuf};

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{json, Map, Value};
 
 use crate::model::{Model, Span, State};
+use crate::runtime::{roles, Role};
 
 /// The page's summary (`<script type="application/json" id="ovniview-summary">`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -102,30 +103,35 @@ pub const FTI_LEVEL_TITLE: &str = "FTI level";
 /// The runtime's phase mark type.
 pub const FTI_PHASE_TITLE: &str = "FTI phase";
 
-/// One row of the checkpoint table: one process (a crash and its restart stay apart), one
-/// level (or none: work outside a checkpoint, such as a restart's verification), one phase.
+/// One row of the phase table: one process (a crash and its restart stay apart), one thread
+/// role (the application's thread or the runtime's background thread), one level (or none:
+/// work outside a checkpoint, such as a restart's verification), one phase. Whole checkpoints,
+/// each counted once, are in [`crate::runtime::checkpoint_runs`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointRow {
     /// Process id.
     pub pid: i64,
     /// MPI rank, if the trace has it.
     pub rank: Option<i64>,
+    /// The thread the phase ran on.
+    pub thread: Role,
     /// Checkpoint level (1..4), if the phase ran inside a checkpoint.
     pub level: Option<i64>,
-    /// The phase's label, or `"checkpoint"` for the whole checkpoint at that level.
+    /// The phase's label.
     pub phase: String,
     /// How many times.
     pub count: u64,
-    /// Time on top of the phase stack (or the level stack, for `"checkpoint"` rows).
+    /// Time on top of the phase stack.
     pub total_ns: u64,
 }
 
 impl CheckpointRow {
-    /// `{"pid","rank","level","phase","count","total_ns"}`.
+    /// `{"pid","rank","thread","level","phase","count","total_ns"}`.
     pub fn to_json(&self) -> Value {
         json!({
             "pid": self.pid,
             "rank": self.rank,
+            "thread": self.thread.name(),
             "level": self.level,
             "phase": self.phase,
             "count": self.count,
@@ -134,11 +140,11 @@ impl CheckpointRow {
     }
 }
 
-/// (pid, rank, level, phase value, phase label) of a checkpoint table row.
-type RowKey = (i64, Option<i64>, Option<i64>, i64, String);
+/// (pid, rank, thread role, level, phase value, phase label) of a phase table row.
+type RowKey = (i64, Option<i64>, Role, Option<i64>, i64, String);
 
-/// The checkpoint table of an fti-rs runtime trace: per process, level and phase, the count
-/// and time; empty when the trace has no mark type titled "FTI level" or "FTI phase".
+/// The phase table of an fti-rs runtime trace: per process, thread role, level and phase, the
+/// count and time; empty when the trace has no mark type titled "FTI level" or "FTI phase".
 pub fn checkpoint_table(model: &Model) -> Vec<CheckpointRow> {
     let level_ty = model.type_titled(FTI_LEVEL_TITLE);
     let phase_ty = model.type_titled(FTI_PHASE_TITLE);
@@ -146,17 +152,8 @@ pub fn checkpoint_table(model: &Model) -> Vec<CheckpointRow> {
         return Vec::new();
     }
     let mut rows: BTreeMap<RowKey, (u64, u64)> = BTreeMap::new();
-    for th in &model.threads {
+    for (th, &role) in model.threads.iter().zip(&roles(model)) {
         let levels = by_depth(th, level_ty);
-        if let Some(lt) = level_ty {
-            for (&(_, value), held) in th.held.range((lt, i64::MIN)..=(lt, i64::MAX)) {
-                let e = rows
-                    .entry((th.pid, th.rank, Some(value), 0, "checkpoint".to_owned()))
-                    .or_default();
-                e.0 += held.count;
-                e.1 = e.1.saturating_add(held.total_ns);
-            }
-        }
         let phases = by_depth(th, phase_ty);
         for (depth, list) in phases.iter().enumerate() {
             for p in list {
@@ -180,7 +177,7 @@ pub fn checkpoint_table(model: &Model) -> Vec<CheckpointRow> {
                     .and_then(|pt| model.label(pt, p.value))
                     .map_or_else(|| p.value.to_string(), str::to_owned);
                 let e = rows
-                    .entry((th.pid, th.rank, level, p.value, label))
+                    .entry((th.pid, th.rank, role, level, p.value, label))
                     .or_default();
                 e.0 += 1;
                 e.1 = e.1.saturating_add(p.dur().saturating_sub(nested));
@@ -189,9 +186,10 @@ pub fn checkpoint_table(model: &Model) -> Vec<CheckpointRow> {
     }
     rows.into_iter()
         .map(
-            |((pid, rank, level, _, phase), (count, total_ns))| CheckpointRow {
+            |((pid, rank, thread, level, _, phase), (count, total_ns))| CheckpointRow {
                 pid,
                 rank,
+                thread,
                 level,
                 phase,
                 count,

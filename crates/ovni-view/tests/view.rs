@@ -239,16 +239,20 @@ fn the_checkpoint_table_of_an_fti_trace() {
     let pids: std::collections::BTreeSet<i64> = rows.iter().map(|r| r.pid).collect();
     assert_eq!(pids.len(), 2, "{rows:#?}");
     assert!(rows.iter().all(|r| r.rank == Some(0)));
-    // Every checkpoint writes and publishes inside its level.
-    let level_rows: Vec<_> = rows.iter().filter(|r| r.phase == "checkpoint").collect();
-    assert!(!level_rows.is_empty());
-    for l in &level_rows {
+    // Every checkpoint writes inside its level, once per checkpoint (a synchronous run: on
+    // the application's thread, which is stopped for all of it).
+    let runs = ovni_view::runtime::checkpoint_runs(&model);
+    let levels = ovni_view::runtime::level_table(&runs);
+    assert!(!levels.is_empty());
+    for l in &levels {
         let write = rows
             .iter()
             .find(|r| r.pid == l.pid && r.level == l.level && r.phase.starts_with("write"))
             .unwrap_or_else(|| panic!("no write phase for {l:?}"));
-        assert_eq!(write.count, l.count, "{rows:#?}");
-        assert!(write.total_ns > 0);
+        assert_eq!(write.count, l.checkpoints, "{rows:#?}");
+        assert_eq!(write.thread, ovni_view::runtime::Role::Application);
+        assert!(write.total_ns > 0 && l.stopped_ns >= write.total_ns);
+        assert_eq!(l.background_ns, 0);
     }
     // The restart verifies its checkpoint outside any level.
     assert!(
@@ -260,11 +264,7 @@ fn the_checkpoint_table_of_an_fti_trace() {
     let s = ovni_view::Summary::of(&model);
     let phase_ty = model.type_titled("FTI phase").unwrap();
     let phases_total: u64 = s.marks[&phase_ty].values().sum();
-    let table_total: u64 = rows
-        .iter()
-        .filter(|r| r.phase != "checkpoint")
-        .map(|r| r.total_ns)
-        .sum();
+    let table_total: u64 = rows.iter().map(|r| r.total_ns).sum();
     assert_eq!(phases_total, table_total);
 }
 
