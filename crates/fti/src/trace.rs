@@ -67,9 +67,10 @@ pub(crate) enum Phase {
     Partner = 6,
     Stage = 7,
     Wait = 8,
+    Encode = 9,
 }
 
-const PHASES: [(Phase, &str); 8] = [
+const PHASES: [(Phase, &str); 9] = [
     (Phase::Write, "write (hash + write data)"),
     (Phase::Publish, "publish (fsync, rename, retire)"),
     (Phase::Verify, "verify (restart)"),
@@ -78,6 +79,10 @@ const PHASES: [(Phase, &str); 8] = [
     (Phase::Partner, "L2 partner copy (send + receive)"),
     (Phase::Stage, "stage (copy for an asynchronous checkpoint)"),
     (Phase::Wait, "wait (for the background's previous work)"),
+    (
+        Phase::Encode,
+        "L3 encode (Reed-Solomon code across the group)",
+    ),
 ];
 
 /// The trace of the thread that drives the runtime.
@@ -90,6 +95,8 @@ pub(crate) struct Tracer {
     open: Vec<(i32, i64)>,
     /// How to open another thread's stream in the same process (own streams only).
     spec: Option<TracerSpec>,
+    /// The thread is Paused, waiting for work (own streams only).
+    paused: bool,
 }
 
 /// The calling thread's id, from `/proc/thread-self` (no `unsafe` needed).
@@ -187,6 +194,7 @@ impl TracerSpec {
             labelled: HashSet::new(),
             open: Vec::new(),
             spec: Some(self),
+            paused: false,
         })
     }
 }
@@ -230,6 +238,7 @@ impl Tracer {
             labelled: HashSet::new(),
             open: Vec::new(),
             spec: None,
+            paused: false,
         })
     }
 
@@ -322,10 +331,32 @@ impl Tracer {
         self.pop(self.base + 2, phase as i64)
     }
 
+    /// The thread waits for work: Paused (`OHp`) until [`Tracer::resume`]. Only the runtime's
+    /// own streams (its background thread); the application's thread state is its own.
+    pub(crate) fn pause(&mut self) -> ovni::Result<()> {
+        self.set_paused(true)
+    }
+
+    /// The thread has work again: Running (`OHr`).
+    pub(crate) fn resume(&mut self) -> ovni::Result<()> {
+        self.set_paused(false)
+    }
+
+    fn set_paused(&mut self, paused: bool) -> ovni::Result<()> {
+        if let Sink::Own(stream) = &mut self.sink {
+            if self.paused != paused {
+                stream.emit(ovni::Mcv(if paused { *b"OHp" } else { *b"OHr" }), &[])?;
+                self.paused = paused;
+            }
+        }
+        Ok(())
+    }
+
     /// Ends the runtime's own thread stream (`OHe`) and writes it finished; in the
     /// application's stream only the open marks are closed.
     pub(crate) fn finish(mut self) -> ovni::Result<()> {
         self.close_all()?;
+        self.resume()?;
         match self.sink {
             Sink::Own(mut stream) => {
                 stream.emit(ovni::Mcv(*b"OHe"), &[])?;

@@ -390,8 +390,85 @@ fn asynchronous_checkpoints_trace_the_background_thread_apart() {
     };
     assert_eq!(marks[0], expect(&[7], true), "application's thread");
     assert_eq!(marks[1], expect(&[1, 2], false), "background thread");
+    // The background thread is Paused while it waits for work, Running for each job.
+    let states: Vec<Vec<String>> = streams
+        .iter()
+        .map(|s| {
+            s.events()
+                .map(|e| e.unwrap().1)
+                .filter(|ev| ev.mcv.0.starts_with(b"OH"))
+                .map(|ev| String::from_utf8(ev.mcv.0.to_vec()).unwrap())
+                .collect()
+        })
+        .collect();
+    let background = states
+        .iter()
+        .find(|s| s.contains(&"OHp".to_owned()))
+        .expect("a paused thread");
+    assert_eq!(
+        background.join(" "),
+        "OHx OHp OHr OHp OHr OHp OHr OHe",
+        "background thread"
+    );
+    assert_eq!(
+        states
+            .iter()
+            .filter(|s| s.contains(&"OHp".to_owned()))
+            .count(),
+        1,
+        "only the background thread pauses"
+    );
     assert_eq!(
         streams[0].meta()["ovni"]["mark"]["42"]["labels"]["8"],
         "wait (for the background's previous work)"
     );
+}
+
+/// An L3 checkpoint's Reed-Solomon encoding is its own phase (9, `L3 encode`), not the L2
+/// partner copy's (6).
+#[test]
+fn l3_encoding_is_its_own_phase() {
+    let root = tempfile::tempdir().unwrap();
+    let streams = std::thread::scope(|s| {
+        let handles: Vec<_> = fti::Threads::new(4, "host")
+            .into_iter()
+            .map(|comm| {
+                let root = root.path();
+                s.spawn(move || {
+                    let cfg = Config {
+                        group_size: 4,
+                        local_test: true,
+                        ..config(root)
+                    };
+                    let mut fti = Fti::init_with(cfg, Box::new(comm)).unwrap();
+                    let mut x = vec![3u64; 1000];
+                    fti.checkpoint(1, Level::L3, &[Var::slice(0, &mut x)])
+                        .unwrap();
+                    fti.finalize().unwrap();
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        ovni::Trace::open(&root.path().join("trace"))
+            .unwrap()
+            .streams()
+            .len()
+    });
+    assert_eq!(streams, 4, "one stream per rank");
+    let trace = ovni::Trace::open(&root.path().join("trace")).unwrap();
+    for stream in trace.streams() {
+        let phases: Vec<i64> = stream
+            .events()
+            .map(|e| e.unwrap().1)
+            .filter(|ev| ev.mcv.0 == *b"OM[" && ev.payload[8..12] == 42i32.to_le_bytes())
+            .map(|ev| i64::from_le_bytes(ev.payload[..8].try_into().unwrap()))
+            .collect();
+        assert!(phases.contains(&9) && !phases.contains(&6), "{phases:?}");
+        assert_eq!(
+            stream.meta()["ovni"]["mark"]["42"]["labels"]["9"],
+            "L3 encode (Reed-Solomon code across the group)"
+        );
+    }
 }

@@ -48,11 +48,9 @@ impl Fti {
                 done?
             }
             Level::L3 => {
-                trace::with(&mut self.tracer, &self.messages, |t| {
-                    t.begin(Phase::Partner)
-                });
+                trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Encode));
                 let done = self.encode_l3(id, &pending, fb);
-                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Encode));
                 let (copy, fb) = done?;
                 (copy, fb, None)
             }

@@ -17,7 +17,7 @@ use crate::config::Level;
 use crate::error::Result;
 use crate::report::Messages;
 use crate::store;
-use crate::trace::{Tracer, TracerSpec};
+use crate::trace::{self, Tracer, TracerSpec};
 
 /// A job: runs on the background thread with its tracer (if tracing is on).
 pub(super) type Job = Box<dyn FnOnce(&mut Option<Tracer>, &Messages) -> JobDone + Send>;
@@ -82,13 +82,17 @@ impl Worker {
                 }
             });
             let pool = background_pool();
+            // Between jobs the thread is Paused in its trace: idle, not running.
+            trace::with(&mut tracer, &messages, Tracer::pause);
             for job in inbox {
+                trace::with(&mut tracer, &messages, Tracer::resume);
                 // In the background pool, the job's parallel hashing runs on threads of the
                 // same low priority.
                 let done = match &pool {
                     Some(pool) => pool.install(|| job(&mut tracer, &messages)),
                     None => job(&mut tracer, &messages),
                 };
+                trace::with(&mut tracer, &messages, Tracer::pause);
                 if outbox.send(done).is_err() {
                     break;
                 }
