@@ -39,6 +39,13 @@ deletes nothing. If the output is closed early (`| head`), the deletions go on
 and a summary goes to stderr. Exit status: 0; 1 on an error (the checkpoint being
 deleted and the ones after it are kept whole); 2 on a usage error (--keep 0).
 
+Leftovers of interrupted runs go too, once untouched for --leftovers-after minutes
+(default 60; a live run keeps touching its files): checkpoint files under an
+execution's tmp/ (a checkpoint interrupted before its publication, which no restart
+reads) and the Topology.fti of an execution without any checkpoint file (a run that
+died before its first checkpoint completed). They are printed as `deleted <path>
+(left by an interrupted run)`.
+
 Examples:
   fti prune run/ --keep 3 --dry-run     what would go
   fti prune run/ --keep 3               keep 3 checkpoints of each level";
@@ -56,14 +63,23 @@ pub struct PruneArgs {
     /// Count checkpoints by id only, without checking that the kept ones can be restored.
     #[arg(long)]
     pub no_verify: bool,
+    /// Leftovers of interrupted runs (unpublished files in tmp/, the Topology.fti of an
+    /// execution without checkpoints) are deleted once untouched for this many minutes.
+    #[arg(long, value_name = "MINUTES", default_value_t = 60)]
+    pub leftovers_after: u32,
     #[command(flatten)]
     pub layout: LayoutArgs,
 }
 
 pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
     let (scan, mut ckpts) = load(&args.dir, args.layout)?;
+    let mut report = Report::default();
+    prune_leftovers(args, &scan, &mut report)?;
     if ckpts.is_empty() {
-        no_checkpoints(&args.dir, ": nothing to delete");
+        if report.files == 0 {
+            no_checkpoints(&args.dir, ": nothing to delete");
+        }
+        report.summary_if_closed();
         return Ok(ExitCode::SUCCESS);
     }
     let keep = usize::try_from(args.keep).unwrap_or(usize::MAX);
@@ -89,7 +105,6 @@ pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
             c.lacking_now().unwrap_or_default()
         );
     }
-    let mut report = Report::default();
     for &i in &plan.delete {
         let c = &ckpts[i];
         if args.dry_run {
@@ -123,6 +138,36 @@ pub fn prune(args: &PruneArgs) -> Result<ExitCode> {
     }
     report.summary_if_closed();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Deletes what interrupted runs left ([`inventory::stale_leftovers`]).
+fn prune_leftovers(args: &PruneArgs, scan: &inventory::Scan, report: &mut Report) -> Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let stale = inventory::stale_leftovers(scan, now, i64::from(args.leftovers_after) * 60);
+    if stale.is_empty() {
+        return Ok(());
+    }
+    if args.dry_run {
+        for l in &stale {
+            report.line(format_args!(
+                "would delete {} (left by an interrupted run)",
+                l.path.display()
+            ));
+        }
+        return Ok(());
+    }
+    let deleted = inventory::delete_leftovers(scan, &stale)
+        .context("deleting what interrupted runs left: nothing of it was deleted")?;
+    for path in deleted {
+        report.files += 1;
+        report.line(format_args!(
+            "deleted {} (left by an interrupted run)",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 /// What prune prints as it goes; once stdout is closed (`fti prune ... | head -1`) the rest

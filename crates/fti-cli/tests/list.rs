@@ -580,3 +580,73 @@ fn help_explains_columns_statuses_and_examples() {
         assert!(help.contains(needle), "{needle} not in {help}");
     }
 }
+
+/// What a run that died during its first checkpoint leaves (its `tmp/` file, its
+/// `Topology.fti`) goes with `fti prune` once old enough; a younger leftover, and the
+/// `Topology.fti` of an execution with checkpoints, stay.
+#[test]
+fn prune_deletes_what_interrupted_runs_left_once_old() {
+    let (_tmp, run) = copy("L2/files/step2");
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    let age = |path: &Path| {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(hour_ago)
+            .unwrap();
+    };
+    // An execution that never completed a checkpoint: a Topology.fti and an unpublished file.
+    let crashed = "2026-11-23_10-00-00";
+    let meta = run.join(format!("Meta/{crashed}"));
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::copy(
+        run.join(format!("Meta/{EXEC_L2}/Topology.fti")),
+        meta.join("Topology.fti"),
+    )
+    .unwrap();
+    let tmp = run.join(format!("Local/node0/{crashed}/tmp"));
+    std::fs::create_dir_all(&tmp).unwrap();
+    std::fs::copy(
+        node_dir(&run, 0, EXEC_L2, "l2").join("Ckpt2-Rank0.fti"),
+        tmp.join("Ckpt1-Rank0.fti"),
+    )
+    .unwrap();
+    // A live-looking unpublished file of the execution with checkpoints.
+    let live = node_dir(&run, 1, EXEC_L2, "tmp");
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(live.join("Ckpt3-Rank1.fti"), b"being written").unwrap();
+
+    // Young: nothing goes.
+    let before = files(&run);
+    let out = fti(&["prune", "--keep", "1"], &run);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(files(&run), before, "{}", text(&out.stdout));
+
+    for path in [meta.join("Topology.fti"), tmp.join("Ckpt1-Rank0.fti")] {
+        age(&path);
+    }
+    let out = fti(&["prune", "--keep", "1", "--dry-run"], &run);
+    assert_eq!(files(&run), before);
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        2,
+        "{}",
+        text(&out.stdout)
+    );
+    let out = fti(&["prune", "--keep", "1"], &run);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "deleted {} (left by an interrupted run)",
+            tmp.join("Ckpt1-Rank0.fti").display()
+        )),
+        "{stdout}"
+    );
+    assert!(!meta.join("Topology.fti").exists());
+    assert!(!tmp.join("Ckpt1-Rank0.fti").exists());
+    assert!(live.join("Ckpt3-Rank1.fti").exists());
+    assert!(run.join(format!("Meta/{EXEC_L2}/Topology.fti")).exists());
+    assert_eq!(files(&run).len(), before.len() - 2);
+}

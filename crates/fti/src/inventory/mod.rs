@@ -26,8 +26,10 @@ mod scan;
 mod tests;
 mod verdict;
 
-pub use prune::{delete_checkpoint, prunable_files, prune_plan, PrunePlan};
-pub use scan::{load, scan, DirId, Scan};
+pub use prune::{
+    delete_checkpoint, delete_leftovers, prunable_files, prune_plan, stale_leftovers, PrunePlan,
+};
+pub use scan::{load, scan, DirId, Leftover, Scan};
 pub use verdict::{check_file, verify_file, Checked, Verdict};
 
 /// Ranks numbered this high or higher are not believed: a file naming one is skipped (a run

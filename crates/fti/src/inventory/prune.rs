@@ -1,14 +1,14 @@
 //! Which archived checkpoints a prune deletes, and deleting one whole without following a
 //! directory swapped in since the scan.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 
 use rustix::fs::AtFlags;
 
 use super::scan::{open_dir_at, open_root};
-use super::{Ckpt, DirId, File, Scan};
+use super::{Ckpt, DirId, File, Leftover, Scan};
 use crate::error::{Error, Result};
 use crate::Level;
 
@@ -88,14 +88,59 @@ fn prunable(c: &Ckpt) -> Vec<&File> {
 /// elsewhere, say) is refused with [`Error::Changed`] before anything is deleted. Returns the
 /// paths deleted.
 pub fn delete_checkpoint(scan: &Scan, c: &Ckpt) -> Result<Vec<PathBuf>> {
+    let files: Vec<(&Path, (DirId, DirId))> = prunable(c)
+        .into_iter()
+        .map(|f| (f.path.as_path(), f.ids))
+        .collect();
+    delete_scanned(scan, &files)
+}
+
+/// What a crashed run left and nothing uses: checkpoint files under an execution's `tmp/`
+/// (a checkpoint interrupted before its publication, which a restart never reads), and the
+/// `Topology.fti` of an execution without any checkpoint file in the scan (a run that died
+/// before its first checkpoint completed). A live run touches its files as it writes them, so
+/// only leftovers not modified for `min_age_s` seconds before `now_s` are stale; an
+/// execution's `Topology.fti` goes only when all of that execution's leftovers are stale.
+pub fn stale_leftovers(scan: &Scan, now_s: i64, min_age_s: i64) -> Vec<&Leftover> {
+    let old = |l: &Leftover| now_s.saturating_sub(l.modified) >= min_age_s;
+    let with_checkpoints: BTreeSet<&str> =
+        scan.entries.iter().map(|e| e.exec_id.as_str()).collect();
+    let mut fresh: BTreeSet<&str> = BTreeSet::new();
+    for l in scan.leftovers.iter().filter(|l| !old(l)) {
+        fresh.insert(&l.exec_id);
+    }
+    scan.leftovers
+        .iter()
+        .filter(|l| old(l))
+        .filter(|l| {
+            l.unpublished
+                || !(with_checkpoints.contains(l.exec_id.as_str())
+                    || fresh.contains(l.exec_id.as_str()))
+        })
+        .collect()
+}
+
+/// Deletes leftovers found by `scan` ([`stale_leftovers`]), with the same checks as
+/// [`delete_checkpoint`]: all of them, or none when any changed since the scan.
+pub fn delete_leftovers(scan: &Scan, leftovers: &[&Leftover]) -> Result<Vec<PathBuf>> {
+    let files: Vec<(&Path, (DirId, DirId))> = leftovers
+        .iter()
+        .map(|l| (l.path.as_path(), l.ids))
+        .collect();
+    delete_scanned(scan, &files)
+}
+
+/// Unlinks `files` (path below the scanned directory, identities of its directory and of
+/// itself at the scan) after checking every one: all or nothing.
+fn delete_scanned(scan: &Scan, files: &[(&Path, (DirId, DirId))]) -> Result<Vec<PathBuf>> {
     let (root, root_id) = open_root(&scan.root)?;
     if root_id != scan.root_id {
         return Err(changed(&scan.root, "not the directory scanned"));
     }
     let mut dirs: BTreeMap<PathBuf, OwnedFd> = BTreeMap::new();
     let mut doomed = Vec::new();
-    for file in prunable(c) {
-        let (Some(dir), Some(name)) = (file.path.parent(), file.path.file_name()) else {
+    for &(path, ids) in files {
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             continue;
         };
         if !dirs.contains_key(dir) {
@@ -104,7 +149,7 @@ pub fn delete_checkpoint(scan: &Scan, c: &Ckpt) -> Result<Vec<PathBuf>> {
             if (DirId {
                 dev: stat.st_dev,
                 ino: stat.st_ino,
-            }) != file.ids.0
+            }) != ids.0
             {
                 return Err(changed(dir, "not the directory scanned"));
             }
@@ -112,20 +157,20 @@ pub fn delete_checkpoint(scan: &Scan, c: &Ckpt) -> Result<Vec<PathBuf>> {
         }
         let fd = &dirs[dir];
         let stat = rustix::fs::statat(fd, name, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|e| Error::io(&file.path, e.into()))?;
+            .map_err(|e| Error::io(path, e.into()))?;
         if (DirId {
             dev: stat.st_dev,
             ino: stat.st_ino,
-        }) != file.ids.1
+        }) != ids.1
         {
-            return Err(changed(&file.path, "not the file scanned"));
+            return Err(changed(path, "not the file scanned"));
         }
-        doomed.push((dir, name, &file.path));
+        doomed.push((dir, name, path));
     }
     let mut deleted = Vec::with_capacity(doomed.len());
     for (dir, name, path) in doomed {
         match rustix::fs::unlinkat(&dirs[dir], name, AtFlags::empty()) {
-            Ok(()) | Err(rustix::io::Errno::NOENT) => deleted.push(path.clone()),
+            Ok(()) | Err(rustix::io::Errno::NOENT) => deleted.push(path.to_path_buf()),
             Err(e) => return Err(Error::io(path, e.into())),
         }
     }

@@ -48,6 +48,24 @@ pub struct Scan {
     pub skipped: Vec<(PathBuf, String)>,
     /// The number of nodes each execution's `Topology.fti` lists, by execution id.
     pub topology_nodes: BTreeMap<String, u32>,
+    /// Files a crashed run may have left: checkpoint files under `tmp/` and every
+    /// `Topology.fti` (see [`super::stale_leftovers`]).
+    pub leftovers: Vec<Leftover>,
+}
+
+/// A file a crashed run may have left behind.
+#[derive(Debug, Clone)]
+pub struct Leftover {
+    /// Its path, below the directory scanned.
+    pub path: PathBuf,
+    /// The execution id (the directory above `tmp/`, or holding `Topology.fti`).
+    pub exec_id: String,
+    /// A checkpoint file under `tmp/` (else the execution's `Topology.fti`).
+    pub unpublished: bool,
+    /// Last modification, seconds since the Unix epoch.
+    pub modified: i64,
+    /// The identities of its directory and of itself when scanned.
+    pub ids: (DirId, DirId),
 }
 
 /// Opens a directory below `dir` without following a symbolic link at `name`.
@@ -139,7 +157,15 @@ fn visit(scan: &mut Scan, stack: &mut Vec<Pending>, dir: &Pending, name: &OsStr)
         return Ok(());
     }
     let text = name.to_string_lossy();
+    let leftover = |unpublished: bool, exec: &Path| Leftover {
+        path: path.clone(),
+        exec_id: file_name(exec).unwrap_or_default(),
+        unpublished,
+        modified: lstat.st_mtime,
+        ids: (dir.id, DirId::of(&lstat)),
+    };
     if text == "Topology.fti" {
+        scan.leftovers.push(leftover(false, &dir.named));
         if let (Some(exec), Some(nodes)) = (
             file_name(&dir.named),
             crate::topology::topology_nodes(&path),
@@ -152,6 +178,11 @@ fn visit(scan: &mut Scan, stack: &mut Vec<Pending>, dir: &Pending, name: &OsStr)
     let Some(ftiff::FileName { kind, id, rank }) = ftiff::FileName::parse(&text) else {
         return Ok(());
     };
+    if file_name(&dir.named).as_deref() == Some("tmp") {
+        if let Some(exec) = dir.named.parent() {
+            scan.leftovers.push(leftover(true, exec));
+        }
+    }
     // `stat` follows symbolic links and never blocks, even on a FIFO.
     let size = match rustix::fs::statat(&dir.fd, name, AtFlags::empty()) {
         Ok(s) if FileType::from_raw_mode(s.st_mode) == FileType::RegularFile => s.st_size as u64,
