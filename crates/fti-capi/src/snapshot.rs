@@ -130,9 +130,11 @@ impl Clock {
         if self.last == 0 {
             candidate += 1;
         }
-        if candidate >= self.calls {
-            self.next = candidate;
-        }
+        // The call being made is `calls + 1`. FTI 1.1 (and 1.6) accepts a look set at call
+        // `calls`, which has just passed: it is never reached again, and the run takes no
+        // checkpoint until its end. A look that is due already (slower iterations shrank the
+        // interval) is taken at this call instead.
+        self.next = candidate.max(self.calls + 1);
         if self.sync_iter < self.per_unit / 2 && self.sync_iter < self.sync_max {
             self.sync_iter *= 2;
         }
@@ -221,5 +223,69 @@ mod tests {
     #[test]
     fn no_interval_never_checkpoints() {
         assert!(run([None; 4], 0.001, 10_000).is_empty());
+    }
+
+    /// Iterations of two or three speeds, then a long run at one speed: the clock never sets
+    /// its next look at a call already made (it would never be reached again, and the run
+    /// would take no checkpoint until its end), and the final speed still gets checkpoints.
+    mod patterns {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn segments() -> impl Strategy<Value = Vec<(f64, i64)>> {
+            let dt = prop_oneof![0.0005f64..0.05, 0.05f64..0.8, 0.8f64..4.0];
+            proptest::collection::vec((dt, 1i64..2000), 1..4)
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+            #[test]
+            fn checkpoints_never_stop(
+                segments in segments(),
+                last_dt in 0.0005f64..4.0,
+                interval in 2u64..30,
+                max_sync in prop_oneof![Just(0i64), Just(8i64), Just(64i64)],
+            ) {
+                let intervals = [Some(Duration::from_secs(interval)), None, None, None];
+                let mut clock = Clock::new(&intervals, max_sync, 0.0);
+                let mut now = 0.0;
+                let mut call = 0i64;
+                let mut tick = |clock: &mut Clock, now: f64| {
+                    let checked = clock.tick(now, &mut |m| m);
+                    if matches!(checked, Tick::Checked(_)) {
+                        clock.restart_timer(now);
+                    }
+                    checked
+                };
+                for &(dt, n) in &segments {
+                    for _ in 0..n {
+                        now += dt;
+                        call += 1;
+                        tick(&mut clock, now);
+                        // 0: not scheduled yet (the first measurement, at the second call, does).
+                        prop_assert!(
+                            clock.next == 0 || clock.next > clock.calls,
+                            "call {call}: next look at call {} already made",
+                            clock.next
+                        );
+                    }
+                }
+                // Long enough at the last speed for its checkpoints to come whatever the
+                // earlier speeds made the mean iteration time: four intervals, and four times
+                // the calls before (the mean is over every call).
+                let last_calls = (4.0 * interval as f64 / last_dt).ceil() as i64;
+                let last_calls = last_calls.max(4 * call).max(2_000);
+                let mut taken = 0;
+                for _ in 0..last_calls {
+                    now += last_dt;
+                    if tick(&mut clock, now) == Tick::Checked(Some(Level::L1)) {
+                        taken += 1;
+                    }
+                    prop_assert!(clock.next == 0 || clock.next > clock.calls);
+                }
+                prop_assert!(taken > 0, "no checkpoint in the last {last_calls} calls");
+            }
+        }
     }
 }
