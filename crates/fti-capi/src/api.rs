@@ -14,7 +14,6 @@ use fti::{Config, Fti, Level, Status, Var};
 
 use crate::comm::{self, Comms};
 use crate::data::{with_var, with_vars, Dataset};
-use crate::ini::Ini;
 use crate::injection::Injection;
 use crate::snapshot::{Clock, Tick};
 use crate::types::{self, group_exists, FtiType, H5Group, FTI_BUFS};
@@ -182,7 +181,8 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
             Ok(_) => refused("another rank could not load the configuration"),
         });
     }
-    let (cfg, ini) = loaded?;
+    let cfg = loaded?;
+    let ini = cfg.keys.clone();
     message::configure(cfg.verbosity, comms.rank);
     types::init_predefined();
     let failure = cfg.failure.unwrap_or(0);
@@ -210,7 +210,11 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
         lost_restart,
         recover_var_open: false,
         icp: Icp::Inactive,
-        clock: Clock::new(&intervals, ini.int("basic", "max_sync_intv", 0), now),
+        clock: Clock::new(
+            &intervals,
+            ini.int("basic", "max_sync_intv").unwrap_or(0),
+            now,
+        ),
         snapshot_id,
         injection: Injection::new(&ini, now),
         comms,
@@ -224,28 +228,21 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     Ok((session, FTI_SCES))
 }
 
-/// The runtime's config, and the keys only the C API reads.
-fn load_config(path: &Path) -> Result<(Config, Ini), Failure> {
+/// The runtime's config, with every key of the file (`Config::keys`: the C API also reads
+/// `max_sync_intv` and `[injection]`), read once by the runtime's parser.
+fn load_config(path: &Path) -> Result<Config, Failure> {
     let mut cfg = Config::from_file(path).map_err(runtime("reading the configuration"))?;
-    let text = std::fs::read_to_string(path).map_err(|e| Failure::Runtime {
-        doing: "reading the configuration",
-        err: Box::new(fti::Error::Io {
-            path: path.to_path_buf(),
-            err: e,
-        }),
-    })?;
-    let ini = Ini::parse(&text);
     // The runtime says these keys have no effect; through this API they do (FTI_Snapshot's
     // synchronisation and FTI_BitFlip).
     cfg.warnings
         .retain(|w| !w.contains("max_sync_intv") && !w.contains("[injection]"));
-    if !ini.has("basic", "ckpt_io") {
+    if cfg.keys.get("basic", "ckpt_io").is_none() {
         message::warn(&format!(
             "{}: no [basic] ckpt_io: FTI 1.1 would write POSIX files; this library writes FTI-FF (ckpt_io = 3)",
             path.display()
         ));
     }
-    Ok((cfg, ini))
+    Ok(cfg)
 }
 
 /// `int FTI_Status()`: 0 on a normal run, 1 on a restart (2: from the checkpoint kept by

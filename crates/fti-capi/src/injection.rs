@@ -4,9 +4,9 @@
 use std::ffi::c_int;
 
 use crate::data::Dataset;
-use crate::ini::Ini;
 use crate::message;
 use crate::types::{DBLE_ID, SFLT_ID};
+use fti::IniFile;
 
 /// The `[injection]` settings and what was injected so far.
 #[derive(Debug, Clone)]
@@ -27,13 +27,14 @@ pub(crate) struct Injection {
 
 impl Injection {
     /// The config's settings (all 0 when absent: nothing is injected), timed from `now`.
-    pub(crate) fn new(ini: &Ini, now: f64) -> Injection {
+    pub(crate) fn new(ini: &IniFile, now: f64) -> Injection {
+        let int = |key: &str| ini.int("injection", key).unwrap_or(0);
         Injection {
-            rank: ini.int("injection", "rank", 0),
-            index: ini.int("injection", "index", 0),
-            position: ini.int("injection", "position", 0),
-            number: ini.int("injection", "number", 0),
-            frequency: ini.float("injection", "frequency", 0.0),
+            rank: int("rank"),
+            index: int("index"),
+            position: int("position"),
+            number: int("number"),
+            frequency: ini.float("injection", "frequency").unwrap_or(0.0),
             done: 0,
             last: now,
         }

@@ -24,7 +24,6 @@ mod app_ovni;
 mod comm;
 mod data;
 mod fortran;
-mod ini;
 mod injection;
 mod message;
 mod snapshot;

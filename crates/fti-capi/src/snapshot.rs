@@ -251,7 +251,7 @@ mod tests {
                 let mut clock = Clock::new(&intervals, max_sync, 0.0);
                 let mut now = 0.0;
                 let mut call = 0i64;
-                let mut tick = |clock: &mut Clock, now: f64| {
+                let tick = |clock: &mut Clock, now: f64| {
                     let checked = clock.tick(now, &mut |m| m);
                     if matches!(checked, Tick::Checked(_)) {
                         clock.restart_timer(now);

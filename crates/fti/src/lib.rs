@@ -48,7 +48,7 @@ mod trace;
 mod var;
 
 pub use comm::{Comm, SelfComm, Threads};
-pub use config::{check_exec_id, record_restart, restart_text, Config, Level};
+pub use config::{check_exec_id, record_restart, restart_text, Config, IniFile, Level};
 pub use error::{Candidate, Error, Result, Skipped, Step};
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Options, Snapshot, Status};
 pub use trace::AppOvni;

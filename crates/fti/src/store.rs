@@ -573,6 +573,17 @@ pub fn remove_meta_files(dirs: &Dirs) -> Result<()> {
 /// Replaces a small file atomically: temporary file beside it, fsync, rename, fsync of the
 /// directory.
 pub fn replace_file(st: &dyn Storage, path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_file_as(st, path, bytes, None)
+}
+
+/// [`replace_file`], the new file given `permissions` (the old file's, say) before it takes
+/// the name.
+pub fn replace_file_as(
+    st: &dyn Storage,
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<std::fs::Permissions>,
+) -> Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -588,6 +599,9 @@ pub fn replace_file(st: &dyn Storage, path: &Path, bytes: &[u8]) -> Result<()> {
         f.write_all_at(bytes, 0)
             .and_then(|()| f.sync())
             .map_err(|e| Error::io(&tmp, e))?;
+    }
+    if let Some(permissions) = permissions {
+        std::fs::set_permissions(&tmp, permissions).map_err(|e| Error::io(&tmp, e))?;
     }
     st.rename(&tmp, path).map_err(|e| Error::io(path, e))?;
     sync_dir(st, dir)

@@ -119,21 +119,11 @@ pub fn topology_nodes(path: &std::path::Path) -> Option<u32> {
         &mut text,
     )
     .ok()?;
-    let mut in_topology = false;
-    let mut nodes = None;
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_topology = line.eq_ignore_ascii_case("[topology]");
-        } else if in_topology {
-            let index = line
-                .split_once('=')
-                .and_then(|(k, _)| k.trim().parse::<u32>().ok());
-            if let Some(i) = index {
-                nodes = nodes.max(Some(i.saturating_add(1)));
-            }
-        }
-    }
-    nodes
+    let (ini, _) = crate::config::IniFile::parse(path, &text).ok()?;
+    ini.section("topology")
+        .filter_map(|(key, _)| key.parse::<u32>().ok())
+        .map(|i| i.saturating_add(1))
+        .max()
 }
 
 #[cfg(test)]

@@ -11,6 +11,50 @@ use crate::error::{Error, Result};
 /// Parsed INI: section -> key -> (value, line number). Keys and sections lower-cased.
 type Ini = BTreeMap<String, BTreeMap<String, (String, usize)>>;
 
+/// Every key of an INI file (an FTI config, `Topology.fti`) as FTI's iniparser reads it
+/// ([`IniFile::parse`]): the one reader of such files, for the runtime, the C API's own keys
+/// (`max_sync_intv`, `[injection]`) and the meta data.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IniFile {
+    sections: Ini,
+}
+
+impl IniFile {
+    /// Parses `text` (see [`parse_ini`] for the syntax); `path` names the source in messages.
+    /// Returns the keys and the warnings (keys set twice).
+    pub fn parse(path: &Path, text: &str) -> Result<(IniFile, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let sections = parse_ini(path, text, &mut warnings)?;
+        Ok((IniFile { sections }, warnings))
+    }
+
+    /// The value of `[section] key` (both case-insensitive).
+    pub fn get(&self, section: &str, key: &str) -> Option<&str> {
+        let section = self.sections.get(&section.to_ascii_lowercase())?;
+        section
+            .get(&key.to_ascii_lowercase())
+            .map(|(v, _)| v.as_str())
+    }
+
+    /// An integer value; `None` when absent or not an integer.
+    pub fn int(&self, section: &str, key: &str) -> Option<i64> {
+        self.get(section, key)?.parse().ok()
+    }
+
+    /// A floating-point value; `None` when absent or not a number.
+    pub fn float(&self, section: &str, key: &str) -> Option<f64> {
+        self.get(section, key)?.parse().ok()
+    }
+
+    /// The keys (lower-cased) and values of a section, in key order.
+    pub fn section(&self, name: &str) -> impl Iterator<Item = (&str, &str)> {
+        self.sections
+            .get(&name.to_ascii_lowercase())
+            .into_iter()
+            .flat_map(|keys| keys.iter().map(|(k, (v, _))| (k.as_str(), v.as_str())))
+    }
+}
+
 /// Parses INI text as FTI's iniparser reads it: sections and keys case-insensitive, `;` and
 /// `#` start comments (also after a value), a value in double or single quotes is taken
 /// verbatim (comment characters included), a UTF-8 byte-order mark is skipped. A key set twice
@@ -178,6 +222,13 @@ pub(super) struct Keys<'a> {
 }
 
 impl Keys<'_> {
+    /// Every key, for [`super::Config::keys`].
+    pub(super) fn file(&self) -> IniFile {
+        IniFile {
+            sections: self.ini.clone(),
+        }
+    }
+
     fn get(&self, section: &str, key: &str) -> Option<&(String, usize)> {
         self.ini.get(section).and_then(|s| s.get(key))
     }

@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 mod ini;
 mod restart;
 
+pub use ini::IniFile;
 use ini::{parse_ini, Keys};
 pub use restart::{record_restart, restart_text};
 
@@ -143,6 +144,9 @@ pub struct Config {
     /// Unknown keys, duplicated keys and settings asking for something this runtime does
     /// not do, as messages for the user (said once, by rank 0).
     pub warnings: Vec<String>,
+    /// Every key of the file read, as read: for keys read by others than the runtime (FTI's
+    /// C API: `max_sync_intv`, `[injection]`). Empty for a config built in code.
+    pub keys: IniFile,
     /// Remarks for the user: FTI keys the file sets that have no effect here (said once, by
     /// rank 0, as information).
     pub notes: Vec<String>,
@@ -182,6 +186,7 @@ impl Default for Config {
             path: None,
             warnings: Vec::new(),
             notes: Vec::new(),
+            keys: IniFile::default(),
         }
     }
 }
@@ -206,6 +211,7 @@ impl Config {
             ini: parse_ini(path, text, &mut cfg.warnings)?,
             path,
         };
+        cfg.keys = keys.file();
         let (mut warnings, mut notes) = (std::mem::take(&mut cfg.warnings), Vec::new());
         keys.warn_unknown(&mut warnings, &mut notes);
         keys.refuse_unsupported()?;
@@ -377,6 +383,47 @@ mod tests {
         record_restart(&crate::storage::Disk, &path, 2, "e").unwrap();
         let cfg = Config::from_file(&path).unwrap();
         assert_eq!((cfg.failure, cfg.exec_id.as_deref()), (Some(2), Some("e")));
+    }
+
+    /// FTI writes the restart record through a symbolic link (`fopen(cfg, "w")`): the link
+    /// stays, its target gets the record and keeps its mode.
+    #[test]
+    fn record_restart_writes_through_a_link_and_keeps_the_mode() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("configs/real.fti");
+        std::fs::create_dir(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "[basic]\nckpt_dir = x\n[restart]\nfailure = 0\n").unwrap();
+        std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let link = dir.path().join("config.fti");
+        std::os::unix::fs::symlink("configs/real.fti", &link).unwrap();
+        record_restart(&crate::storage::Disk, &link, 1, "2026-01-02_03-04-05").unwrap();
+        assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+        let cfg = Config::from_file(&real).unwrap();
+        assert_eq!(cfg.failure, Some(1));
+        assert_eq!(cfg.exec_id.as_deref(), Some("2026-01-02_03-04-05"));
+        let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            2,
+            "no temporary left"
+        );
+    }
+
+    /// The keys the C API reads itself come from this parser: a byte-order mark and a comment
+    /// after a section header do not hide them.
+    #[test]
+    fn every_key_is_kept_for_the_c_api() {
+        let cfg = parse(
+            "\u{feff}[basic] ; FTI's comment\nckpt_io = 3\nmax_sync_intv = 64 ; sync\n[Injection] # flips\nrank = 1\nfrequency = 0.5\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.keys.get("basic", "ckpt_io"), Some("3"));
+        assert_eq!(cfg.keys.int("BASIC", "max_sync_intv"), Some(64));
+        assert_eq!(cfg.keys.int("injection", "rank"), Some(1));
+        assert_eq!(cfg.keys.float("injection", "frequency"), Some(0.5));
+        assert_eq!(cfg.keys.get("injection", "number"), None);
     }
 
     /// Fuzzing (fti_config): a line `[=` is a key for the parser, but ended `[restart]` for

@@ -7,17 +7,23 @@ use crate::error::{Error, Result};
 
 /// Records `failure` and `exec_id` in the config file at `path`, as FTI does, so that a
 /// program restarted with the same file recovers. Only those two lines of `[restart]` are
-/// replaced (or added); every other line is kept as the user wrote it. The new file replaces
-/// the old one atomically (temporary file, fsync, rename).
+/// replaced (or added); every other line is kept as the user wrote it. A symbolic link is
+/// written through, as FTI's `fopen(path, "w")` does: the file it names gets the record and
+/// keeps its mode, the link stays. The new file replaces the old one atomically (temporary
+/// file beside it, fsync, rename).
 pub fn record_restart(
     storage: &dyn crate::storage::Storage,
     path: &Path,
     failure: u8,
     exec_id: &str,
 ) -> Result<()> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let target = std::fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+    let permissions = std::fs::metadata(&target)
+        .map_err(|e| Error::io(&target, e))?
+        .permissions();
+    let text = std::fs::read_to_string(&target).map_err(|e| Error::io(&target, e))?;
     let text = restart_text(&text, failure, exec_id);
-    crate::store::replace_file(storage, path, text.as_bytes())
+    crate::store::replace_file_as(storage, &target, text.as_bytes(), Some(permissions))
 }
 
 /// The config text `text` with `failure` and `exec_id` recorded in `[restart]` and its
