@@ -4,7 +4,7 @@
 //! re-exported here, so `ovni::error::StreamProblem` and `ovni::StreamProblem` keep naming it:
 //! [`StreamProblem`] in the stream reader, [`MetaProblem`] in the `stream.json` reader,
 //! [`UsageError`] in the writer, [`EventProblem`] and the thread states and transitions it
-//! names in the ovni model, [`TraceProblem`] in the linter.
+//! names in the ovni model, [`TraceProblem`] in the linter, [`SortProblem`] in the sorter.
 
 use std::io;
 use std::path::PathBuf;
@@ -15,6 +15,7 @@ pub use crate::lint::trace::TraceProblem;
 pub use crate::model::problem::{EventProblem, MarkOp, ThreadState, Transition};
 pub use crate::read::meta::problem::MetaProblem;
 pub use crate::read::stream::StreamProblem;
+pub use crate::sort::SortProblem;
 pub use crate::write::usage::UsageError;
 
 /// Result alias for this crate.
@@ -83,6 +84,14 @@ pub enum Error {
     /// A rule about the whole trace is broken (clock gate, clock offsets, end state).
     #[error("{0}")]
     Trace(TraceProblem),
+    /// A stream's unordered regions cannot be sorted (`ovnisort`).
+    #[error("stream '{stream}': {problem}")]
+    Sort {
+        /// Relative path of the stream.
+        stream: String,
+        /// What is wrong.
+        problem: SortProblem,
+    },
 }
 
 impl Error {

@@ -11,6 +11,7 @@
 //! * [`write`](mod@write): a writer with libovni's model (processes, threads, flushes, marks,
 //!   attributes), which unlike libovni never loses buffered events;
 //! * [`tools`]: the logic of `ovnidump`, `ovnitop` and `ovnisort -c`;
+//! * [`sort`]: the logic of `ovnisort`, which sorts the unordered regions of each stream;
 //! * [`emu`]: the emulator (`ovniemu`): the ovni model's channels and the Paraver files;
 //! * [`lint`]: the checks ovniemu makes before and while emulating a trace (`ovnilint`).
 //!
@@ -27,12 +28,13 @@ mod model;
 mod printf;
 pub mod raw;
 pub mod read;
+pub mod sort;
 pub mod tools;
 pub mod write;
 
 pub use error::{
-    Error, EventProblem, MarkOp, MetaProblem, Result, StreamProblem, ThreadState, TraceProblem,
-    Transition, UsageError,
+    Error, EventProblem, MarkOp, MetaProblem, Result, SortProblem, StreamProblem, ThreadState,
+    TraceProblem, Transition, UsageError,
 };
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

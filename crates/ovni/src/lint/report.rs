@@ -135,6 +135,7 @@ fn code(e: &Error) -> &'static str {
         Error::Json { .. } => "invalid-json",
         Error::NoStreams(_) => "no-streams",
         Error::Usage(_) => "usage",
+        Error::Sort { .. } => "sort",
         Error::Stream { problem, .. } => match problem {
             StreamProblem::Empty => "empty-stream",
             StreamProblem::IncompleteHeader { .. } => "incomplete-header",
