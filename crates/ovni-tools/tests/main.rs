@@ -6,4 +6,5 @@ mod hostile;
 mod ovniemu;
 mod ovniview;
 mod regressions;
+mod sort;
 mod util;

@@ -168,7 +168,9 @@ pub fn c_error_lines(err: &Error, relpath: &str) -> Vec<String> {
             vec![format!("ERROR: {text}")]
         }
     };
-    lines.push(format!("ERROR: process_trace: sort stream {relpath} failed"));
+    lines.push(format!(
+        "ERROR: process_trace: sort stream {relpath} failed"
+    ));
     lines
 }
 
@@ -236,7 +238,9 @@ enum Region {
     /// Just after an `OU[`.
     Opened,
     /// Inside a region whose first event is at `first`.
-    Unsorted { first: usize },
+    Unsorted {
+        first: usize,
+    },
 }
 
 enum RegionError {
@@ -417,4 +421,127 @@ pub(crate) fn replace_file(path: &Path, contents: &[u8]) -> Result<()> {
     File::open(&dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| Error::io(&dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::{encode_normal, stream_header, Mcv};
+
+    fn stream(events: &[(&[u8; 3], u64, &[u8])]) -> Vec<u8> {
+        let mut v = stream_header().to_vec();
+        for &(mcv, clock, payload) in events {
+            encode_normal(&mut v, Mcv(*mcv), clock, payload).unwrap();
+        }
+        v
+    }
+
+    fn sort(bytes: &mut [u8], look_back: usize) -> Result<SortReport> {
+        sort_events(bytes, look_back, Path::new("s/stream.obs"), "s")
+    }
+
+    #[test]
+    fn equal_clocks_keep_their_order() {
+        let mut bytes = stream(&[
+            (b"OHx", 1, &[]),
+            (b"OU[", 50, &[]),
+            (b"OB.", 20, &[1, 1]),
+            (b"OB.", 10, &[]),
+            (b"OB.", 20, &[2, 2]),
+            (b"OB.", 10, &[3, 3]),
+            (b"OU]", 60, &[]),
+        ]);
+        let report = sort(&mut bytes, 100).unwrap();
+        assert_eq!(report.regions, 1);
+        let want = stream(&[
+            (b"OHx", 1, &[]),
+            (b"OB.", 10, &[]),
+            (b"OB.", 10, &[3, 3]),
+            (b"OB.", 20, &[1, 1]),
+            (b"OB.", 20, &[2, 2]),
+            (b"OU[", 50, &[]),
+            (b"OU]", 60, &[]),
+        ]);
+        assert_eq!(bytes, want);
+    }
+
+    #[test]
+    fn clocks_above_2_63_sort_signed_and_are_then_found_unsorted() {
+        const TOP: u64 = 1 << 63;
+        // Signed, 2^63 is the lowest clock: it moves first and the window is then out of
+        // order for the unsigned check, where the original aborts.
+        let mut bytes = stream(&[
+            (b"OHx", 1, &[]),
+            (b"OU[", 50, &[]),
+            (b"OB.", TOP, &[]),
+            (b"OB.", 10, &[]),
+            (b"OU]", 60, &[]),
+        ]);
+        let err = sort(&mut bytes, 100).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Sort {
+                    problem: SortProblem::WindowNotSorted {
+                        index: 1,
+                        prev: TOP,
+                        clock: 1
+                    },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn regions_left_open_and_unmatched_ends_are_not_sorted() {
+        let events: &[(&[u8; 3], u64, &[u8])] = &[
+            (b"OHx", 5, &[]),
+            (b"OU]", 4, &[]),
+            (b"OB.", 3, &[]),
+            (b"OU[", 2, &[]),
+            (b"OB.", 1, &[]),
+        ];
+        let mut bytes = stream(events);
+        let report = sort(&mut bytes, 100).unwrap();
+        assert_eq!(report, SortReport::default());
+        assert_eq!(bytes, stream(events));
+    }
+
+    #[test]
+    fn a_look_back_of_one_sorts_nothing() {
+        let mut bytes = stream(&[(b"OU[", 50, &[]), (b"OB.", 10, &[]), (b"OU]", 60, &[])]);
+        let err = sort(&mut bytes, 1).unwrap_err();
+        assert!(matches!(
+            err,
+            Error::Sort {
+                problem: SortProblem::NoDestination {
+                    clock: 10,
+                    searched: 0,
+                    oldest_clock: 0,
+                    offset: 20
+                },
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_cut_event_is_reported_with_its_offset() {
+        let mut bytes = stream(&[(b"OU[", 50, &[])]);
+        bytes.extend_from_slice(&[0, b'O', b'B']);
+        let err = sort(&mut bytes, 100).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Stream {
+                    offset: 20,
+                    problem: StreamProblem::IncompleteEvent { .. },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
 }
