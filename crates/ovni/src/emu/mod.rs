@@ -297,7 +297,22 @@ impl Setup {
                 table.model_events(b'O')
             ));
         }
-        let marks = MarkList::new(&self.sys, &self.layout, streams);
+        let marks = match MarkList::new(&self.sys, &self.layout, streams) {
+            Ok(m) => m,
+            Err(e) => {
+                let lines = match &e {
+                    Error::Metadata {
+                        problem: MetaProblem::MarkValueCollision { mark, second, .. },
+                        ..
+                    } => report::mark_collision_lines(
+                        chan::TY_MARK.wrapping_add(*mark as u32),
+                        *second as i32,
+                    ),
+                    other => vec![format!("emu_connect: {other}")],
+                };
+                return early(outputs, out, lines, e);
+            }
+        };
         let pcfs = pcf_types(&self.layout, &marks);
         let mut emu = Emu::new(&self, &marks, &mut outputs);
         out.info("emulation starts");

@@ -66,6 +66,21 @@ pub(crate) fn stream_step_lines(rel: &str, problem: &StreamProblem, offset: u64)
     vec![first, format!("step_stream: cannot step stream '{rel}'")]
 }
 
+/// Lines for two mark values equal modulo 2³², found when the ovni model is connected.
+pub(crate) fn mark_collision_lines(pcf_type: u32, value: i32) -> Vec<String> {
+    vec![
+        format!("pcf_add_value: PCF value {value} already in type {pcf_type}"),
+        "create_type: pcf_add_value failed".to_string(),
+        "init_pcf: create_type failed".to_string(),
+        "connect_thread: init_pcf failed".to_string(),
+        "mark_connect: connect_thread() failed".to_string(),
+        "model_ovni_connect: mark_connect failed".to_string(),
+        "model_connect: connect failed for model 'O'".to_string(),
+        "emu_connect: model_connect failed".to_string(),
+        "main: emu_connect failed".to_string(),
+    ]
+}
+
 /// Lines for a metadata problem found while building the system.
 pub(crate) fn meta_lines(stream: &str, problem: &MetaProblem, dir: &str) -> Vec<String> {
     let mut v = match problem {

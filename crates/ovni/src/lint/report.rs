@@ -169,6 +169,7 @@ fn code(e: &Error) -> &'static str {
             MetaProblem::MarkTypeMismatch(_) | MetaProblem::MarkLabelMismatch { .. } => {
                 "mark-mismatch"
             }
+            MetaProblem::MarkValueCollision { .. } => "mark-value-collision",
             MetaProblem::UnsupportedModelVersion { .. } | MetaProblem::BadVersionString(_) => {
                 "require-version"
             }
