@@ -116,3 +116,70 @@ fn time_is_linear_in_the_number_of_mark_labels() {
         &pcf[pcf.len() - 100..]
     );
 }
+
+/// Runs ovniemu on `<root>/ovni`, killing it after 20 s (the original blocks forever on a
+/// FIFO); returns the exit status and stderr, or `None` if it had to be killed.
+fn emulate_with_deadline(root: &Path) -> Option<(Option<i32>, String)> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(EMU)
+        .arg("ovni")
+        .current_dir(root)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return Some((status.code(), err));
+        }
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn outputs_are_not_written_through_a_symlink() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = thread(tmp.path());
+    run_and_end(t, 1000);
+    let elsewhere = tmp.path().join("precious.txt");
+    fs::write(&elsewhere, b"keep me").unwrap();
+    std::os::unix::fs::symlink(&elsewhere, tmp.path().join("ovni/thread.prv")).unwrap();
+    let (code, err) = emulate_with_deadline(tmp.path()).expect("ovniemu hung");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("thread.prv"), "{err}");
+    assert_eq!(fs::read(&elsewhere).unwrap(), b"keep me");
+    let link = fs::symlink_metadata(tmp.path().join("ovni/thread.prv")).unwrap();
+    assert!(link.file_type().is_symlink());
+}
+
+#[test]
+fn outputs_that_are_fifos_are_refused_without_blocking() {
+    for name in ["thread.prv", "cpu.pcf"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = thread(tmp.path());
+        run_and_end(t, 1000);
+        let fifo = tmp.path().join("ovni").join(name);
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let (code, err) = emulate_with_deadline(tmp.path()).expect("ovniemu blocked on a FIFO");
+        assert_eq!(code, Some(1), "{name}: {err}");
+        assert!(err.contains(name), "{name}: {err}");
+    }
+}

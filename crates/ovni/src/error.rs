@@ -110,6 +110,18 @@ impl Error {
     }
 }
 
+/// `err` followed by each of its sources, `: `-separated (the `Display` of [`Error::Io`] is
+/// only the path).
+pub(crate) fn chain_text(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        text = format!("{text}: {e}");
+        source = e.source();
+    }
+    text
+}
+
 impl From<UsageError> for Error {
     fn from(e: UsageError) -> Self {
         Self::Usage(e)

@@ -39,7 +39,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, StreamProblem};
+use crate::error::{chain_text, Error, Result, StreamProblem};
 use crate::raw::{self, STREAM_HEADER_SIZE};
 use crate::read::Stream;
 
@@ -158,15 +158,7 @@ pub fn c_error_lines(err: &Error, relpath: &str) -> Vec<String> {
             "ERROR: execute_sort_plan: consider increasing the look back size with -n".to_string(),
             format!("ERROR: stream_winsort: sort failed for stream {relpath}"),
         ],
-        other => {
-            let mut text = other.to_string();
-            let mut source = std::error::Error::source(other);
-            while let Some(e) = source {
-                text = format!("{text}: {e}");
-                source = e.source();
-            }
-            vec![format!("ERROR: {text}")]
-        }
+        other => vec![format!("ERROR: {}", chain_text(other))],
     };
     lines.push(format!(
         "ERROR: process_trace: sort stream {relpath} failed"

@@ -35,7 +35,7 @@ use std::time::Instant;
 
 pub use report::{Collect, Level, Reporter};
 
-use crate::error::{Error, MetaProblem, TraceProblem};
+use crate::error::{chain_text, Error, MetaProblem, TraceProblem};
 use crate::events::EventTable;
 use crate::lint::{offsets, CLOCK_OFFSETS_FILE};
 use crate::metadata::{required_models, System, ThreadMeta};
@@ -260,7 +260,10 @@ impl Setup {
         let mut outputs = match Outputs::create(dir, &self.layout) {
             Ok(o) => o,
             Err(e) => {
-                out.errors(&[format!("emu_init: {e}"), "main: emu_init failed".into()]);
+                out.errors(&[
+                    format!("emu_init: {}", chain_text(&e)),
+                    "main: emu_init failed".into(),
+                ]);
                 return Outcome::failed(e);
             }
         };
@@ -346,7 +349,7 @@ impl Setup {
         let written = match outputs.close(Some(&pcfs)) {
             Ok(()) => true,
             Err(e) => {
-                out.errors(&[format!("emu_finish: {e}")]);
+                out.errors(&[format!("emu_finish: {}", chain_text(&e))]);
                 ok = false;
                 error.get_or_insert(e);
                 false
