@@ -183,3 +183,30 @@ fn outputs_that_are_fifos_are_refused_without_blocking() {
         assert!(err.contains(name), "{name}: {err}");
     }
 }
+
+#[test]
+fn a_first_clock_of_minus_one_stops_before_the_emulation_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = thread(tmp.path());
+    run_and_end(t, u64::MAX);
+    let out = run(EMU, &["ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    let name = "loom.node0/proc.100/thread.100";
+    let want = format!(
+        "ovniemu: ERROR: stream_step: clock goes backwards 0 -> -1 in stream '{name}' at offset 8\n\
+         ovniemu: ERROR: step_stream: cannot step stream '{name}'\n\
+         ovniemu: ERROR: player_init: step_stream failed\n\
+         ovniemu: ERROR: emu_init: cannot init player for trace 'ovni'\n\
+         ovniemu: ERROR: main: emu_init failed\n"
+    );
+    assert!(err.ends_with(&want), "{err}");
+    assert!(!err.contains("emulation starts"), "{err}");
+    for f in ["thread.pcf", "cpu.pcf", "thread.row", "cpu.row"] {
+        assert_eq!(
+            fs::read(tmp.path().join("ovni").join(f)).unwrap(),
+            b"",
+            "{f}"
+        );
+    }
+}

@@ -35,7 +35,7 @@ use std::time::Instant;
 
 pub use report::{Collect, Level, Reporter};
 
-use crate::error::{chain_text, Error, MetaProblem, TraceProblem};
+use crate::error::{chain_text, Error, MetaProblem, StreamProblem, TraceProblem};
 use crate::events::EventTable;
 use crate::lint::{offsets, CLOCK_OFFSETS_FILE};
 use crate::metadata::{required_models, System, ThreadMeta};
@@ -434,6 +434,18 @@ fn first_events(
     for (s, off) in streams.iter().zip(offsets) {
         match s.events().next() {
             None => {}
+            // A stream's clock starts at 0, so a negative first clock already goes backwards.
+            Some(Ok((offset, ev))) if ev.signed_clock().wrapping_add(*off) < 0 => {
+                let problem = StreamProblem::ClockBackwards {
+                    prev: 0,
+                    clock: ev.signed_clock().wrapping_add(*off),
+                };
+                let mut v = report::stream_step_lines(&s.name(), &problem, offset);
+                v.push("player_init: step_stream failed".to_string());
+                v.push(format!("emu_init: cannot init player for trace '{root}'"));
+                v.push("main: emu_init failed".to_string());
+                return Err(Box::new((v, s.error(offset, problem))));
+            }
             Some(Ok((_, ev))) => first.push((s, ev.signed_clock().wrapping_add(*off))),
             Some(Err(Error::Stream {
                 path,
