@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use crate::raw::Mcv;
 
-pub use crate::lint::trace::TraceProblem;
+pub use crate::lint::trace::{ClockOffsetProblem, TraceProblem};
 pub use crate::model::problem::{EventProblem, MarkOp, ThreadState, Transition};
 pub use crate::read::meta::problem::MetaProblem;
 pub use crate::read::stream::StreamProblem;

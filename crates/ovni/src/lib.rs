@@ -33,8 +33,8 @@ pub mod tools;
 pub mod write;
 
 pub use error::{
-    Error, EventProblem, MarkOp, MetaProblem, Result, SortProblem, StreamProblem, ThreadState,
-    TraceProblem, Transition, UsageError,
+    ClockOffsetProblem, Error, EventProblem, MarkOp, MetaProblem, Result, SortProblem,
+    StreamProblem, ThreadState, TraceProblem, Transition, UsageError,
 };
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

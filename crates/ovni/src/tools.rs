@@ -477,7 +477,7 @@ pub fn check_sorted(stream: &Stream) -> SortCheck {
 }
 
 /// The C tools' text for a system error: `strerror`, without Rust's ` (os error N)`.
-fn strerror(e: &io::Error) -> String {
+pub(crate) fn strerror(e: &io::Error) -> String {
     let t = e.to_string();
     match t.rfind(" (os error ") {
         Some(i) if t.ends_with(')') => t.get(..i).unwrap_or(&t).to_string(),

@@ -403,14 +403,19 @@ fn clock_offsets(
         }
     };
     let names: Vec<String> = sys.looms.iter().map(|l| l.name.clone()).collect();
-    let looms = match offsets::load(&path).and_then(|e| offsets::loom_offsets(&path, &e, &names)) {
+    let looms = offsets::load(&path)
+        .inspect(|entries| {
+            out.info(&format!(
+                "loaded clock offset table from '{}' with {} entries",
+                path.display(),
+                entries.len()
+            ))
+        })
+        .and_then(|entries| offsets::loom_offsets(&path, &entries, &names));
+    let looms = match looms {
         Ok(l) => l,
         Err(e) => {
-            out.errors(&[
-                format!("clkoff_load: {e}"),
-                "emu_init: cannot load clock offsets".to_string(),
-                "main: emu_init failed".to_string(),
-            ]);
+            out.errors(&report::clock_offset_lines(&e, root));
             return Err(e);
         }
     };
@@ -473,30 +478,35 @@ fn first_events(
             }
         }
     }
-    if let Some(&(_, t0)) = first.first() {
-        for (s, clock) in &first {
-            let delta = (i128::from(t0) - i128::from(*clock)).unsigned_abs();
-            if delta > CLOCK_GATE_NS {
-                let e = Error::Trace(TraceProblem::ClockGate {
-                    stream: s.name(),
-                    delta,
-                });
-                return Err(Box::new((
-                    vec![
-                        format!(
-                            "player_init: stream {} has starting clock too far: delta={} h",
-                            s.name(),
-                            delta / 3_600_000_000_000
-                        ),
-                        "player_init: detected large clock gate, run 'ovnisync' to set the offsets"
-                            .to_string(),
-                        format!("emu_init: cannot init player for trace '{root}'"),
-                        "main: emu_init failed".to_string(),
-                    ],
-                    e,
-                )));
-            }
+    // Every stream too far from the first is listed, then the trace is refused.
+    let Some(&(_, t0)) = first.first() else {
+        return Ok(());
+    };
+    let mut lines = Vec::new();
+    let mut error = None;
+    for (s, clock) in &first {
+        let delta = (i128::from(t0) - i128::from(*clock)).unsigned_abs();
+        if delta > CLOCK_GATE_NS {
+            lines.push(format!(
+                "check_clock_gate: stream {} has starting clock too far: delta={:.2} h",
+                s.name(),
+                delta as f64 / 3.6e12
+            ));
+            error.get_or_insert(Error::Trace(TraceProblem::ClockGate {
+                stream: s.name(),
+                delta,
+            }));
         }
+    }
+    if let Some(e) = error {
+        lines.extend([
+            "check_clock_gate: detected large clock gate, run 'ovnisync' to set the offsets"
+                .to_string(),
+            "player_init: check_clock_gate failed".to_string(),
+            format!("emu_init: cannot init player for trace '{root}'"),
+            "main: emu_init failed".to_string(),
+        ]);
+        return Err(Box::new((lines, e)));
     }
     Ok(())
 }
