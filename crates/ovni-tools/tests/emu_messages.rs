@@ -223,3 +223,38 @@ fn clock_offset_errors_are_reported_in_the_original_words() {
     ]);
     assert!(err.ends_with(&want), "{err}");
 }
+
+#[test]
+fn burst_statistics_every_100_bursts_of_a_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = Process::init(tmp.path().join("ovni"), 1, "node7", 1).unwrap();
+    let mut t = p.thread_init(1).unwrap();
+    t.add_cpu(0, 0).unwrap();
+    let mut cpu = Vec::new();
+    cpu.extend_from_slice(&0i32.to_le_bytes());
+    cpu.extend_from_slice(&(-1i32).to_le_bytes());
+    cpu.extend_from_slice(&0u64.to_le_bytes());
+    t.emit_at(Mcv(*b"OHx"), 1000, &cpu).unwrap();
+    let mut clock = 2000;
+    for i in 0..250 {
+        // The second hundred is 200 ns apart.
+        clock += if (100..200).contains(&i) { 200 } else { 33 };
+        t.emit_at(Mcv(*b"OB."), clock, &[]).unwrap();
+    }
+    t.emit_at(Mcv(*b"OHe"), 100_000, &[]).unwrap();
+    t.finish().unwrap();
+    let out = run(EMU, &["ovni"], tmp.path());
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let stats: Vec<&str> = err.lines().filter(|l| l.contains("burst")).collect();
+    assert_eq!(
+        stats,
+        [
+            "ovniemu: INFO: node7 burst stats: median/avg/max =  33/ 33/ 33 ns",
+            "ovniemu: INFO: node7 burst stats: median/avg/max = 200/200/200 ns",
+            "ovniemu: WARN: large median burst time of 200 ns, expect overhead",
+        ]
+    );
+    // The last progress line says all was played.
+    assert!(err.contains("ovniemu: INFO: 100.0% done at avg "), "{err}");
+}

@@ -28,6 +28,7 @@ mod play;
 mod prv;
 mod report;
 mod row;
+mod stat;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,9 @@ impl Out<'_> {
     }
     fn warn(&mut self, t: &str) {
         self.rep.line(Level::Warn, t);
+    }
+    fn progress(&mut self, t: &str) {
+        self.rep.progress(t);
     }
     fn errors(&mut self, lines: &[String]) {
         for l in lines {
@@ -317,15 +321,17 @@ impl Setup {
             }
         };
         let pcfs = pcf_types(&self.layout, &marks);
-        let mut emu = Emu::new(&self, &marks, &mut outputs);
+        let mut emu = Emu::new(&self, &marks, streams, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);
         let secs = start.elapsed().as_secs_f64();
         let processed = format!("processed {} input events in {secs:.2} s", emu.events);
+        let done = emu.progress.last_line(emu.events, secs);
         let mut ok = flow.is_ok();
         let mut error = flow.err();
         if ok {
+            out.info(&done);
             out.info(&processed);
             let (lines, e) = emu.end_checks(&self, opts.lint);
             error = e;
@@ -343,6 +349,7 @@ impl Setup {
             }
         } else {
             out.info("emulation aborts!");
+            out.info(&done);
             out.info(&processed);
             out.info("writing traces to disk, please wait");
         }

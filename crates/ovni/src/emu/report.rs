@@ -32,6 +32,11 @@ impl Level {
 pub trait Reporter {
     /// One message line (without the program name and level).
     fn line(&mut self, level: Level, text: &str);
+
+    /// The progress line printed now and then while the trace plays (an `INFO` text that
+    /// ends in a carriage return, to be printed without a newline so the next one
+    /// overwrites it). Ignored unless implemented.
+    fn progress(&mut self, _text: &str) {}
 }
 
 /// Collects messages in memory (tests, or callers that print later).
