@@ -1,5 +1,6 @@
 //! The logic of `ovnisort`: sorting, in each stream, the events enclosed by `OU[` … `OU]`
-//! the way ovni 1.14's `ovnisort` does, and replacing the stream file atomically.
+//! the way ovni 1.14's `ovnisort` does, and replacing the stream file atomically; and its
+//! check mode (`-c`, [`check_stream`]).
 //!
 //! # The algorithm
 //!
@@ -164,6 +165,72 @@ pub fn c_error_lines(err: &Error, relpath: &str) -> Vec<String> {
         "ERROR: process_trace: sort stream {relpath} failed"
     ));
     lines
+}
+
+/// A clock lower than the clock before it in the same stream ([`check_stream`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackwardsJump {
+    /// Byte offset of the event with the lower clock.
+    pub offset: u64,
+    /// The clock before.
+    pub prev: u64,
+    /// The lower clock.
+    pub clock: u64,
+}
+
+impl BackwardsJump {
+    /// The line ovni 1.14's `ovnisort -c` prints for it in the stream `relpath` (clocks
+    /// printed signed, as the original does).
+    pub fn c_line(&self, relpath: &str) -> String {
+        format!(
+            "stream_check: backwards jump in time {} -> {} for stream {relpath}",
+            self.prev as i64, self.clock as i64
+        )
+    }
+}
+
+/// `ovnisort -c` on one stream: calls `on_jump` for every event whose clock is lower than the
+/// clock before it (compared unsigned, as the original does) and returns whether there was
+/// none. A stream without events ([`SortProblem::NoEvents`]) or with a cut event is an error.
+pub fn check_stream(stream: &Stream, mut on_jump: impl FnMut(BackwardsJump)) -> Result<bool> {
+    if stream.is_empty() {
+        return Err(Error::Sort {
+            stream: stream.name(),
+            problem: SortProblem::NoEvents,
+        });
+    }
+    let mut prev: Option<u64> = None;
+    let mut sorted = true;
+    for ev in stream.events() {
+        let (offset, ev) = ev?;
+        if let Some(p) = prev.filter(|&p| ev.clock < p) {
+            sorted = false;
+            on_jump(BackwardsJump {
+                offset,
+                prev: p,
+                clock: ev.clock,
+            });
+        }
+        prev = Some(ev.clock);
+    }
+    Ok(sorted)
+}
+
+/// The lines ovni 1.14's `ovnisort -c` prints (after `ovnisort: ERROR: `) when
+/// [`check_stream`] fails with `err` on the stream `relpath`.
+pub fn c_check_error_lines(err: &Error, relpath: &str) -> Vec<String> {
+    let first = match err {
+        Error::Sort {
+            problem: SortProblem::NoEvents,
+            ..
+        } => "stream_step: stream is inactive, cannot step".to_string(),
+        Error::Stream {
+            problem: StreamProblem::IncompleteEvent { .. },
+            ..
+        } => format!("stream_step: stream '{relpath}' ends with incomplete event"),
+        other => chain_text(other),
+    };
+    vec![first, "stream_check: stream_step failed".to_string()]
 }
 
 /// Sorts the regions of `stream` with a window of `look_back` events and, if its bytes

@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use ovni::sort::{c_error_lines, sort_stream, DEFAULT_LOOK_BACK};
-use ovni::tools::{check_sorted, SortCheck};
+use ovni::sort::{
+    c_check_error_lines, c_error_lines, check_stream, sort_stream, DEFAULT_LOOK_BACK,
+};
 use ovni::Trace;
 
 /// Sort the events in each stream of an ovni trace, so they are suitable for ovniemu.
@@ -30,21 +31,24 @@ struct Args {
     dir: PathBuf,
 }
 
+/// Checks every stream, reporting each backwards jump, as the original does.
 fn check(trace: &Trace) -> bool {
     let mut all = true;
     for s in trace.streams() {
-        let verdict = check_sorted(s);
-        match &verdict {
-            SortCheck::Sorted => continue,
-            SortCheck::Empty => eprintln!("ovnisort: ERROR: stream '{}' has no events", s.name()),
-            SortCheck::Backwards { offset, prev, clock } => eprintln!(
-                "ovnisort: ERROR: backwards jump in time {prev} -> {clock} for stream {} at offset {offset}",
-                s.name()
-            ),
-            SortCheck::Malformed(e) => eprintln!("ovnisort: ERROR: {e}"),
+        let name = s.name();
+        let sorted = check_stream(s, |jump| {
+            eprintln!("ovnisort: ERROR: {}", jump.c_line(&name))
+        });
+        let sorted = sorted.unwrap_or_else(|e| {
+            for line in c_check_error_lines(&e, &name) {
+                eprintln!("ovnisort: ERROR: {line}");
+            }
+            false
+        });
+        if !sorted {
+            eprintln!("ovnisort: INFO: stream {name} is not sorted");
+            all = false;
         }
-        eprintln!("ovnisort: INFO: stream {} is not sorted", s.name());
-        all = false;
     }
     if all {
         eprintln!("ovnisort: INFO: all streams sorted");
@@ -76,7 +80,9 @@ fn sort(trace: &Trace, look_back: usize) -> bool {
 }
 
 fn run(args: &Args) -> anyhow::Result<bool> {
-    let trace = ovni_tools::load_trace("ovnisort", &args.dir)?;
+    let Some(trace) = ovni_tools::load_trace_as_original("ovnisort", &args.dir)? else {
+        return Ok(false);
+    };
     Ok(if args.check {
         check(&trace)
     } else {
