@@ -462,7 +462,15 @@ pub(crate) fn replace_file(path: &Path, contents: &[u8]) -> Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let write = || -> std::io::Result<()> {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let create = || OpenOptions::new().write(true).create_new(true).open(&tmp);
+        let mut f = match create() {
+            // Left by a run with the same process id that was interrupted: never read.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                fs::remove_file(&tmp)?;
+                create()?
+            }
+            other => other?,
+        };
         if let Ok(meta) = fs::metadata(path) {
             f.set_permissions(meta.permissions())?;
         }
@@ -584,6 +592,27 @@ mod tests {
                 ..
             }
         ));
+    }
+
+    #[test]
+    fn replacing_a_file_removes_a_stale_temporary_and_leaves_symlink_targets_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stream.obs");
+        let stale = dir
+            .path()
+            .join(format!(".stream.obs.{}.tmp", std::process::id()));
+        fs::write(&stale, b"stale").unwrap();
+        let target = dir.path().join("elsewhere");
+        fs::write(&target, b"kept").unwrap();
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        replace_file(&path, b"sorted").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"sorted");
+        assert!(!fs::symlink_metadata(&path)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&target).unwrap(), b"kept");
+        assert!(!stale.exists());
     }
 
     #[test]
