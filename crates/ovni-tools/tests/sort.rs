@@ -404,6 +404,23 @@ fn a_region_longer_than_the_window_cannot_be_sorted() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
+/// ovni's `sort-first-and-full-ring` as it is: 1 000 010 events with the default window.
+#[test]
+fn a_region_longer_than_the_default_window_cannot_be_sorted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = first_region_trace(tmp.path(), 1_000_000 + 10);
+    let out = run(SORT, &["ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    // The writer's flushes add OF[/OF] events inside the region, so the oldest clock in the
+    // window depends on its buffer size.
+    let want = format!(
+        "ovnisort: ERROR: find_destination: cannot find a event previous to clock {first}\n\
+         ovnisort: ERROR: find_destination: nback=999999, last_clock="
+    );
+    assert!(err.contains(&want), "{err}");
+}
+
 #[test]
 fn a_full_window_fails_from_exactly_its_size() {
     // With n events between OU[ and OU], the stream's first event (OU[) is a destination
