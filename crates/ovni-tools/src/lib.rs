@@ -16,6 +16,28 @@ pub fn load_trace(prog: &str, dir: &Path) -> anyhow::Result<Trace> {
     Ok(trace)
 }
 
+/// Loads the trace under `dir` as [`load_trace`] does, but where ovni 1.14's tools have
+/// words for the failure, prints their `ERROR` lines and returns `Ok(None)`.
+pub fn load_trace_as_original(prog: &str, dir: &Path) -> anyhow::Result<Option<Trace>> {
+    match Trace::open(dir) {
+        Ok(trace) => {
+            report_loaded(prog, &trace);
+            Ok(Some(trace))
+        }
+        Err(e) => match ovni::tools::c_load_error_lines(dir, &e) {
+            Some(lines) => {
+                for l in lines {
+                    eprintln!("{prog}: ERROR: {l}");
+                }
+                Ok(None)
+            }
+            None => {
+                Err(anyhow::anyhow!(e).context(format!("failed to load trace: {}", dir.display())))
+            }
+        },
+    }
+}
+
 /// Prints the C tools' lines after a trace is loaded: a `WARN` per stream without events,
 /// then `INFO: loaded <n> streams`.
 pub fn report_loaded(prog: &str, trace: &Trace) {

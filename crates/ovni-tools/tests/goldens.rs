@@ -203,7 +203,21 @@ fn usage_errors_exit_2_and_help_exits_0() {
         assert_eq!(help.status.code(), Some(0));
         assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"));
     }
-    // ovnisort only provides the check mode.
+    // Without -c, ovnisort sorts: an empty directory is a trace it cannot load.
     let out = run(env!("CARGO_BIN_EXE_ovnisort"), &["."], tmp.path());
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn ovnisort_check_stderr_matches_goldens() {
+    let mut failures = Vec::new();
+    for case in all_cases() {
+        let out = run(env!("CARGO_BIN_EXE_ovnisort"), &["-c", "ovni"], &case);
+        let want = fs::read_to_string(case.join("golden/ovnisort-c.stderr")).unwrap();
+        let got = String::from_utf8_lossy(&out.stderr);
+        if got != want {
+            failures.push(format!("{}:\n{got}\nwant:\n{want}", case.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

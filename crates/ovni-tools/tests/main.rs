@@ -1,9 +1,12 @@
 //! The integration tests of the ovni tools, in one test binary: a module per subject, helpers
 //! in [`util`].
 
+mod emu_messages;
+mod emu_outputs;
 mod goldens;
 mod hostile;
 mod ovniemu;
 mod ovniview;
 mod regressions;
+mod sort;
 mod util;

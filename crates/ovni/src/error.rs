@@ -4,17 +4,18 @@
 //! re-exported here, so `ovni::error::StreamProblem` and `ovni::StreamProblem` keep naming it:
 //! [`StreamProblem`] in the stream reader, [`MetaProblem`] in the `stream.json` reader,
 //! [`UsageError`] in the writer, [`EventProblem`] and the thread states and transitions it
-//! names in the ovni model, [`TraceProblem`] in the linter.
+//! names in the ovni model, [`TraceProblem`] in the linter, [`SortProblem`] in the sorter.
 
 use std::io;
 use std::path::PathBuf;
 
 use crate::raw::Mcv;
 
-pub use crate::lint::trace::TraceProblem;
+pub use crate::lint::trace::{ClockOffsetProblem, TraceProblem};
 pub use crate::model::problem::{EventProblem, MarkOp, ThreadState, Transition};
 pub use crate::read::meta::problem::MetaProblem;
 pub use crate::read::stream::StreamProblem;
+pub use crate::sort::SortProblem;
 pub use crate::write::usage::UsageError;
 
 /// Result alias for this crate.
@@ -83,6 +84,14 @@ pub enum Error {
     /// A rule about the whole trace is broken (clock gate, clock offsets, end state).
     #[error("{0}")]
     Trace(TraceProblem),
+    /// A stream's unordered regions cannot be sorted (`ovnisort`).
+    #[error("stream '{stream}': {problem}")]
+    Sort {
+        /// Relative path of the stream.
+        stream: String,
+        /// What is wrong.
+        problem: SortProblem,
+    },
 }
 
 impl Error {
@@ -99,6 +108,18 @@ impl Error {
             problem,
         }
     }
+}
+
+/// `err` followed by each of its sources, `: `-separated (the `Display` of [`Error::Io`] is
+/// only the path).
+pub(crate) fn chain_text(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        text = format!("{text}: {e}");
+        source = e.source();
+    }
+    text
 }
 
 impl From<UsageError> for Error {

@@ -10,7 +10,9 @@
 //! * [`events`]: the event table of ovni's models, payload decoding and descriptions;
 //! * [`write`](mod@write): a writer with libovni's model (processes, threads, flushes, marks,
 //!   attributes), which unlike libovni never loses buffered events;
-//! * [`tools`]: the logic of `ovnidump`, `ovnitop` and `ovnisort -c`;
+//! * [`tools`]: the logic of `ovnidump` and `ovnitop`;
+//! * [`sort`]: the logic of `ovnisort`: sorting the unordered regions of each stream, or
+//!   checking that the streams are sorted (`-c`);
 //! * [`emu`]: the emulator (`ovniemu`): the ovni model's channels and the Paraver files;
 //! * [`lint`]: the checks ovniemu makes before and while emulating a trace (`ovnilint`).
 //!
@@ -27,12 +29,13 @@ mod model;
 mod printf;
 pub mod raw;
 pub mod read;
+pub mod sort;
 pub mod tools;
 pub mod write;
 
 pub use error::{
-    Error, EventProblem, MarkOp, MetaProblem, Result, StreamProblem, ThreadState, TraceProblem,
-    Transition, UsageError,
+    ClockOffsetProblem, Error, EventProblem, MarkOp, MetaProblem, Result, SortProblem,
+    StreamProblem, ThreadState, TraceProblem, Transition, UsageError,
 };
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

@@ -339,6 +339,33 @@ fn merge_marks(into: &mut BTreeMap<i64, MarkType>, from: &ThreadMeta) -> Result<
     Ok(())
 }
 
+/// Refuses two values of one mark type that are equal modulo 2³², over `threads` in order
+/// (values in increasing order within a thread): the emulator writes them to the `.pcf` as
+/// 32-bit values, where their labels would collide.
+pub(crate) fn check_mark_values<'a>(
+    threads: impl IntoIterator<Item = &'a ThreadMeta>,
+) -> Result<()> {
+    let mut seen: HashMap<(i64, i32), i64> = HashMap::new();
+    for t in threads {
+        for (&mark, m) in &t.marks {
+            for &value in m.labels.keys() {
+                match seen.insert((mark, value as i32), value) {
+                    Some(first) if first != value => {
+                        let problem = MetaProblem::MarkValueCollision {
+                            mark,
+                            first,
+                            second: value,
+                        };
+                        return Err(Error::meta(&t.stream, problem));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A loom being merged.
 #[derive(Default)]
 struct LoomAcc {

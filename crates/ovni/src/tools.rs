@@ -1,4 +1,4 @@
-//! The logic of `ovnidump`, `ovnitop` and `ovnisort -c`, kept here so it is tested with the
+//! The logic of `ovnidump` and `ovnitop`, kept here so it is tested with the
 //! library; the binaries only parse arguments and print.
 
 use std::collections::{BTreeMap, HashMap};
@@ -424,60 +424,8 @@ pub fn top(trace: &Trace, mut notice: impl FnMut(Notice)) -> (McvCounts, Option<
     (counts, None)
 }
 
-/// Verdict of `ovnisort -c` for one stream.
-#[derive(Debug)]
-pub enum SortCheck {
-    /// Clocks never decrease.
-    Sorted,
-    /// The stream has no events (the C tool cannot step it and reports it unsorted).
-    Empty,
-    /// The clock decreases at `offset`.
-    Backwards {
-        /// Offset of the event whose clock is lower.
-        offset: u64,
-        /// Previous clock.
-        prev: u64,
-        /// Lower clock.
-        clock: u64,
-    },
-    /// The stream is malformed.
-    Malformed(Error),
-}
-
-impl SortCheck {
-    /// True for [`SortCheck::Sorted`].
-    pub fn is_sorted(&self) -> bool {
-        matches!(self, Self::Sorted)
-    }
-}
-
-/// Checks that the clocks of one stream never decrease. Clocks are compared as unsigned
-/// 64-bit values, as `ovnisort` does (unlike the other tools, which compare them signed).
-pub fn check_sorted(stream: &Stream) -> SortCheck {
-    if stream.is_empty() {
-        return SortCheck::Empty;
-    }
-    let mut prev: Option<u64> = None;
-    for ev in stream.events() {
-        let (offset, ev) = match ev {
-            Ok(x) => x,
-            Err(e) => return SortCheck::Malformed(e),
-        };
-        let clock = ev.clock;
-        if let Some(p) = prev.filter(|&p| clock < p) {
-            return SortCheck::Backwards {
-                offset,
-                prev: p,
-                clock,
-            };
-        }
-        prev = Some(clock);
-    }
-    SortCheck::Sorted
-}
-
 /// The C tools' text for a system error: `strerror`, without Rust's ` (os error N)`.
-fn strerror(e: &io::Error) -> String {
+pub(crate) fn strerror(e: &io::Error) -> String {
     let t = e.to_string();
     match t.rfind(" (os error ") {
         Some(i) if t.ends_with(')') => t.get(..i).unwrap_or(&t).to_string(),

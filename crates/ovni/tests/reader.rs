@@ -123,12 +123,19 @@ fn backwards_clock_is_a_notice_in_merge_and_an_error_in_check() {
         }]
     );
     let trace = Trace::open(&fixture("invalid/clock-backwards/ovni")).unwrap();
-    match tools::check_sorted(&trace.streams()[0]) {
-        tools::SortCheck::Backwards { offset, .. } => assert_eq!(offset, 52),
-        other => panic!("{other:?}"),
-    }
+    let mut jumps = Vec::new();
+    let sorted = ovni::sort::check_stream(&trace.streams()[0], |j| jumps.push(j)).unwrap();
+    assert!(!sorted);
+    assert_eq!(
+        jumps,
+        [ovni::sort::BackwardsJump {
+            offset: 52,
+            prev: 736496145330,
+            clock: 736496144330
+        }]
+    );
     let trace = Trace::open(&fixture("invalid/clock-equal/ovni")).unwrap();
-    assert!(tools::check_sorted(&trace.streams()[0]).is_sorted());
+    assert!(ovni::sort::check_stream(&trace.streams()[0], |_| {}).unwrap());
 }
 
 #[test]

@@ -40,6 +40,10 @@ impl Reporter for Stderr<'_> {
     fn line(&mut self, level: Level, text: &str) {
         let _ = writeln!(self.0, "ovniemu: {}: {text}", level.as_str());
     }
+
+    fn progress(&mut self, text: &str) {
+        let _ = write!(self.0, "ovniemu: INFO: {text}");
+    }
 }
 
 fn main() -> ExitCode {

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::{Error, MetaProblem};
 use crate::metadata::System;
 use crate::read::meta::Typed;
 use crate::read::Stream;
@@ -108,9 +109,15 @@ pub(super) struct MarkList {
 type Labels = Vec<(i64, String)>;
 
 impl MarkList {
-    pub(super) fn new(sys: &System, layout: &Layout, streams: &[Stream]) -> Self {
+    /// Collects the mark types of the threads in row order. Paraver values are 32-bit (the
+    /// original writes `(int) value`), so two labels of one type whose values are equal modulo
+    /// 2³² are refused, as the original refuses them
+    /// ([`MetaProblem::MarkValueCollision`]).
+    pub(super) fn new(sys: &System, layout: &Layout, streams: &[Stream]) -> Result<Self, Error> {
         let by_name: HashMap<String, &Stream> = streams.iter().map(|s| (s.name(), s)).collect();
         let mut list = Self::default();
+        // Position of each type in `list.types`, and per type the value of each 32-bit value.
+        let mut index: HashMap<i64, (usize, HashMap<i32, i64>)> = HashMap::new();
         for &t in &layout.row_thread {
             let Some(s) = sys.threads.get(t).and_then(|t| by_name.get(&t.stream)) else {
                 continue;
@@ -118,24 +125,34 @@ impl MarkList {
             let marks = s.metadata().marks();
             for (ty, m) in marks.into_iter().flat_map(|m| &m.types) {
                 let Some(m) = m.ok() else { continue };
-                let pos = match list.types.iter().position(|e| e.0 == *ty) {
-                    Some(p) => p,
-                    None => {
-                        let title = m.title.as_ref().and_then(|t| t.as_str()).unwrap_or("");
-                        list.types.push((*ty, title.to_string(), Vec::new()));
-                        list.types.len() - 1
-                    }
-                };
+                let (pos, values) = index.entry(*ty).or_insert_with(|| {
+                    let title = m.title.as_ref().and_then(|t| t.as_str()).unwrap_or("");
+                    list.types.push((*ty, title.to_string(), Vec::new()));
+                    (list.types.len() - 1, HashMap::new())
+                });
                 let labels = m.labels.as_ref().and_then(Typed::ok);
-                if let Some(entry) = list.types.get_mut(pos) {
-                    for (v, l) in labels.into_iter().flat_map(|l| l.iter()) {
-                        if !entry.2.iter().any(|e| e.0 == v) {
+                let Some(entry) = list.types.get_mut(*pos) else {
+                    continue;
+                };
+                for (v, l) in labels.into_iter().flat_map(|l| l.iter()) {
+                    match values.get(&(v as i32)) {
+                        Some(&have) if have == v => {}
+                        Some(&have) => {
+                            let problem = MetaProblem::MarkValueCollision {
+                                mark: *ty,
+                                first: have,
+                                second: v,
+                            };
+                            return Err(Error::meta(s.name(), problem));
+                        }
+                        None => {
+                            values.insert(v as i32, v);
                             entry.2.push((v, l.to_string()));
                         }
                     }
                 }
             }
         }
-        list
+        Ok(list)
     }
 }

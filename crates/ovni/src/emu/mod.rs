@@ -28,6 +28,7 @@ mod play;
 mod prv;
 mod report;
 mod row;
+mod stat;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -35,7 +36,7 @@ use std::time::Instant;
 
 pub use report::{Collect, Level, Reporter};
 
-use crate::error::{Error, MetaProblem, TraceProblem};
+use crate::error::{chain_text, Error, MetaProblem, StreamProblem, TraceProblem};
 use crate::events::EventTable;
 use crate::lint::{offsets, CLOCK_OFFSETS_FILE};
 use crate::metadata::{required_models, System, ThreadMeta};
@@ -90,6 +91,9 @@ impl Out<'_> {
     }
     fn warn(&mut self, t: &str) {
         self.rep.line(Level::Warn, t);
+    }
+    fn progress(&mut self, t: &str) {
+        self.rep.progress(t);
     }
     fn errors(&mut self, lines: &[String]) {
         for l in lines {
@@ -260,7 +264,10 @@ impl Setup {
         let mut outputs = match Outputs::create(dir, &self.layout) {
             Ok(o) => o,
             Err(e) => {
-                out.errors(&[format!("emu_init: {e}"), "main: emu_init failed".into()]);
+                out.errors(&[
+                    format!("emu_init: {}", chain_text(&e)),
+                    "main: emu_init failed".into(),
+                ]);
                 return Outcome::failed(e);
             }
         };
@@ -297,17 +304,34 @@ impl Setup {
                 table.model_events(b'O')
             ));
         }
-        let marks = MarkList::new(&self.sys, &self.layout, streams);
+        let marks = match MarkList::new(&self.sys, &self.layout, streams) {
+            Ok(m) => m,
+            Err(e) => {
+                let lines = match &e {
+                    Error::Metadata {
+                        problem: MetaProblem::MarkValueCollision { mark, second, .. },
+                        ..
+                    } => report::mark_collision_lines(
+                        chan::TY_MARK.wrapping_add(*mark as u32),
+                        *second as i32,
+                    ),
+                    other => vec![format!("emu_connect: {other}")],
+                };
+                return early(outputs, out, lines, e);
+            }
+        };
         let pcfs = pcf_types(&self.layout, &marks);
-        let mut emu = Emu::new(&self, &marks, &mut outputs);
+        let mut emu = Emu::new(&self, &marks, streams, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);
         let secs = start.elapsed().as_secs_f64();
         let processed = format!("processed {} input events in {secs:.2} s", emu.events);
+        let done = emu.progress.last_line(emu.events, secs);
         let mut ok = flow.is_ok();
         let mut error = flow.err();
         if ok {
+            out.info(&done);
             out.info(&processed);
             let (lines, e) = emu.end_checks(&self, opts.lint);
             error = e;
@@ -325,13 +349,14 @@ impl Setup {
             }
         } else {
             out.info("emulation aborts!");
+            out.info(&done);
             out.info(&processed);
             out.info("writing traces to disk, please wait");
         }
         let written = match outputs.close(Some(&pcfs)) {
             Ok(()) => true,
             Err(e) => {
-                out.errors(&[format!("emu_finish: {e}")]);
+                out.errors(&[format!("emu_finish: {}", chain_text(&e))]);
                 ok = false;
                 error.get_or_insert(e);
                 false
@@ -385,14 +410,19 @@ fn clock_offsets(
         }
     };
     let names: Vec<String> = sys.looms.iter().map(|l| l.name.clone()).collect();
-    let looms = match offsets::load(&path).and_then(|e| offsets::loom_offsets(&path, &e, &names)) {
+    let looms = offsets::load(&path)
+        .inspect(|entries| {
+            out.info(&format!(
+                "loaded clock offset table from '{}' with {} entries",
+                path.display(),
+                entries.len()
+            ))
+        })
+        .and_then(|entries| offsets::loom_offsets(&path, &entries, &names));
+    let looms = match looms {
         Ok(l) => l,
         Err(e) => {
-            out.errors(&[
-                format!("clkoff_load: {e}"),
-                "emu_init: cannot load clock offsets".to_string(),
-                "main: emu_init failed".to_string(),
-            ]);
+            out.errors(&report::clock_offset_lines(&e, root));
             return Err(e);
         }
     };
@@ -416,6 +446,18 @@ fn first_events(
     for (s, off) in streams.iter().zip(offsets) {
         match s.events().next() {
             None => {}
+            // A stream's clock starts at 0, so a negative first clock already goes backwards.
+            Some(Ok((offset, ev))) if ev.signed_clock().wrapping_add(*off) < 0 => {
+                let problem = StreamProblem::ClockBackwards {
+                    prev: 0,
+                    clock: ev.signed_clock().wrapping_add(*off),
+                };
+                let mut v = report::stream_step_lines(&s.name(), &problem, offset);
+                v.push("player_init: step_stream failed".to_string());
+                v.push(format!("emu_init: cannot init player for trace '{root}'"));
+                v.push("main: emu_init failed".to_string());
+                return Err(Box::new((v, s.error(offset, problem))));
+            }
             Some(Ok((_, ev))) => first.push((s, ev.signed_clock().wrapping_add(*off))),
             Some(Err(Error::Stream {
                 path,
@@ -443,30 +485,35 @@ fn first_events(
             }
         }
     }
-    if let Some(&(_, t0)) = first.first() {
-        for (s, clock) in &first {
-            let delta = (i128::from(t0) - i128::from(*clock)).unsigned_abs();
-            if delta > CLOCK_GATE_NS {
-                let e = Error::Trace(TraceProblem::ClockGate {
-                    stream: s.name(),
-                    delta,
-                });
-                return Err(Box::new((
-                    vec![
-                        format!(
-                            "player_init: stream {} has starting clock too far: delta={} h",
-                            s.name(),
-                            delta / 3_600_000_000_000
-                        ),
-                        "player_init: detected large clock gate, run 'ovnisync' to set the offsets"
-                            .to_string(),
-                        format!("emu_init: cannot init player for trace '{root}'"),
-                        "main: emu_init failed".to_string(),
-                    ],
-                    e,
-                )));
-            }
+    // Every stream too far from the first is listed, then the trace is refused.
+    let Some(&(_, t0)) = first.first() else {
+        return Ok(());
+    };
+    let mut lines = Vec::new();
+    let mut error = None;
+    for (s, clock) in &first {
+        let delta = (i128::from(t0) - i128::from(*clock)).unsigned_abs();
+        if delta > CLOCK_GATE_NS {
+            lines.push(format!(
+                "check_clock_gate: stream {} has starting clock too far: delta={:.2} h",
+                s.name(),
+                delta as f64 / 3.6e12
+            ));
+            error.get_or_insert(Error::Trace(TraceProblem::ClockGate {
+                stream: s.name(),
+                delta,
+            }));
         }
+    }
+    if let Some(e) = error {
+        lines.extend([
+            "check_clock_gate: detected large clock gate, run 'ovnisync' to set the offsets"
+                .to_string(),
+            "player_init: check_clock_gate failed".to_string(),
+            format!("emu_init: cannot init player for trace '{root}'"),
+            "main: emu_init failed".to_string(),
+        ]);
+        return Err(Box::new((lines, e)));
     }
     Ok(())
 }

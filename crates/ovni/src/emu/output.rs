@@ -1,6 +1,9 @@
 //! The six output files (`cpu.{prv,pcf,row}`, `thread.{prv,pcf,row}`): the `.prv` writers
 //! while the trace is played, and the `.pcf` types and `.row` labels written when it ends.
 
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::chan::TY_MARK;
@@ -74,8 +77,7 @@ impl Outputs {
         let cpu = Prv::create(&dir.join("cpu.prv"), layout.cpu_labels.len(), &writer)?;
         let thread = Prv::create(&dir.join("thread.prv"), layout.th_labels.len(), &writer)?;
         for f in ["cpu.pcf", "cpu.row", "thread.pcf", "thread.row"] {
-            let p = dir.join(f);
-            std::fs::write(&p, b"").map_err(|e| Error::io(&p, e))?;
+            create_file(&dir.join(f))?;
         }
         Ok(Self {
             dir: dir.to_path_buf(),
@@ -111,8 +113,30 @@ impl Outputs {
         ];
         for (name, text) in files {
             let p = self.dir.join(name);
-            std::fs::write(&p, text).map_err(|e| Error::io(&p, e))?;
+            create_file(&p)?
+                .write_all(text.as_bytes())
+                .map_err(|e| Error::io(&p, e))?;
         }
         Ok(())
     }
+}
+
+/// Creates or truncates the output file `path`, which must be a regular file: a symlink there
+/// is not followed (it could point at any file of the user's), and a FIFO or device is
+/// refused without waiting for a reader.
+pub(super) fn create_file(path: &Path) -> crate::Result<File> {
+    let open = || -> io::Result<File> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        // Truncated only once known to be a regular file.
+        file.set_len(0)?;
+        Ok(file)
+    };
+    open().map_err(|e| Error::io(path, e))
 }

@@ -61,7 +61,8 @@ pub(crate) fn render(types: &[PcfType]) -> String {
         // Writing into a String cannot fail.
         let _ = write!(s, "\n\nEVENT_TYPE\n0 {:<10} {}\nVALUES\n", t.ty, t.label);
         for (v, l) in &t.values {
-            let _ = writeln!(s, "{v:<4} {l}");
+            // Paraver values are C `int`s: the original writes `(int) value`.
+            let _ = writeln!(s, "{:<4} {l}", *v as i32);
         }
     }
     s

@@ -7,6 +7,7 @@ use super::chan::Channels;
 use super::layout::MarkList;
 use super::output::Outputs;
 use super::report::{self, Level};
+use super::stat::{Bursts, Progress};
 use super::{Layout, Out, Role, Setup};
 use crate::error::{Error, EventProblem, StreamProblem, ThreadState, TraceProblem};
 use crate::events::EventTable;
@@ -185,6 +186,8 @@ pub(super) struct Emu {
     flush_start: Vec<i64>,
     /// Warnings of the current event, printed after it.
     notes: Vec<String>,
+    pub(super) progress: Progress,
+    bursts: Bursts,
 }
 
 fn state_code(s: ThreadState) -> (i64, bool) {
@@ -199,7 +202,12 @@ fn state_code(s: ThreadState) -> (i64, bool) {
 }
 
 impl Emu {
-    pub(super) fn new(setup: &Setup, marks: &MarkList, outputs: &mut Outputs) -> Self {
+    pub(super) fn new(
+        setup: &Setup,
+        marks: &MarkList,
+        streams: &[Stream],
+        outputs: &mut Outputs,
+    ) -> Self {
         let model = OvniModel::new(&setup.sys);
         let types: Vec<i64> = marks.types.iter().map(|m| m.0).collect();
         let chans = Channels::new(
@@ -223,6 +231,8 @@ impl Emu {
             events: 0,
             dclock: 0,
             notes: Vec::new(),
+            progress: Progress::new(streams),
+            bursts: Bursts::new(setup.sys.threads.len()),
         }
     }
 
@@ -259,12 +269,22 @@ impl Emu {
             outputs.advance(dclock);
             self.dclock = dclock;
             self.events += 1;
+            if let Some(line) = self.progress.tick(self.events) {
+                out.progress(&line);
+            }
             let played = match setup.roles.get(s) {
                 Some(Role::Thread(t)) => self.event(*t, &m.event, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
             };
             if let Err(problem) = played {
                 return Err(event_failed(m, problem, dclock, streams, setup, out));
+            }
+            self.progress.played(m.event.size());
+            if m.event.mcv.0 == *b"OB." {
+                if let Some(Role::Thread(t)) = setup.roles.get(s) {
+                    let loom = setup.sys.threads.get(*t).map_or("", |th| th.loom.as_str());
+                    out.lines(&self.bursts.burst(*t, dclock, loom));
+                }
             }
             if !self.notes.is_empty() {
                 for n in self.notes.drain(..) {

@@ -1,7 +1,9 @@
 //! The messages ovniemu 1.14 prints, as `<function>: <text>` lines, so that `ovniemu`'s
 //! stderr reads as the original's (the program prefixes `ovniemu: <LEVEL>: `).
 
-use crate::error::{EventProblem, MetaProblem, StreamProblem, Transition};
+use crate::error::{
+    ClockOffsetProblem, Error, EventProblem, MetaProblem, StreamProblem, TraceProblem, Transition,
+};
 use crate::raw::Mcv;
 
 /// How important a message is.
@@ -30,6 +32,11 @@ impl Level {
 pub trait Reporter {
     /// One message line (without the program name and level).
     fn line(&mut self, level: Level, text: &str);
+
+    /// The progress line printed now and then while the trace plays (an `INFO` text that
+    /// ends in a carriage return, to be printed without a newline so the next one
+    /// overwrites it). Ignored unless implemented.
+    fn progress(&mut self, _text: &str) {}
 }
 
 /// Collects messages in memory (tests, or callers that print later).
@@ -66,6 +73,93 @@ pub(crate) fn stream_step_lines(rel: &str, problem: &StreamProblem, offset: u64)
     vec![first, format!("step_stream: cannot step stream '{rel}'")]
 }
 
+/// Lines for two mark values equal modulo 2³², found when the ovni model is connected.
+pub(crate) fn mark_collision_lines(pcf_type: u32, value: i32) -> Vec<String> {
+    vec![
+        format!("pcf_add_value: PCF value {value} already in type {pcf_type}"),
+        "create_type: pcf_add_value failed".to_string(),
+        "init_pcf: create_type failed".to_string(),
+        "connect_thread: init_pcf failed".to_string(),
+        "mark_connect: connect_thread() failed".to_string(),
+        "model_ovni_connect: mark_connect failed".to_string(),
+        "model_connect: connect failed for model 'O'".to_string(),
+        "emu_connect: model_connect failed".to_string(),
+        "main: emu_connect failed".to_string(),
+    ]
+}
+
+/// Lines for a clock offset table that cannot be read or used (`system_init`).
+pub(crate) fn clock_offset_lines(err: &Error, root: &str) -> Vec<String> {
+    let parse_failed = [
+        "clkoff_load: failed parsing clock table",
+        "load_clock_offsets: clkoff_load failed",
+        "system_init: load_clock_offsets() failed",
+    ];
+    let owned = |v: &[&str]| v.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    // The original counts the lines after the header from 1.
+    let c_line = |line: &Option<usize>| line.unwrap_or(1).saturating_sub(1);
+    let mut v = match err {
+        Error::Io { path, source } => vec![
+            format!(
+                "load_clock_offsets: fopen {} failed: {}",
+                path.display(),
+                crate::tools::strerror(source)
+            ),
+            "system_init: load_clock_offsets() failed".to_string(),
+        ],
+        Error::Trace(TraceProblem::ClockOffsets { line, what, .. }) => match what {
+            ClockOffsetProblem::MissingHeader => {
+                let mut v = vec!["cparse: missing header line in clock offset".to_string()];
+                v.extend(owned(&parse_failed));
+                v
+            }
+            ClockOffsetProblem::Fields { read } => {
+                let mut v = vec![format!(
+                    "cparse: fscanf() read {read} instead of 5 fields in line {}",
+                    c_line(line)
+                )];
+                v.extend(owned(&parse_failed));
+                v
+            }
+            ClockOffsetProblem::DuplicateName(name) => {
+                let mut v = vec![
+                    format!("cadd: entry with name '{name}' already exists"),
+                    format!("cparse: cannot add entry of line {}", c_line(line)),
+                ];
+                v.extend(owned(&parse_failed));
+                v
+            }
+            ClockOffsetProblem::NoEntries => owned(&[
+                "cindex: no entries",
+                "clkoff_load: failed indexing table",
+                "load_clock_offsets: clkoff_load failed",
+                "system_init: load_clock_offsets() failed",
+            ]),
+            ClockOffsetProblem::LoomHasOffset { entry, loom } => vec![
+                format!("parse_clkoff_entry: loom {loom} already has a clock offset"),
+                format!("init_offsets: cannot parse clock offset entry {entry}"),
+                "system_init: init_offsets() failed".to_string(),
+            ],
+            ClockOffsetProblem::NoLoom { entry, host } => vec![
+                format!("parse_clkoff_entry: cannot find loom with hostname '{host}'"),
+                format!("init_offsets: cannot parse clock offset entry {entry}"),
+                "system_init: init_offsets() failed".to_string(),
+            ],
+            other => vec![
+                format!("load_clock_offsets: {other}"),
+                "system_init: load_clock_offsets() failed".to_string(),
+            ],
+        },
+        other => vec![
+            format!("load_clock_offsets: {other}"),
+            "system_init: load_clock_offsets() failed".to_string(),
+        ],
+    };
+    v.push(format!("emu_init: cannot init system for trace '{root}'"));
+    v.push("main: emu_init failed".to_string());
+    v
+}
+
 /// Lines for a metadata problem found while building the system.
 pub(crate) fn meta_lines(stream: &str, problem: &MetaProblem, dir: &str) -> Vec<String> {
     let mut v = match problem {
@@ -80,11 +174,24 @@ pub(crate) fn meta_lines(stream: &str, problem: &MetaProblem, dir: &str) -> Vec<
             "init_end_system: loom_init_end failed".to_string(),
             "system_init: init_end_system failed".to_string(),
         ],
-        MetaProblem::CpuIndexOutOfBounds { .. } | MetaProblem::CpuIndexTaken(_) => vec![
-            format!("loom_init_end: loom {stream}: {problem}"),
+        MetaProblem::CpuIndexOutOfBounds { .. } => vec![
+            "loom_init_end: cpu index out of bounds".to_string(),
             "init_end_system: loom_init_end failed".to_string(),
             "system_init: init_end_system failed".to_string(),
         ],
+        MetaProblem::CpuIndexTaken(index) => vec![
+            format!("loom_init_end: cpu with index {index} already taken"),
+            "init_end_system: loom_init_end failed".to_string(),
+            "system_init: init_end_system failed".to_string(),
+        ],
+        MetaProblem::AppIdMismatch { prev, .. } => app_id_lines(
+            format!("mismatch previous appid {prev} with stream: {stream}"),
+            stream,
+        ),
+        MetaProblem::BadValue {
+            key: "ovni.app_id",
+            expected: "greater than 0",
+        } => app_id_lines(format!("appid must be >0, stream: {stream}"), stream),
         MetaProblem::MissingKey(k) if k.starts_with("ovni.lib") => vec![
             format!("check_lib_versions: missing {k} key in thread metadata"),
             "init_end_system: check_lib_versions failed".to_string(),
@@ -98,6 +205,17 @@ pub(crate) fn meta_lines(stream: &str, problem: &MetaProblem, dir: &str) -> Vec<
     v.push(format!("emu_init: cannot init system for trace '{dir}'"));
     v.push("main: emu_init failed".to_string());
     v
+}
+
+/// The original's chain when a process's `app_id` is refused (`create_proc`).
+fn app_id_lines(first: String, stream: &str) -> Vec<String> {
+    vec![
+        format!("load_appid: {first}"),
+        format!("proc_load_metadata: load_appid failed for stream: {stream}"),
+        "create_proc: proc_load_metadata failed".to_string(),
+        "create_system: create_proc failed".to_string(),
+        "system_init: create system failed".to_string(),
+    ]
 }
 
 /// Lines for a `require` problem found by the model probe.

@@ -12,7 +12,8 @@
 //!    `"thread"` are skipped, and only their events are errors;
 //! 3. clock offsets (`clock-offsets.txt` or [`LintOptions::clock_offsets`]);
 //! 4. the first event of every stream, and the one-hour clock gate;
-//! 5. the model probe: `ovni.require` versions against the embedded event table;
+//! 5. the model probe: `ovni.require` versions against the embedded event table, then the
+//!    mark values, which must stay distinct as Paraver's 32-bit values;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
 //!    enabled model, then the ovni model's rules (`crate::model`) for `O` events, or for other
 //!    models only that the event exists and its payload fits its signature;
@@ -35,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, EventProblem, MetaProblem, StreamProblem, ThreadState};
 use crate::events::{ArgType, EventSpec, EventTable};
-use crate::metadata::{required_models, version_compatible, System, ThreadMeta};
+use crate::metadata::{check_mark_values, required_models, version_compatible, System, ThreadMeta};
 use crate::raw::{Event, JUMBO_SIZE_FIELD};
 use crate::read::{find_streams, Merged, Merger, Stream};
 use report::{event_code, Sink};
@@ -286,6 +287,12 @@ fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [
                 .and_then(|r| r.get(&m.name))
                 .is_some_and(|w| version_compatible(w, &m.version) == Some(true))
         });
+    }
+    // The ovni model's marks become `.pcf` values when the model is connected.
+    if enabled[usize::from(b'O')] {
+        if let Err(e) = check_mark_values(&sys.threads) {
+            sink.push(Problem::new(e))?;
+        }
     }
     ControlFlow::Continue(enabled)
 }

@@ -7,15 +7,16 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use crate::error::{Error, Result, TraceProblem};
+use crate::lint::trace::ClockOffsetProblem;
 
 /// Longest table read: the table has one short line per host.
 const MAX_TABLE: u64 = 16 << 20;
 
-fn problem(path: &Path, line: Option<usize>, what: impl Into<String>) -> Error {
+fn problem(path: &Path, line: Option<usize>, what: ClockOffsetProblem) -> Error {
     Error::Trace(TraceProblem::ClockOffsets {
         path: path.to_path_buf(),
         line,
-        what: what.into(),
+        what,
     })
 }
 
@@ -23,7 +24,7 @@ fn problem(path: &Path, line: Option<usize>, what: impl Into<String>) -> Error {
 pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<(String, i64)>> {
     let mut lines = text.split_inclusive('\n');
     if lines.next().is_none() {
-        return Err(problem(path, None, "missing header line"));
+        return Err(problem(path, None, ClockOffsetProblem::MissingHeader));
     }
     let mut names = HashSet::new();
     let mut out = Vec::new();
@@ -37,31 +38,29 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<(String, i64)>> {
         let Some(index) = fields.next() else {
             break;
         };
-        let rest: Vec<&str> = fields.take(4).collect();
-        let [name, median, mean, stdev] = rest[..] else {
-            return Err(problem(path, Some(n), "expected 5 fields"));
+        let fields_read = |read| problem(path, Some(n), ClockOffsetProblem::Fields { read });
+        if index.parse::<i64>().is_err() {
+            return Err(fields_read(0));
+        }
+        let Some(name) = fields.next() else {
+            return Err(fields_read(1));
         };
-        index
-            .parse::<i64>()
-            .map_err(|_| problem(path, Some(n), format!("bad index '{index}'")))?;
         let mut nums = [0f64; 3];
-        for (slot, s) in nums.iter_mut().zip([median, mean, stdev]) {
-            *slot = s
-                .parse()
-                .map_err(|_| problem(path, Some(n), format!("bad number '{s}'")))?;
+        for (k, slot) in nums.iter_mut().enumerate() {
+            *slot = fields
+                .next()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| fields_read(2 + k))?;
         }
         if !names.insert(name.to_string()) {
-            return Err(problem(
-                path,
-                Some(n),
-                format!("entry with name '{name}' already exists"),
-            ));
+            let dup = ClockOffsetProblem::DuplicateName(name.to_string());
+            return Err(problem(path, Some(n), dup));
         }
         // The C code converts the median to an integer; `as` saturates out-of-range values.
         out.push((name.to_string(), nums[0] as i64));
     }
     if out.is_empty() {
-        return Err(problem(path, None, "no entries"));
+        return Err(problem(path, None, ClockOffsetProblem::NoEntries));
     }
     Ok(out)
 }
@@ -70,7 +69,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<Vec<(String, i64)>> {
 pub(crate) fn load(path: &Path) -> Result<Vec<(String, i64)>> {
     let md = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
     if md.len() > MAX_TABLE {
-        return Err(problem(path, None, "file too large"));
+        return Err(problem(path, None, ClockOffsetProblem::TooLarge));
     }
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let text = String::from_utf8_lossy(&bytes);
@@ -92,27 +91,26 @@ pub(crate) fn loom_offsets(
             .or_default()
             .push(i);
     }
-    for (host, off) in entries {
+    for (entry, (host, off)) in entries.iter().enumerate() {
         let mut matched = false;
         for &i in by_host.get(host.as_str()).into_iter().flatten() {
             let (Some(l), Some(slot)) = (looms.get(i), offsets.get_mut(i)) else {
                 continue;
             };
             if *slot != 0 {
-                return Err(problem(
-                    path,
-                    None,
-                    format!("loom {l} already has a clock offset"),
-                ));
+                let loom = l.clone();
+                let what = ClockOffsetProblem::LoomHasOffset { entry, loom };
+                return Err(problem(path, None, what));
             }
             *slot = *off;
             matched = true;
         }
         if !matched {
+            let host = host.clone();
             return Err(problem(
                 path,
                 None,
-                format!("cannot find loom with hostname '{host}'"),
+                ClockOffsetProblem::NoLoom { entry, host },
             ));
         }
     }

@@ -135,6 +135,7 @@ fn code(e: &Error) -> &'static str {
         Error::Json { .. } => "invalid-json",
         Error::NoStreams(_) => "no-streams",
         Error::Usage(_) => "usage",
+        Error::Sort { .. } => "sort",
         Error::Stream { problem, .. } => match problem {
             StreamProblem::Empty => "empty-stream",
             StreamProblem::IncompleteHeader { .. } => "incomplete-header",
@@ -168,6 +169,7 @@ fn code(e: &Error) -> &'static str {
             MetaProblem::MarkTypeMismatch(_) | MetaProblem::MarkLabelMismatch { .. } => {
                 "mark-mismatch"
             }
+            MetaProblem::MarkValueCollision { .. } => "mark-value-collision",
             MetaProblem::UnsupportedModelVersion { .. } | MetaProblem::BadVersionString(_) => {
                 "require-version"
             }

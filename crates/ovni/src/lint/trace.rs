@@ -26,7 +26,7 @@ pub enum TraceProblem {
         /// Line number (1-based), if the problem is on one line.
         line: Option<usize>,
         /// What is wrong.
-        what: String,
+        what: ClockOffsetProblem,
     },
     /// A thread is not dead when the trace ends.
     ThreadNotDead {
@@ -48,6 +48,56 @@ pub enum TraceProblem {
         /// Values left on the stack.
         depth: usize,
     },
+}
+
+/// What is wrong with a clock offset table (`clock-offsets.txt`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClockOffsetProblem {
+    /// The file is empty.
+    MissingHeader,
+    /// A line has fewer than the 5 fields `index hostname median mean stdev` that parse.
+    Fields {
+        /// Fields read before the first that is missing or does not parse.
+        read: usize,
+    },
+    /// Two entries name the same host.
+    DuplicateName(String),
+    /// The table has no entries.
+    NoEntries,
+    /// The file is larger than any table.
+    TooLarge,
+    /// An entry matches a loom that already has an offset.
+    LoomHasOffset {
+        /// Entry number (0-based, in file order).
+        entry: usize,
+        /// Loom name.
+        loom: String,
+    },
+    /// An entry matches no loom.
+    NoLoom {
+        /// Entry number (0-based, in file order).
+        entry: usize,
+        /// Hostname of the entry.
+        host: String,
+    },
+}
+
+impl fmt::Display for ClockOffsetProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingHeader => write!(f, "missing header line"),
+            Self::Fields { read } => write!(
+                f,
+                "expected 5 fields (index hostname median mean stdev), {read} read"
+            ),
+            Self::DuplicateName(n) => write!(f, "entry with name '{n}' already exists"),
+            Self::NoEntries => write!(f, "no entries"),
+            Self::TooLarge => write!(f, "file too large"),
+            Self::LoomHasOffset { loom, .. } => write!(f, "loom {loom} already has a clock offset"),
+            Self::NoLoom { host, .. } => write!(f, "cannot find loom with hostname '{host}'"),
+        }
+    }
 }
 
 impl fmt::Display for TraceProblem {

@@ -298,9 +298,9 @@ fn new_batch() -> Vec<Rec> {
 }
 
 impl Prv {
-    /// Creates (truncates) `path`, writes the header with duration 0, and opens it on `writer`.
+    /// Creates (truncates) the regular file `path`, writes the header with duration 0, and opens it on `writer`.
     pub(crate) fn create(path: &Path, rows: usize, writer: &Writer) -> Result<Self> {
-        let mut file = File::create(path).map_err(|e| Error::io(path, e))?;
+        let mut file = super::output::create_file(path)?;
         file.write_all(header(0, rows).as_bytes())
             .map_err(|e| Error::io(path, e))?;
         let handoff = Arc::clone(&writer.handoff);

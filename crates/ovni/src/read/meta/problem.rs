@@ -86,6 +86,16 @@ pub enum MetaProblem {
         /// Value.
         value: i64,
     },
+    /// Two values of a mark type that are equal modulo 2³²: Paraver's `.pcf` holds 32-bit
+    /// values, so their labels would collide.
+    MarkValueCollision {
+        /// Mark type.
+        mark: i64,
+        /// The value seen first.
+        first: i64,
+        /// The value that collides with it.
+        second: i64,
+    },
     /// A required model version the reader's model cannot serve.
     UnsupportedModelVersion {
         /// Model name.
@@ -154,6 +164,15 @@ impl fmt::Display for MetaProblem {
             Self::MarkLabelMismatch { mark, value } => {
                 write!(f, "mark type {mark} value {value} has different labels")
             }
+            Self::MarkValueCollision {
+                mark,
+                first,
+                second,
+            } => write!(
+                f,
+                "mark type {mark} values {first} and {second} are both {} in Paraver's 32-bit values",
+                *second as i32
+            ),
             Self::ModelNotEmulated(m) => {
                 write!(
                     f,
