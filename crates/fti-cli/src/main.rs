@@ -136,8 +136,8 @@ enum Command {
     /// recover.
     ///
     /// Prints `recovered checkpoint <id> at iteration <n> (<level>, ...)` after a restart and
-    /// `checksum <md5>` of the final grid (see docs/runtime.md, *The heat-diffusion demo*, for the
-    /// exact definition). Built with the `mpi` feature and started with `mpirun -np N`, each
+    /// `checksum <md5>` of the final grid (see docs/runtime.md, installed as
+    /// share/doc/fti-rs/runtime.md, *The heat-diffusion demo*, for the exact definition). Built with the `mpi` feature and started with `mpirun -np N`, each
     /// process is one rank: the grid is split into bands of rows and even checkpoints go to L2
     /// (partner copies), so the run survives the loss of one node's checkpoint directory
     /// (`scripts/demo-mpi`).

@@ -19,7 +19,7 @@ use ovni::emu::{emulate, EmuOptions, Level, Reporter};
 /// Differences from ovni 1.14's ovniemu: a trace that requires a model other than ovni
 /// (nosv, nanos6, ...) is refused before any file is written; no Paraver configuration
 /// folder (cfg/) is copied; -a, -b and -d do not exist; a trace whose threads did not finish
-/// (a crashed program) is refused, as the original does. See docs/ovniemu.md.
+/// (a crashed program) is refused, as the original does. See docs/ovniemu.md (installed as share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
 #[command(name = "ovniemu", version)]
 struct Args {
