@@ -6,7 +6,9 @@
 //! `OVNI_BENCH_EMU_EVENTS`, default 1e7: events of the trace emulated;
 //! `OVNI_BENCH_PARTS`, default `emit,read,lint,emu,cpus`: which parts to run; `cpus` is the
 //! scaling of metadata merging with the number of CPUs of a loom; `emu` times `ovni::emu`
-//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace).
+//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace);
+//! `OVNI_BENCH_ORIGINAL`: the path of ovni 1.14's `ovniemu`, run on the `emu` trace in
+//! alternating rounds with ours (`OVNI_BENCH_ROUNDS`, default 3): the side-by-side ratio.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -444,17 +446,80 @@ fn emu_part(dir: &std::path::Path, events: u64) {
         rate(lint)
     );
     println!(
-        "  emulate (ovniemu)     {:8.1} M events/s ({emu:.2} s wall, {emu_cpu:.2} s CPU, {emu_main:.2} s in the emulating thread) = {:.2}x ovnilint's rate (goal >= 0.5x: {}; CPU time ratio {:.2}x), {:.1}x ovniemu 1.14's 0.98 M/s",
+        "  emulate (ovniemu)     {:8.1} M events/s ({emu:.2} s wall, {emu_cpu:.2} s CPU, {emu_main:.2} s in the emulating thread) = {:.2}x ovnilint's rate (goal >= 0.5x: {}; CPU time ratio {:.2}x)",
         rate(emu),
         lint / emu,
         if lint / emu >= 0.5 { "met" } else { "missed" },
         lint_cpu / emu_cpu,
-        rate(emu) / 0.98
     );
     println!(
         "  writing the same {:.0} MiB alone: {floor:.2} s wall, {floor_cpu:.2} s CPU (the floor of any emulator writing these files)",
         out_bytes as f64 / 1048576.0
     );
+    if let Some(original) = std::env::var_os("OVNI_BENCH_ORIGINAL") {
+        side_by_side(dir, std::path::Path::new(&original), report.events);
+    }
+}
+
+/// Our emulator and the original `ovniemu` (the binary `OVNI_BENCH_ORIGINAL` names) on the
+/// same trace, in alternating rounds, so that both see the same machine load: wall time and
+/// CPU time (the original's from the kernel's accounting of the finished child).
+fn side_by_side(dir: &std::path::Path, original: &std::path::Path, events: u64) {
+    let rounds = env_num("OVNI_BENCH_ROUNDS", 3);
+    println!(
+        "  side by side with {} ({rounds} alternating rounds, same trace):",
+        original.display()
+    );
+    println!("    round  ours wall  ours CPU  original wall  original CPU  CPU ratio  wall ratio");
+    let mut ratios = Vec::new();
+    for round in 1..=rounds {
+        let mut rep = Collect::default();
+        let (cpu0, t) = (cpu_time(), Instant::now());
+        let outcome = emulate(dir, &EmuOptions::default(), &mut rep);
+        let (ours, ours_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - cpu0);
+        assert!(outcome.ok, "{:?}", rep.0);
+        let (child0, t) = (children_cpu_time(), Instant::now());
+        let status = std::process::Command::new(original)
+            .arg(dir)
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap_or_else(|e| panic!("{}: {e}", original.display()));
+        let (theirs, theirs_cpu) = (t.elapsed().as_secs_f64(), children_cpu_time() - child0);
+        assert!(status.success(), "{}: {status}", original.display());
+        ratios.push(theirs_cpu / ours_cpu);
+        println!(
+            "    {round:>5}  {ours:8.2} s {ours_cpu:7.2} s  {theirs:11.2} s  {theirs_cpu:10.2} s  {:8.2}x  {:9.2}x",
+            theirs_cpu / ours_cpu,
+            theirs / ours
+        );
+    }
+    ratios.sort_by(f64::total_cmp);
+    println!(
+        "    {events} events; CPU time ratio (original / ours): {:.2}x to {:.2}x, median {:.2}x",
+        ratios[0],
+        ratios[ratios.len() - 1],
+        ratios[ratios.len() / 2]
+    );
+}
+
+/// CPU time of the finished children (user + system), in seconds, from `/proc/self/stat`
+/// (`cutime`, `cstime`, in clock ticks of 1/100 s on Linux).
+fn children_cpu_time() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // cutime and cstime are fields 16 and 17 of the line: 13 and 14 counting from `state`
+    // (field 3) as 0. USER_HZ, the unit, is 100 on Linux whatever the kernel tick.
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(13) + ticks(14)) / 100.0
 }
 
 /// CPU time of the calling thread, in seconds.
