@@ -10,9 +10,9 @@ use crate::collective::{agree, gather_u64, rounds_for, transfer, OpenFile};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::schedule::Team;
 use crate::storage::StorageFile;
 use crate::store::{self, Dirs, Found};
-use crate::topology::Topology;
 
 /// How a rank exchanges L2 partner copies: it sends its file (`own_fs` bytes) to its right
 /// partner while receiving its left partner's (`left_fs` bytes), in `rounds` messages.
@@ -77,16 +77,16 @@ pub(crate) fn set_fb(
 /// partner's copy, lost copies from the left partner's (possibly just rebuilt) file. Every
 /// rebuilt file is published like a new one and returned.
 pub(crate) fn rebuild_l2(
-    comm: &dyn Comm,
-    dirs: &Dirs,
-    topology: &Topology,
+    team: Team<'_>,
     id: i32,
     (files, copies): (&[u32], &[u32]),
     own: Option<&Found>,
     copy: Option<&Found>,
 ) -> Result<Vec<PathBuf>> {
+    let (comm, dirs) = (team.comm, team.dirs);
     let me = comm.rank();
-    let place = topology
+    let place = team
+        .topology
         .place(me)
         .ok_or(Error::State("this rank is not in the topology"))?;
     let (left, right) = (place.left(), place.right());

@@ -40,6 +40,7 @@ pub mod l3;
 pub mod report;
 mod restart_plan;
 mod runtime;
+mod schedule;
 pub mod storage;
 pub mod store;
 pub mod topology;

@@ -23,7 +23,12 @@ use crate::error::{Error, Result};
 use crate::storage::{Storage, StorageFile};
 
 pub mod group;
-use crate::store::Pending;
+use crate::collective::{agree, gather_u64};
+use crate::config::Level;
+use crate::error::Step;
+use crate::runtime::Restart;
+use crate::schedule::Team;
+use crate::store::{self, Pending};
 use crate::topology::Place;
 
 /// Bytes of each file per block (even).
@@ -242,6 +247,73 @@ pub(crate) fn rebuild(
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Restart's L3 rebuild of checkpoint `id`: every group with a lost file rebuilds it
+/// (Reed-Solomon decoding of the surviving files); lost `RSed` files are encoded again.
+/// `own` is this rank's verified file, `rsed` its verified `RSed` file. Collective.
+pub(crate) fn rebuild_checkpoint(
+    team: Team<'_>,
+    id: i32,
+    (files, lost_copies): (&[u32], &[u32]),
+    own: Option<&Restart>,
+    rsed: Option<&Path>,
+) -> Result<()> {
+    let (comm, dirs, me) = (team.comm, team.dirs, team.rank);
+    let place = team.place()?.clone();
+    // maxFs: in every surviving Rank file of the group and RSed trailer.
+    let rsed_max = rsed
+        .and_then(|p| verify_rsed(p).ok())
+        .map_or(0, |fb| fb.fs.max(0) as u64);
+    let known_max_fs = own.map_or(0, |r| r.max_fs);
+    let all = gather_u64(comm, known_max_fs.max(rsed_max));
+    let max_fs = place
+        .group
+        .iter()
+        .map(|&r| all[r as usize])
+        .max()
+        .unwrap_or(0);
+    let affected = place
+        .group
+        .iter()
+        .any(|r| files.contains(r) || lost_copies.contains(r));
+    let local = if affected {
+        let new_own = files
+            .contains(&me)
+            .then(|| store::begin(dirs, Level::L3, id, None))
+            .transpose();
+        let new_rsed = lost_copies
+            .contains(&me)
+            .then(|| store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None))
+            .transpose();
+        let held = Held {
+            storage: &*dirs.storage,
+            own: own.map(|r| (r.info.path.as_path(), r.info.size)),
+            rsed,
+        };
+        let (o, r) = (
+            new_own.as_ref().ok().and_then(Option::as_ref),
+            new_rsed.as_ref().ok().and_then(Option::as_ref),
+        );
+        let lost = (
+            place.group.iter().any(|r| files.contains(r)),
+            place.group.iter().any(|r| lost_copies.contains(r)),
+        );
+        let done = rebuild(comm, &place, &held, max_fs, (o, r), lost);
+        done.and_then(|()| {
+            let (o, r) = (new_own?, new_rsed?);
+            if let Some(p) = o {
+                store::publish_pending(dirs, p)?;
+            }
+            if let Some(p) = r {
+                store::publish_pending(dirs, p)?;
+            }
+            Ok(())
+        })
+    } else {
+        Ok(())
+    };
+    agree(comm, Step::RebuildL3, local)
 }
 
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;

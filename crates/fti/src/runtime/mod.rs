@@ -34,7 +34,6 @@ use crate::config::{self, Config, Level};
 use crate::error::{Candidate, Error, Result, Skipped, Step};
 use crate::l2;
 use crate::report::{FtiPrint, Messages, Reporter};
-use crate::restart_plan::{self, Holds, Plan};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
@@ -116,11 +115,11 @@ pub enum Snapshot {
 
 /// A checkpoint file verified in full (the restart's chosen checkpoint, or the file
 /// `recover_var_from` read last) and still mapped.
-struct Restart {
-    info: CheckpointInfo,
+pub(crate) struct Restart {
+    pub(crate) info: CheckpointInfo,
     map: MappedFile,
     /// `FB.maxFs`, for an L3 rebuild.
-    max_fs: u64,
+    pub(crate) max_fs: u64,
 }
 
 impl Restart {
@@ -621,7 +620,7 @@ fn check_unique_ids(vars: &[Var<'_>]) -> Result<()> {
 }
 
 /// Opens, parses and verifies a candidate.
-fn open_verified(
+pub(crate) fn open_verified(
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<Restart, ftiff::Error> {
