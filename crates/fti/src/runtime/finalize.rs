@@ -2,6 +2,7 @@
 //! record in the config file.
 
 use super::*;
+use crate::level::l4;
 
 impl Fti {
     /// Ends the run. With `keep_last_ckpt`, the last checkpoint is kept in L4 (copied there
@@ -32,8 +33,7 @@ impl Fti {
                 // leaves the checkpoint complete at one level or the other.
                 let flushed = if last.level != Level::L4 {
                     trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                    let done = store::copy_into(&self.dirs, Level::L4, last.id, &last.path)
-                        .and_then(|p| store::publish_pending(&self.dirs, p));
+                    let done = l4::copy_in(&self.dirs, last.id, &last.path);
                     trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
                     done.map(|_| ())
                 } else {

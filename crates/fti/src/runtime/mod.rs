@@ -32,7 +32,6 @@ use crate::collective::{self, agree};
 use crate::comm::{Comm, CommExt, SelfComm};
 use crate::config::{self, Config, Level};
 use crate::error::{Candidate, Error, Result, Skipped, Step};
-use crate::l2;
 use crate::report::{FtiPrint, Messages, Reporter};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
@@ -559,14 +558,6 @@ impl Fti {
             data as f64 / (1024.0 * 1024.0),
             took.as_secs_f64(),
         ));
-    }
-
-    /// This rank's place in the topology (its group and partners).
-    fn my_place(&self) -> Result<crate::topology::Place> {
-        self.topology
-            .place(self.cfg.rank)
-            .cloned()
-            .ok_or(Error::State("this rank is not in the topology"))
     }
 
     /// Refuses levels this run cannot do: L2 and L3 need a group of at least two ranks.

@@ -3,6 +3,8 @@
 //! background thread.
 
 use super::*;
+use crate::level::{self, l2, l4, PostProcessed};
+use crate::schedule::Team;
 
 impl Fti {
     /// Publishes a written checkpoint file on every rank (collective): at L2 first sets
@@ -25,39 +27,28 @@ impl Fti {
         // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
         // run has a communicator for it.
         let background = self.bg_comm.is_some();
-        let (copy, fb, partner) = match write_level {
-            Level::L2 => {
-                trace::with(&mut self.tracer, &self.messages, |t| {
-                    t.begin(Phase::Partner)
-                });
-                let planned = self.partner_plan(&pending, fb);
-                let done = planned.and_then(|(plan, fb)| {
-                    if background && !self.cfg.inline_l2 {
-                        return Ok((None, fb, Some(plan)));
-                    }
-                    let copy = l2::exchange_copies(
-                        &*self.comm,
-                        &self.dirs,
-                        id,
-                        &plan,
-                        Some((&*pending.file, pending.path.as_path())),
-                    );
-                    agree(&*self.comm, Step::L2Copy, copy).map(|c| (Some(c), fb, None))
-                });
-                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
-                done?
-            }
-            Level::L3 => {
-                trace::with(&mut self.tracer, &self.messages, |t| {
-                    t.begin(Phase::Partner)
-                });
-                let done = self.encode_l3(id, &pending, fb);
-                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
-                let (copy, fb) = done?;
-                (copy, fb, None)
-            }
-            _ => (None, fb, None),
+        let redundant = matches!(write_level, Level::L2 | Level::L3);
+        if redundant {
+            trace::with(&mut self.tracer, &self.messages, |t| {
+                t.begin(Phase::Partner)
+            });
+        }
+        let team = Team {
+            comm: &*self.comm,
+            topology: &self.topology,
+            dirs: &self.dirs,
+            rank: self.cfg.rank,
         };
+        let defer = background && !self.cfg.inline_l2;
+        let done = level::post_process(write_level, team, id, &pending, fb, defer);
+        if redundant {
+            trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Partner));
+        }
+        let PostProcessed {
+            redundancy: copy,
+            fb,
+            deferred: partner,
+        } = done?;
         let files = std::iter::once(pending).chain(copy).collect();
         let local = store::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
         let mut path = agree(&*self.comm, Step::Publish, local)?;
@@ -66,37 +57,18 @@ impl Fti {
             // Every rank's own file is published: the partner copies follow in the background,
             // and only then are older checkpoints retired.
             let (dirs, own) = (self.dirs.clone(), path.clone());
-            self.spawn_post(move |comm| {
-                let file = dirs
-                    .storage
-                    .open(&own, false)
-                    .map_err(|e| Error::io(&own, e));
-                let own_file = file.as_ref().ok().map(|f| (&**f, own.as_path()));
-                let copy = l2::exchange_copies(comm, &dirs, id, &plan, own_file);
-                let published = file
-                    .and(copy)
-                    .and_then(|c| store::publish_pending(&dirs, c));
-                agree(comm, Step::L2Copy, published)?;
-                store::retire(&dirs, Level::L2, id, keep, true)
-            });
+            self.spawn_post(move |comm| l2::copy_deferred(comm, &dirs, id, &plan, &own, keep));
             return Ok((path, fb));
         }
         store::retire(&self.dirs, write_level, id, keep, true)?;
         if write_level != level {
-            let flush = move |comm: &dyn Comm, dirs: &Dirs, local: &Path| -> Result<PathBuf> {
-                let done = store::copy_into(dirs, level, id, local)
-                    .and_then(|p| store::publish_pending(dirs, p));
-                let path = agree(comm, Step::L4Flush, done)?;
-                store::retire(dirs, level, id, keep, false)?;
-                Ok(path)
-            };
             if background {
                 let (dirs, local) = (self.dirs.clone(), path.clone());
                 path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
-                self.spawn_post(move |comm| flush(comm, &dirs, &local).map(|_| ()));
+                self.spawn_post(move |comm| l4::flush(comm, &dirs, id, &local, keep).map(|_| ()));
             } else {
                 trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                path = flush(&*self.comm, &self.dirs, &path)?;
+                path = l4::flush(&*self.comm, &self.dirs, id, &path, keep)?;
                 trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
             }
         }
@@ -224,61 +196,5 @@ impl Fti {
         let waited = self.wait();
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Wait));
         waited
-    }
-
-    /// L2, first step: records the left partner's file size in `ptFs` and plans the exchange
-    /// of files within the group (collective).
-    pub(super) fn partner_plan(
-        &mut self,
-        pending: &store::Pending,
-        fb: FileBlock,
-    ) -> Result<(l2::PartnerPlan, FileBlock)> {
-        let place = self.my_place()?;
-        store::crash_point("partner");
-        let sizes = collective::gather_u64(&*self.comm, fb.fs as u64);
-        let plan = l2::PartnerPlan {
-            left: place.left(),
-            right: place.right(),
-            own_fs: fb.fs as u64,
-            left_fs: sizes[place.left() as usize],
-            rounds: collective::rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
-        };
-        let fb = l2::set_fb(&*pending.file, &pending.path, |b| {
-            b.pt_fs = plan.left_fs as i64
-        });
-        agree(&*self.comm, Step::L2Copy, fb.map(|fb| (plan, fb)))
-    }
-
-    /// L3: sets `maxFs` (the largest file of the group) in this rank's file, then encodes the
-    /// group's files into this rank's `Ckpt<id>-RSed<r>.fti` (FTI 1.1's Reed-Solomon code).
-    pub(super) fn encode_l3(
-        &mut self,
-        id: i32,
-        pending: &store::Pending,
-        fb: FileBlock,
-    ) -> Result<(Option<store::Pending>, FileBlock)> {
-        let place = self.my_place()?;
-        store::crash_point("partner");
-        let sizes = collective::gather_u64(&*self.comm, fb.fs as u64);
-        let max_fs = place
-            .group
-            .iter()
-            .map(|&r| sizes[r as usize])
-            .max()
-            .unwrap_or(0);
-        let fb = l2::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
-        let rsed = store::begin_named(&self.dirs, Level::L3, self.dirs.rsed_name(id), None);
-        let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
-        // Every rank takes part in the encoding even after a local error, so that the group's
-        // exchanges match; the error is reported after it.
-        let encoded = crate::l3::encode(
-            &*self.comm,
-            &place,
-            Some((&*pending.file, pending.path.as_path(), own_fs)),
-            rsed.as_ref().ok(),
-            max_fs,
-        );
-        let local = fb.and_then(|fb| encoded.and(rsed.map(|r| (Some(r), fb))));
-        agree(&*self.comm, Step::L3Encode, local)
     }
 }

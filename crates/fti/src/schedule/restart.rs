@@ -17,6 +17,7 @@
 use crate::collective::{self, agree};
 use crate::config::Level;
 use crate::error::{Candidate, Error, Result, Skipped, Step};
+use crate::level::{self, Rebuild};
 use crate::report::Messages;
 use crate::restart_plan::{self, Holds, Plan};
 use crate::runtime::{open_verified, Restart};
@@ -176,7 +177,7 @@ impl Search<'_> {
         local.copy_ok = match local.copy {
             Some(c) if needed => {
                 let checked = if level == Level::L3 {
-                    crate::l3::verify_rsed(&c.path).map(|_| ())
+                    level::l3::verify_rsed(&c.path).map(|_| ())
                 } else {
                     open_verified(c, &|_| {})
                         .map(|_| ())
@@ -205,18 +206,15 @@ impl Search<'_> {
         match plan {
             Plan::Own => local.verified.ok_or(Error::State("planned without a file")),
             Plan::Rebuild { files, copies } => {
-                let rebuilt = match level {
-                    Level::L3 => {
-                        let rsed = local.copy.filter(|_| local.copy_ok);
-                        let rsed = rsed.map(|c| c.path.as_path());
-                        let own = local.verified.as_ref();
-                        crate::l3::rebuild_checkpoint(self.team, id, (files, copies), own, rsed)
-                    }
-                    _ => {
-                        crate::l2::rebuild_l2(self.team, id, (files, copies), local.own, local.copy)
-                            .map(|_| ())
-                    }
+                let rebuild = Rebuild {
+                    files,
+                    copies,
+                    own: local.own,
+                    verified: local.verified.as_ref(),
+                    copy: local.copy,
+                    copy_ok: local.copy_ok,
                 };
+                let rebuilt = level::rebuild(level, self.team, id, &rebuild);
                 rebuilt.and_then(|()| own_after_rebuild(self.team.dirs, local.verified, id, level))
             }
         }

@@ -26,10 +26,11 @@ pub mod group;
 use crate::collective::{agree, gather_u64};
 use crate::config::Level;
 use crate::error::Step;
-use crate::runtime::Restart;
 use crate::schedule::Team;
 use crate::store::{self, Pending};
 use crate::topology::Place;
+
+use super::{PostProcessed, Rebuild};
 
 /// Bytes of each file per block (even).
 const BLOCK: u64 = 4 << 20;
@@ -126,6 +127,47 @@ pub(crate) fn encode(
         }
     }
     first_error.map_or(Ok(()), Err)
+}
+
+/// L3's post-processing of checkpoint `id` (collective): sets `maxFs` (the largest file of
+/// the group) in this rank's file, then encodes the group's files into this rank's
+/// `Ckpt<id>-RSed<r>.fti` (FTI 1.1's Reed-Solomon code).
+pub(crate) fn post_process(
+    team: Team<'_>,
+    id: i32,
+    pending: &Pending,
+    fb: FileBlock,
+) -> Result<PostProcessed> {
+    let (comm, dirs) = (team.comm, team.dirs);
+    let place = team.place()?;
+    store::crash_point("partner");
+    let sizes = gather_u64(comm, fb.fs as u64);
+    let max_fs = place
+        .group
+        .iter()
+        .map(|&r| sizes[r as usize])
+        .max()
+        .unwrap_or(0);
+    let fb = super::l2::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+    let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
+    let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
+    // Every rank takes part in the encoding even after a local error, so that the group's
+    // exchanges match; the error is reported after it.
+    let encoded = encode(
+        comm,
+        place,
+        Some((&*pending.file, pending.path.as_path(), own_fs)),
+        rsed.as_ref().ok(),
+        max_fs,
+    );
+    let local = fb.and_then(|fb| {
+        encoded.and(rsed.map(|r| PostProcessed {
+            redundancy: Some(r),
+            fb,
+            deferred: None,
+        }))
+    });
+    agree(comm, Step::L3Encode, local)
 }
 
 /// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
@@ -251,15 +293,11 @@ pub(crate) fn rebuild(
 
 /// Restart's L3 rebuild of checkpoint `id`: every group with a lost file rebuilds it
 /// (Reed-Solomon decoding of the surviving files); lost `RSed` files are encoded again.
-/// `own` is this rank's verified file, `rsed` its verified `RSed` file. Collective.
-pub(crate) fn rebuild_checkpoint(
-    team: Team<'_>,
-    id: i32,
-    (files, lost_copies): (&[u32], &[u32]),
-    own: Option<&Restart>,
-    rsed: Option<&Path>,
-) -> Result<()> {
+/// Collective.
+pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) -> Result<()> {
     let (comm, dirs, me) = (team.comm, team.dirs, team.rank);
+    let (files, lost_copies, own) = (plan.files, plan.copies, plan.verified);
+    let rsed = plan.copy.filter(|_| plan.copy_ok).map(|c| c.path.as_path());
     let place = team.place()?.clone();
     // maxFs: in every surviving Rank file of the group and RSed trailer.
     let rsed_max = rsed
@@ -319,7 +357,7 @@ pub(crate) fn rebuild_checkpoint(
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
 /// returns `fs`.
 fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
-    let fb = crate::l2::read_fb(&*p.file, &p.path)?;
+    let fb = super::l2::read_fb(&*p.file, &p.path)?;
     let fs = u64::try_from(fb.fs)
         .ok()
         .filter(|&fs| fs <= max_fs)
