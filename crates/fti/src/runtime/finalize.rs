@@ -62,28 +62,6 @@ impl Fti {
         Ok(())
     }
 
-    /// Writes `failure` and `exec_id` back into the config file (rank 0, when read from one).
-    pub(super) fn record_in_config(&mut self, failure: u8) -> Result<()> {
-        if self.cfg.rank != 0 {
-            return Ok(());
-        }
-        if let Some(path) = &self.cfg.path {
-            self.messages.debug(&format!(
-                "Updating configuration file ({})...",
-                path.display()
-            ));
-            config::record_restart(&*self.dirs.storage, path, failure, &self.exec_id).map_err(
-                |err| Error::RestartRecord {
-                    path: path.clone(),
-                    exec_id: self.exec_id.clone(),
-                    err: Box::new(err),
-                },
-            )?;
-        }
-        self.cfg.failure = Some(failure);
-        Ok(())
-    }
-
     /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
     pub(super) fn write_topology(&self) -> Result<()> {
         store::create_dir_durable(&*self.dirs.storage, &self.dirs.meta)?;

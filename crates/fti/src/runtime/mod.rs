@@ -1,16 +1,19 @@
 //! The checkpoint runtime for one process (one rank).
 
 mod asynchronous;
+mod background;
 mod exec;
 mod finalize;
 mod icp;
 mod post;
+mod record;
 mod recovery;
 mod restart;
 mod snapshot;
 mod worker;
 mod write;
 
+use background::Background;
 use snapshot::SnapshotTimer;
 use worker::{InFlight, JobDone, JobOutcome};
 
@@ -163,20 +166,8 @@ pub struct Fti {
     /// The config file does not yet say `failure = 1` for this execution (a fresh run
     /// before its first checkpoint was recorded).
     restart_record_pending: bool,
-    /// Staging buffers of asynchronous checkpoints (by protect position), reused.
-    staging: Vec<Vec<u8>>,
-    /// The asynchronous checkpoint in flight.
-    in_flight: Option<InFlight>,
-    /// The communicator of background post-processing, when idle.
-    bg_comm: Option<Box<dyn Comm + Send>>,
-    /// Whether the run has a background communicator at all (busy or idle): the same on
-    /// every rank.
-    has_bg_comm: bool,
-    /// The background thread (started with its first job).
-    worker: Option<worker::Worker>,
-    /// Whether a job (post-processing, or an asynchronous checkpoint) is under way there, with
-    /// the communicator it took to give back.
-    job_in_flight: bool,
+    /// The background thread's work: post-processing, asynchronous checkpoints.
+    background: Background,
 }
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
@@ -356,12 +347,7 @@ impl Fti {
             recovery_note: None,
             restart_record_pending: true,
             verified: None,
-            staging: Vec::new(),
-            in_flight: None,
-            has_bg_comm: bg_comm.is_some(),
-            bg_comm,
-            worker: None,
-            job_in_flight: false,
+            background: Background::new(bg_comm),
             cfg,
         };
         if restart_exec.is_some() {
@@ -529,15 +515,7 @@ impl Fti {
         self.layout = Some(layout);
         self.last = Some(info.clone());
         self.next_id = self.next_id.max(info.id.saturating_add(1));
-        if self.restart_record_pending {
-            // Until the config file says `failure = 1` for this execution, a restart would
-            // start fresh beside valid checkpoints: every rank fails the checkpoint until
-            // rank 0 has made the record durable (its files stay published).
-            let recorded = self.record_in_config(1);
-            let step = Step::RecordRestart(self.cfg.path.clone());
-            agree(&*self.comm, step, recorded)?;
-            self.restart_record_pending = false;
-        }
+        self.record_first_checkpoint()?;
         self.timer.excluded += started.elapsed();
         let how = format!("{} of {} bytes written", info.bytes_written, info.size);
         self.say_taken(info, started.elapsed(), &how);
@@ -577,17 +555,10 @@ impl Drop for Fti {
     /// A runtime dropped without `finalize` (an early return, a panic unwinding) still ends
     /// its trace properly; its checkpoints stay for the restart.
     fn drop(&mut self) {
-        if std::thread::panicking()
-            && self
-                .in_flight
-                .as_ref()
-                .is_some_and(|f| f.deferred.is_some())
-        {
+        if std::thread::panicking() && self.background.writing() {
             // Completing a deferred checkpoint takes every rank's part, and the others may
             // never come: it stays unpublished (the previous checkpoint is the restart's).
-            if std::mem::take(&mut self.job_in_flight) {
-                let _ = self.worker.as_ref().and_then(worker::Worker::outcome);
-            }
+            let _ = self.background.finish();
         } else {
             // Post-processing finishes first: its files are part of the checkpoint.
             let _ = self.wait();

@@ -5,6 +5,7 @@
 use super::*;
 use crate::level::{self, l2, l4, PostProcessed};
 use crate::schedule::Team;
+use background::Finished;
 
 impl Fti {
     /// Publishes a written checkpoint file on every rank (collective): at L2 first sets
@@ -26,7 +27,7 @@ impl Fti {
         });
         // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
         // run has a communicator for it.
-        let background = self.bg_comm.is_some();
+        let background = self.background.can_post_process();
         let redundant = matches!(write_level, Level::L2 | Level::L3);
         if redundant {
             trace::with(&mut self.tracer, &self.messages, |t| {
@@ -81,46 +82,14 @@ impl Fti {
         &mut self,
         job: impl FnOnce(&dyn Comm) -> Result<()> + Send + 'static,
     ) {
-        if let Some(comm) = self.bg_comm.take() {
-            self.run_in_background(Box::new(move |_, _| {
-                let result = job(&*comm).map(|()| JobOutcome::Post);
-                JobDone {
-                    comm: Some(comm),
-                    result,
-                    staging: Vec::new(),
-                }
-            }));
-        }
-    }
-
-    /// Hands `job` to the background thread (started on first use, or again after a job
-    /// panicked); [`Fti::wait`] collects its outcome.
-    pub(super) fn run_in_background(&mut self, job: worker::Job) {
-        let mut job = job;
-        for _ in 0..2 {
-            let spec = self.tracer.as_ref().and_then(Tracer::spec);
-            let messages = self.messages.clone();
-            let w = self
-                .worker
-                .get_or_insert_with(|| worker::Worker::start(spec, messages));
-            match w.submit(job) {
-                Ok(()) => {
-                    self.job_in_flight = true;
-                    return;
-                }
-                Err(back) => {
-                    // The thread is gone: a new one.
-                    self.worker = None;
-                    job = back;
-                }
-            }
-        }
+        let spec = self.tracer.as_ref().and_then(Tracer::spec);
+        self.background.post_process(job, spec, &self.messages);
     }
 
     /// Whether post-processing runs in the background thread (asked by `inline_l2 = 0` or
     /// `inline_l4 = 0`, and possible in this run).
     pub fn background_post_processing(&self) -> bool {
-        self.has_bg_comm
+        self.background.has_comm()
     }
 
     /// Waits for the post-processing of the last checkpoint (L2 partner copies with
@@ -132,23 +101,10 @@ impl Fti {
     /// that checkpoint is published by every rank (and counts: [`Fti::last_checkpoint`]); an
     /// error of its background work is returned here (and by the next checkpoint call).
     pub fn wait(&mut self) -> Result<()> {
-        if !std::mem::take(&mut self.job_in_flight) {
-            return Ok(());
-        }
-        let Some(done) = self.worker.as_ref().and_then(worker::Worker::outcome) else {
-            self.worker = None;
-            self.in_flight = None;
-            return Err(Error::State("the background thread panicked"));
-        };
-        if let Some(comm) = done.comm {
-            self.bg_comm = Some(comm);
-        }
-        if !done.staging.is_empty() {
-            self.staging = done.staging;
-        }
-        let in_flight = self.in_flight.take();
-        match (done.result, in_flight) {
-            (Ok(JobOutcome::Published(fb, recorded)), Some(f)) => {
+        match self.background.finish()? {
+            Finished::Nothing => Ok(()),
+            Finished::PostProcessed(done) => done,
+            Finished::Published(f, Ok((fb, recorded))) => {
                 let info = CheckpointInfo {
                     timestamp: fb.timestamp,
                     ..f.info
@@ -164,24 +120,16 @@ impl Fti {
                 self.last = Some(info);
                 Ok(())
             }
+            Finished::Published(f, Err(e)) => {
+                self.say_failed(f.info.id, f.info.level);
+                Err(e)
+            }
             // A deferred checkpoint: every rank takes part in its collective steps, a rank
             // whose write failed too (it reports its error there).
-            (written, Some(f)) if f.deferred.is_some() => {
-                let write_level = f.deferred.unwrap_or(f.info.level);
-                let written = written.and_then(|outcome| match outcome {
-                    JobOutcome::Written(pending, written) => Ok((pending, written)),
-                    _ => Err(Error::State("a deferred checkpoint wrote no file")),
-                });
+            Finished::Written(f, write_level, written) => {
                 self.complete_deferred(f, write_level, written)?;
                 // Its publication may have left post-processing in the background.
                 self.wait()
-            }
-            (Ok(_), _) => Ok(()),
-            (Err(e), f) => {
-                if let Some(f) = f {
-                    self.say_failed(f.info.id, f.info.level);
-                }
-                Err(e)
             }
         }
     }
@@ -189,7 +137,7 @@ impl Fti {
     /// [`Fti::wait`], traced as the `wait` phase when there is work to wait for: the time a
     /// checkpoint call spends on the previous one.
     pub(super) fn wait_traced(&mut self) -> Result<()> {
-        if !self.job_in_flight {
+        if !self.background.busy() {
             return Ok(());
         }
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Wait));

@@ -33,10 +33,14 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin(Phase::Recover)
         });
-        for v in vars.iter_mut() {
+        let copied = vars.iter_mut().try_for_each(|v| {
             ckpt.copy_var_into(v.id, v.bytes)
-                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
+                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+        });
+        if copied.is_err() {
+            trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
         }
+        copied?;
         let info = restart.info.clone();
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Recover));
         self.finish_recovery(&info)?;
