@@ -5,6 +5,7 @@ mod background;
 mod exec;
 mod finalize;
 mod icp;
+mod init;
 mod post;
 mod record;
 mod recovery;
@@ -20,7 +21,6 @@ use worker::{InFlight, JobDone, JobOutcome};
 use exec::fresh_exec_id;
 pub use exec::{format_utc, new_exec_id};
 use recovery::{found_info, VerifiedFile};
-use restart::{check_rank_count, newest_exec_with_checkpoints};
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -33,7 +33,7 @@ use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
 
 use crate::collective::{self, agree};
 use crate::comm::{Comm, CommExt, SelfComm};
-use crate::config::{self, Config, Level};
+use crate::config::{Config, Level};
 use crate::error::{Candidate, Error, Result, Skipped, Step};
 use crate::report::{FtiPrint, Messages, Reporter};
 use crate::storage::{Disk, Storage};
@@ -201,168 +201,12 @@ impl Fti {
 
     /// As [`Fti::init_with`], with [`Options`]: where messages go, and the application's
     /// own libovni to trace into.
-    pub fn init_with_options(
-        mut cfg: Config,
-        comm: Box<dyn Comm>,
-        options: Options,
-    ) -> Result<Fti> {
-        let Options {
-            reporter,
-            app_ovni,
-            storage,
-        } = options;
-        // A one-rank comm keeps the config's rank: one process may act as any rank of a run
-        // (restarting that rank's files alone, as the tools do).
-        if comm.size() > 1 {
-            cfg.rank = comm.rank();
-            cfg.nranks = comm.size();
-        }
-        let messages = Messages::new(cfg.rank, cfg.verbosity, reporter);
-        cfg.verbosity = messages.verbosity;
-        if let Some(path) = &cfg.path {
-            messages.info(&format!(
-                "Reading FTI configuration file ({})...",
-                path.display()
-            ));
-        }
-        // Every rank read the same file: its remarks are said once.
-        if cfg.rank == 0 {
-            for w in &cfg.warnings {
-                messages.warn(w);
-            }
-            for n in &cfg.notes {
-                messages.info(n);
-            }
-        }
-        let (topology, node_names) = build_topology(&cfg, &*comm)?;
-        let bg_comm = if cfg.inline_l2 && cfg.inline_l4 && !cfg.async_ckpt {
-            None
-        } else {
-            let bg = comm.background();
-            if bg.is_none() && cfg.rank == 0 {
-                if !cfg.inline_l2 || !cfg.inline_l4 {
-                    messages.warn(
-                        "inline_l2/inline_l4 = 0 asks for post-processing in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
-                    );
-                }
-                if cfg.async_ckpt {
-                    messages.info(
-                        "async_ckpt = 1 without MPI_THREAD_MULTIPLE: each checkpoint's file is written and hashed in the background; the ranks' agreement and L2/L3/L4 run at the next checkpoint call (or wait, or finalize)",
-                    );
-                }
-            }
-            bg
-        };
-        let group = topology.place(cfg.rank).map_or(1, |p| p.group.len());
-        for (level, interval) in [(Level::L2, cfg.intervals[1]), (Level::L3, cfg.intervals[2])] {
-            if interval.is_some() && group < 2 {
-                return Err(Error::NeedsMpi(level));
-            }
-        }
-        let restart_exec = match (cfg.failure, &cfg.exec_id) {
-            (Some(0), _) => None,
-            (Some(_), Some(id)) => {
-                config::check_exec_id(id).map_err(|what| Error::Config {
-                    path: cfg.path.clone().unwrap_or_default(),
-                    line: 0,
-                    what,
-                })?;
-                Some(id.clone())
-            }
-            (Some(_), None) => {
-                return Err(Error::Config {
-                    path: cfg.path.clone().unwrap_or_default(),
-                    line: 0,
-                    what: "[restart] failure asks for a restart but exec_id is not set".into(),
-                })
-            }
-            // A rank whose node was lost finds nothing: the newest any rank has wins.
-            (None, _) => collective::agree_newest(
-                &*comm,
-                newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
-            ),
-        };
-        let exec_id = match &restart_exec {
-            Some(id) => id.clone(),
-            None => fresh_exec_id(&storage, &cfg, &*comm),
-        };
-        if restart_exec.is_some() {
-            // Before anything is written, so that a refused restart leaves no trace.
-            check_rank_count(&storage, &cfg, &exec_id, &*comm)?;
-        }
-        let dirs = Dirs::on(storage, &cfg, &exec_id);
-        messages.info(&if restart_exec.is_some() {
-            format!("This is a restart. The execution ID is: {exec_id}")
-        } else {
-            format!("The execution ID is: {exec_id}")
-        });
-        messages.info("Selected Ckpt I/O is FTI-FF");
-        let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
-            Some(match app_ovni {
-                // Two writers on the thread's stream would corrupt it: the marks go into the
-                // application's.
-                Some(app) => Tracer::start_app(app, cfg.trace_mark_base).map_err(|what| {
-                    Error::Config {
-                        path: cfg.path.clone().unwrap_or_default(),
-                        line: 0,
-                        what,
-                    }
-                }),
-                None if cfg.trace_app => Err(Error::Config {
-                    path: cfg.path.clone().unwrap_or_default(),
-                    line: 0,
-                    what: "[basic] trace = app, but this thread is not traced by the application's libovni (ovni_thread_init before FTI_Init): nothing to trace into".into(),
-                }),
-                None => Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks, cfg.trace_mark_base)
-                    .map_err(Error::Trace),
-            })
-        } else {
-            None
-        };
-        let tracer = agree(&*comm, Step::StartTrace, tracer.transpose())?;
-        if tracer.as_ref().is_some_and(Tracer::in_app_stream) {
-            messages.info("tracing into the application's ovni stream");
-        }
-        let mut fti = Fti {
-            messages,
-            dirs,
-            exec_id,
-            status: Status::Fresh,
-            restart: None,
-            layout: None,
-            last: None,
-            skipped: Vec::new(),
-            next_id: 1,
-            timer: SnapshotTimer {
-                start: Instant::now(),
-                excluded: Duration::ZERO,
-                counts: [1; 4],
-            },
-            tracer,
-            dcp_files: Default::default(),
-            icp: None,
-            comm,
-            topology,
-            node_names,
-            recovery_note: None,
-            restart_record_pending: true,
-            verified: None,
-            background: Background::new(bg_comm),
-            cfg,
-        };
-        if restart_exec.is_some() {
-            trace::with(&mut fti.tracer, &fti.messages, |t| t.begin(Phase::Verify));
-            fti.find_restart();
-            trace::with(&mut fti.tracer, &fti.messages, |t| t.end(Phase::Verify));
-        }
-        let topology = if fti.restart.is_none() && fti.cfg.rank == 0 {
-            fti.write_topology()
-        } else {
-            Ok(())
-        };
-        agree(&*fti.comm, Step::WriteTopology, topology)?;
-        fti.messages.info("FTI has been initialized.");
-        Ok(fti)
+    pub fn init_with_options(cfg: Config, comm: Box<dyn Comm>, options: Options) -> Result<Fti> {
+        init::configure(cfg, comm, options)
+            .place()?
+            .choose_execution()?
+            .trace()?
+            .ready()
     }
 
     /// How the restart's checkpoint was obtained: its level, and whether files were rebuilt
@@ -590,39 +434,4 @@ pub(crate) fn open_verified(
     let ckpt = Checkpoint::verified(&map, progress)?;
     let (info, max_fs) = (found_info(found, &ckpt), ckpt.fb.max_fs.max(0) as u64);
     Ok(Restart { info, map, max_fs })
-}
-
-/// The run's topology and node names. With `local_test = 1` the node of a rank is
-/// `rank / node_size` (`node<N>`); otherwise ranks are grouped by host name, hosts in the order
-/// of their lowest rank.
-fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String>)> {
-    let n = comm.size();
-    let node_size = cfg.node_size.max(1);
-    if cfg.local_test {
-        let order: Vec<u32> = (0..n).collect();
-        let names = (0..n.div_ceil(node_size))
-            .map(|i| format!("node{i}"))
-            .collect();
-        return Ok((Topology::new(&order, node_size, cfg.group_size)?, names));
-    }
-    let hosts: Vec<String> = comm
-        .all_gather(comm.host_name().as_bytes())
-        .into_iter()
-        .map(|h| String::from_utf8_lossy(&h).into_owned())
-        .collect();
-    let mut distinct: Vec<&String> = Vec::new();
-    for h in &hosts {
-        if !distinct.contains(&h) {
-            distinct.push(h);
-        }
-    }
-    let order: Vec<u32> = distinct
-        .iter()
-        .flat_map(|d| (0..n).filter(|&r| &hosts[r as usize] == *d))
-        .collect();
-    let names = order
-        .chunks(node_size as usize)
-        .map(|c| hosts[c[0] as usize].clone())
-        .collect();
-    Ok((Topology::new(&order, node_size, cfg.group_size)?, names))
 }
