@@ -1,9 +1,25 @@
 //! Asynchronous checkpoints (`async_ckpt = 1`): the variables are staged and the file is
 //! written, hashed and published by a background thread.
 
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ftiff::raw::FileBlock;
+use ftiff::{Layout, WriteOptions};
+
+use crate::collective::{self, agree};
+use crate::comm::Comm;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::report::Messages;
+use crate::store::{self, Dirs};
+use crate::trace::{self, Phase, Tracer};
+use crate::var::Var;
+
 use super::record::RestartRecord;
+use super::worker::{self, InFlight, JobDone, JobOutcome};
 use super::write::{by_position, var_sizes};
-use super::*;
+use super::{CheckpointInfo, DcpFile, Fti};
 
 /// How an asynchronous checkpoint runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

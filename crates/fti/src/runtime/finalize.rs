@@ -1,8 +1,14 @@
 //! The end of a run: the last checkpoint kept in L4 or every file removed, and the restart
 //! record in the config file.
 
-use super::*;
+use crate::collective::agree;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
 use crate::level::l4;
+use crate::store;
+use crate::trace::{self, Phase};
+
+use super::Fti;
 
 impl Fti {
     /// Ends the run. With `keep_last_ckpt`, the last checkpoint is kept in L4 (copied there

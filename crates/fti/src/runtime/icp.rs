@@ -1,6 +1,17 @@
 //! Incremental checkpoints (`FTI_InitICP`, `FTI_AddVarICP`, `FTI_FinalizeICP`).
 
-use super::*;
+use std::time::Instant;
+
+use ftiff::{Layout, VarSize};
+
+use crate::collective::agree;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::store;
+use crate::trace::{self, Phase, Tracer};
+use crate::var::Var;
+
+use super::{CheckpointInfo, Fti, Icp, Status};
 
 impl Fti {
     /// Opens incremental checkpoint `id` at `level` (FTI's `FTI_InitICP`) for variables of these

@@ -14,33 +14,28 @@ mod snapshot;
 mod worker;
 mod write;
 
-use background::Background;
-use snapshot::SnapshotTimer;
-use worker::{InFlight, JobDone, JobOutcome};
-
-use exec::fresh_exec_id;
-pub use exec::{format_utc, new_exec_id};
-use recovery::{found_info, VerifiedFile};
-
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ftiff::raw::FileBlock;
-use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
+use ftiff::{Checkpoint, Layout, MappedFile};
 
-use crate::collective::{self, agree};
-use crate::comm::{Comm, CommExt, SelfComm};
+use crate::comm::{Comm, SelfComm};
 use crate::config::{Config, Level};
-use crate::error::{Candidate, Error, Result, Skipped, Step};
+use crate::error::{Error, Result, Skipped};
 use crate::report::{FtiPrint, Messages, Reporter};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
-use crate::trace::{self, Phase, Tracer};
+use crate::trace::{self, Tracer};
 use crate::var::Var;
+
+use background::Background;
+use recovery::{found_info, VerifiedFile};
+use snapshot::SnapshotTimer;
+
+pub use exec::{format_utc, new_exec_id};
 
 /// How [`Fti::init_with_options`] starts the runtime.
 pub struct Options {

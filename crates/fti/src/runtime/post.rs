@@ -2,10 +2,21 @@
 //! Reed-Solomon encoding (L3), the L4 flush, retiring older checkpoints, inline or in the
 //! background thread.
 
-use super::*;
+use std::path::PathBuf;
+
+use ftiff::raw::FileBlock;
+
+use crate::collective::agree;
+use crate::comm::Comm;
+use crate::config::Level;
+use crate::error::{Result, Step};
 use crate::level::{self, l2, l4, PostProcessed};
 use crate::schedule::Team;
-use background::Finished;
+use crate::store;
+use crate::trace::{self, Phase, Tracer};
+
+use super::background::Finished;
+use super::{CheckpointInfo, Fti};
 
 impl Fti {
     /// Publishes a written checkpoint file on every rank (collective): at L2 first sets

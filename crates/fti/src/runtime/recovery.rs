@@ -1,7 +1,16 @@
 //! Recovery of the variables: all of them from the restart's checkpoint, one of them from it
 //! or from any kept checkpoint (verified in full first).
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use ftiff::Checkpoint;
+
+use crate::error::{Candidate, Error, Result};
+use crate::store::{self, Found};
+use crate::trace::{self, Phase, Tracer};
+use crate::var::Var;
+
+use super::{open_verified, CheckpointInfo, Fti, Restart, Status};
 
 impl Fti {
     /// Restores every variable from the restart's checkpoint. The variables must be the ones

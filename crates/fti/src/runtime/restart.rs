@@ -2,8 +2,17 @@
 //! from partner copies or Reed-Solomon code, and the checks that refuse a restart before
 //! anything is written.
 
-use super::*;
+use std::sync::Arc;
+
+use crate::collective;
+use crate::comm::Comm;
+use crate::config::Config;
+use crate::error::{Error, Result};
 use crate::schedule::{self, restart::Chosen, Team};
+use crate::store::{self, Dirs};
+
+use super::exec::fresh_exec_id;
+use super::{Fti, Status};
 
 impl Fti {
     /// Agrees with the other ranks on the checkpoint to restart from

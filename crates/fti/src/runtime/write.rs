@@ -1,7 +1,20 @@
 //! Writing a checkpoint file: the write options the config asks for, the file a differential
 //! checkpoint updates in place, and the write itself.
 
-use super::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use ftiff::raw::FileBlock;
+use ftiff::{Layout, VarSize, WriteOptions};
+
+use crate::collective::agree;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::store;
+use crate::trace::{self, Phase};
+use crate::var::Var;
+
+use super::{DcpFile, Fti};
 
 impl Fti {
     /// The write options the config asks for.
