@@ -206,9 +206,7 @@ pub(crate) fn rebuild(
     (new_own, new_rsed): (Option<&Pending>, Option<&Pending>),
     (ranks_lost, rsed_lost): (bool, bool),
 ) -> Result<()> {
-    let k = place.group.len();
-    let g = place.group_rank as usize;
-    let code = Code::new(k).map_err(Error::Format)?;
+    let code = Code::new(place.group.len()).map_err(Error::Format)?;
     let open = |p: Option<&Path>| {
         p.map(|p| held.storage.open(p, false).map_err(|e| Error::io(p, e)))
             .transpose()
@@ -224,47 +222,9 @@ pub(crate) fn rebuild(
     });
     let own_fs = held.own.map_or(0, |(_, fs)| fs);
     if ranks_lost {
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        let mut at = 0;
-        while at < max_fs {
-            let len = BLOCK.min(max_fs - at);
-            let n = len as usize;
-            // Message: [has Rank block, has RSed block] + Rank block + RSed block.
-            let mut msg = vec![u8::from(own_file.is_some()), u8::from(rsed_file.is_some())];
-            let own_path = held.own.map(|(p, _)| p);
-            for (file, path, fs, buf) in [
-                (&own_file, own_path, own_fs, &mut a),
-                (&rsed_file, held.rsed, max_fs, &mut b),
-            ] {
-                buf.clear();
-                buf.resize(n, 0);
-                if let (Some(f), Some(path)) = (file, path) {
-                    if let Err(e) = read_block(&**f, fs, at, len, buf) {
-                        first_error.get_or_insert(Error::io(path, e));
-                    }
-                }
-                msg.extend_from_slice(buf);
-            }
-            let msgs = gather_group(comm, place, &msg, 2 + 2 * n);
-            let mut ranks: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
-            let mut codes: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
-            for m in &msgs {
-                ranks.push((m[0] == 1).then(|| m[2..2 + n].to_vec()));
-                codes.push((m[1] == 1).then(|| m[2 + n..2 + 2 * n].to_vec()));
-            }
-            match code.reconstruct(&mut ranks, &mut codes, n) {
-                Err(e) => {
-                    first_error.get_or_insert(Error::Format(e));
-                }
-                Ok(()) => {
-                    if let (Some(p), Some(bytes)) = (new_own, &ranks[g]) {
-                        if let Err(e) = p.file.write_all_at(bytes, at) {
-                            first_error.get_or_insert(Error::io(&p.path, e));
-                        }
-                    }
-                }
-            }
-            at += len;
+        let files = (own_file.as_deref(), rsed_file.as_deref());
+        if let Err(e) = decode(comm, place, &code, held, files, max_fs, new_own) {
+            first_error.get_or_insert(e);
         }
     }
     // A rebuilt Rank file is its own file zero-extended to maxFs: cut it to its fs; with an odd
@@ -352,6 +312,67 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
         Ok(())
     };
     agree(comm, Step::RebuildL3, local)
+}
+
+/// The decoding part of [`rebuild`]: block by block, the group's surviving Rank and `RSed`
+/// blocks are exchanged and the lost Rank files' blocks reconstructed; this rank's, if lost,
+/// is written into `new_own`. Every rank makes every exchange; the first local error is
+/// returned after the last.
+fn decode(
+    comm: &dyn Comm,
+    place: &Place,
+    code: &Code,
+    held: &Held<'_>,
+    (own_file, rsed_file): (Option<&dyn StorageFile>, Option<&dyn StorageFile>),
+    max_fs: u64,
+    new_own: Option<&Pending>,
+) -> Result<()> {
+    let (k, g) = (place.group.len(), place.group_rank as usize);
+    let own_fs = held.own.map_or(0, |(_, fs)| fs);
+    let own_path = held.own.map(|(p, _)| p);
+    let mut first_error: Option<Error> = None;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    while at < max_fs {
+        let len = BLOCK.min(max_fs - at);
+        let n = len as usize;
+        // Message: [has Rank block, has RSed block] + Rank block + RSed block.
+        let mut msg = vec![u8::from(own_file.is_some()), u8::from(rsed_file.is_some())];
+        for (file, path, fs, buf) in [
+            (own_file, own_path, own_fs, &mut a),
+            (rsed_file, held.rsed, max_fs, &mut b),
+        ] {
+            buf.clear();
+            buf.resize(n, 0);
+            if let (Some(f), Some(path)) = (file, path) {
+                if let Err(e) = read_block(f, fs, at, len, buf) {
+                    first_error.get_or_insert(Error::io(path, e));
+                }
+            }
+            msg.extend_from_slice(buf);
+        }
+        let msgs = gather_group(comm, place, &msg, 2 + 2 * n);
+        let mut ranks: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
+        let mut codes: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
+        for m in &msgs {
+            ranks.push((m[0] == 1).then(|| m[2..2 + n].to_vec()));
+            codes.push((m[1] == 1).then(|| m[2 + n..2 + 2 * n].to_vec()));
+        }
+        match code.reconstruct(&mut ranks, &mut codes, n) {
+            Err(e) => {
+                first_error.get_or_insert(Error::Format(e));
+            }
+            Ok(()) => {
+                if let (Some(p), Some(bytes)) = (new_own, &ranks[g]) {
+                    if let Err(e) = p.file.write_all_at(bytes, at) {
+                        first_error.get_or_insert(Error::io(&p.path, e));
+                    }
+                }
+            }
+        }
+        at += len;
+    }
+    first_error.map_or(Ok(()), Err)
 }
 
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
