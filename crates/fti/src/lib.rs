@@ -48,7 +48,7 @@ mod var;
 
 pub use comm::{Comm, SelfComm, Threads};
 pub use config::{check_exec_id, record_restart, restart_text, Config, Level};
-pub use error::{Candidate, Error, Result, Skipped, Step};
+pub use error::{Candidate, Error, Misuse, Result, Skipped, Step};
 pub use level::l3;
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Options, Snapshot, Status};
 pub use trace::AppOvni;

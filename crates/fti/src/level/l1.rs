@@ -18,7 +18,7 @@ pub(crate) fn post_process(fb: FileBlock) -> PostProcessed {
 
 /// L1 keeps no redundancy: a restart plan never rebuilds at L1.
 pub(crate) fn rebuild() -> Result<()> {
-    Err(Error::State(
+    Err(Error::Internal(
         "an L1 checkpoint has no redundancy to rebuild from",
     ))
 }

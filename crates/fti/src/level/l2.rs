@@ -9,7 +9,7 @@ use ftiff::raw::FileBlock;
 use crate::collective::{agree, gather_u64, rounds_for, transfer, OpenFile};
 use crate::comm::Comm;
 use crate::config::Level;
-use crate::error::{Error, Result, Step};
+use crate::error::{Error, Misuse, Result, Step};
 use crate::schedule::Team;
 use crate::storage::StorageFile;
 use crate::store::{self, Dirs, Pending};
@@ -156,7 +156,7 @@ pub(crate) fn rebuild(team: Team<'_>, id: i32, plan: &Rebuild<'_>) -> Result<Vec
     let place = team
         .topology
         .place(me)
-        .ok_or(Error::State("this rank is not in the topology"))?;
+        .ok_or(Error::State(Misuse::NotInTopology))?;
     let (left, right) = (place.left(), place.right());
     let mut rebuilt = Vec::new();
     // Round 1: the right partner's copy comes back as this rank's file.

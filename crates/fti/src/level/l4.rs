@@ -22,7 +22,7 @@ pub(crate) fn post_process(fb: FileBlock) -> PostProcessed {
 
 /// L4 keeps no redundancy: a restart plan never rebuilds at L4.
 pub(crate) fn rebuild() -> Result<()> {
-    Err(Error::State(
+    Err(Error::Internal(
         "an L4 checkpoint has no redundancy to rebuild from",
     ))
 }

@@ -363,7 +363,9 @@ impl AsyncJob {
                 )
             }
             (Some(_), Staged::Pieces(_)) => {
-                return Err(Error::State("a differential checkpoint is never pipelined"))
+                return Err(Error::Internal(
+                    "a differential checkpoint is never pipelined",
+                ))
             }
             (None, staged) => self.write_staged(&*pending.file, staged),
         }

@@ -11,7 +11,7 @@ use ftiff::raw::FileBlock;
 
 use crate::comm::Comm;
 use crate::config::Level;
-use crate::error::{Error, Result};
+use crate::error::{Error, Misuse, Result};
 use crate::report::Messages;
 use crate::store::Pending;
 use crate::trace::TracerSpec;
@@ -102,7 +102,7 @@ impl Background {
     pub(super) fn lend_comm(&mut self) -> Result<Box<dyn Comm + Send>> {
         self.comm
             .take()
-            .ok_or(Error::State("no background communicator"))
+            .ok_or(Error::State(Misuse::NoBackgroundComm))
     }
 
     /// Idle → post-processing: runs `job` with the background communicator. Without one
@@ -185,7 +185,7 @@ impl Background {
         }
         let Some(done) = self.worker.as_ref().and_then(Worker::outcome) else {
             self.worker = None;
-            return Err(Error::State("the background thread panicked"));
+            return Err(Error::State(Misuse::BackgroundPanicked));
         };
         if let Some(comm) = done.comm {
             self.comm = Some(comm);
@@ -200,7 +200,9 @@ impl Background {
                 f,
                 result.and_then(|outcome| match outcome {
                     JobOutcome::Published(fb, recorded) => Ok((fb, recorded)),
-                    _ => Err(Error::State("an asynchronous checkpoint published nothing")),
+                    _ => Err(Error::Internal(
+                        "an asynchronous checkpoint published nothing",
+                    )),
                 }),
             ),
             State::Writing(f, level) => Finished::Written(
@@ -208,7 +210,7 @@ impl Background {
                 level,
                 result.and_then(|outcome| match outcome {
                     JobOutcome::Written(pending, written) => Ok((pending, written)),
-                    _ => Err(Error::State("a deferred checkpoint wrote no file")),
+                    _ => Err(Error::Internal("a deferred checkpoint wrote no file")),
                 }),
             ),
         })

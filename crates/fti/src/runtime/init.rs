@@ -200,8 +200,7 @@ impl Chosen {
             Some(match c.app_ovni.take() {
                 // Two writers on the thread's stream would corrupt it: the marks go into the
                 // application's.
-                Some(app) => Tracer::start_app(app, cfg.trace_mark_base)
-                    .map_err(|what| c.config_error(what)),
+                Some(app) => Tracer::start_app(app, cfg.trace_mark_base).map_err(Error::AppTrace),
                 None if cfg.trace_app => Err(c.config_error(
                     "[basic] trace = app, but this thread is not traced by the application's libovni (ovni_thread_init before FTI_Init): nothing to trace into".into(),
                 )),

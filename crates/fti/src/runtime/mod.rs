@@ -23,7 +23,7 @@ use ftiff::{Checkpoint, Layout, MappedFile};
 
 use crate::comm::{Comm, SelfComm};
 use crate::config::{Config, Level};
-use crate::error::{Error, Result, Skipped};
+use crate::error::{Error, Misuse, Result, Skipped};
 use crate::report::{FtiPrint, Messages, Reporter};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
@@ -331,14 +331,10 @@ impl Fti {
     /// and variables protected twice.
     fn ready_for(&self, vars: &[Var<'_>]) -> Result<()> {
         if self.icp.is_some() {
-            return Err(Error::State(
-                "an incremental checkpoint is open: finalize it first",
-            ));
+            return Err(Error::State(Misuse::IncrementalOpen));
         }
         if matches!(self.status, Status::Restart(_)) {
-            return Err(Error::State(
-                "recover the restart's checkpoint before writing a new one",
-            ));
+            return Err(Error::State(Misuse::NotRecovered));
         }
         check_unique_ids(vars)
     }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use ftiff::Checkpoint;
 
-use crate::error::{Candidate, Error, Result};
+use crate::error::{Candidate, Error, Misuse, Result};
 use crate::store::{self, Found};
 use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
@@ -21,7 +21,7 @@ impl Fti {
         let restart = self
             .restart
             .as_ref()
-            .ok_or(Error::State("recover: this run is not a restart"))?;
+            .ok_or(Error::State(Misuse::NotARestart("recover")))?;
         let ckpt = restart.ckpt()?;
         let stored: Vec<&ftiff::VarInfo> = ckpt.vars().iter().filter(|v| !v.removed).collect();
         if stored.len() != vars.len() {
@@ -62,7 +62,7 @@ impl Fti {
         let restart = self
             .restart
             .as_ref()
-            .ok_or(Error::State("recover_var: this run is not a restart"))?;
+            .ok_or(Error::State(Misuse::NotARestart("recover_var")))?;
         let ckpt = restart.ckpt()?;
         matching_var(&ckpt, var)?;
         ckpt.copy_var_into(var.id, var.bytes)

@@ -7,7 +7,7 @@
 pub(crate) mod restart;
 
 use crate::comm::Comm;
-use crate::error::{Error, Result};
+use crate::error::{Error, Misuse, Result};
 use crate::store::Dirs;
 use crate::topology::{Place, Topology};
 
@@ -27,6 +27,6 @@ impl Team<'_> {
     pub fn place(&self) -> Result<&Place> {
         self.topology
             .place(self.rank)
-            .ok_or(Error::State("this rank is not in the topology"))
+            .ok_or(Error::State(Misuse::NotInTopology))
     }
 }

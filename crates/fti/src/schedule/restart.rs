@@ -204,7 +204,9 @@ impl Search<'_> {
     /// candidate, rebuilt first if the plan says so.
     fn execute(&self, id: i32, level: Level, plan: &Plan, local: Local<'_>) -> Result<Restart> {
         match plan {
-            Plan::Own => local.verified.ok_or(Error::State("planned without a file")),
+            Plan::Own => local
+                .verified
+                .ok_or(Error::Internal("planned without a file")),
             Plan::Rebuild { files, copies } => {
                 let rebuild = Rebuild {
                     files,
