@@ -36,7 +36,7 @@ pub struct Params {
     pub iters: i32,
     /// Checkpoint every this many iterations.
     pub every: i32,
-    /// Abort the process at the start of this iteration (a real crash), if set.
+    /// Kill the process at the start of this iteration (a real crash), if set.
     pub crash_at: Option<i32>,
     /// Level of the even checkpoints of a multi-rank run: L2 (partner copies) or L3
     /// (Reed-Solomon across the group).
@@ -230,14 +230,11 @@ pub fn run_with(
     })
 }
 
-/// Dies as a crashed program does (SIGABRT), without the backtrace an MPI library's own
-/// SIGABRT handler would print for what is an intended crash (OpenMPI installs one).
+/// Dies as a crashed node's process does: killed (SIGKILL), with no chance to flush or clean
+/// anything, and without the backtrace an MPI library's signal handlers would print for what
+/// is an intended crash (SIGKILL cannot be caught).
 fn crash() -> ! {
-    #[allow(unsafe_code)]
-    // SAFETY: restoring the default disposition of SIGABRT has no memory effect; the process
-    // aborts right after.
-    unsafe {
-        libc::signal(libc::SIGABRT, libc::SIG_DFL);
-    }
+    let _ = rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    // Not reached: the kill of oneself is delivered before the call returns.
     std::process::abort()
 }

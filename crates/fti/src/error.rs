@@ -45,11 +45,22 @@ pub enum Error {
         tried: Vec<Candidate>,
     },
     /// A call that is not valid in the runtime's current state.
-    #[error("{0}")]
-    State(&'static str),
+    #[error(transparent)]
+    State(Misuse),
+    /// A topology that cannot be built (no ranks, a node or group size of 0, a rank order
+    /// that does not list every rank once).
+    #[error("topology: {0}")]
+    Topology(&'static str),
     /// The trace could not be started or finished.
     #[error("ovni trace: {0}")]
     Trace(ovni::Error),
+    /// The application's libovni cannot take the runtime's marks (a mark type it uses for
+    /// something else).
+    #[error("tracing into the application's ovni stream: {0}")]
+    AppTrace(String),
+    /// The runtime broke one of its own rules (a bug): what it found.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
     /// Other ranks failed during a collective step; the step was abandoned on every rank.
     #[error("{step}: rank{} {failed:?} failed", if failed.len() > 1 { "s" } else { "" })]
     Ranks {
@@ -278,6 +289,36 @@ impl Skipped {
             Skipped::Missing { .. } | Skipped::Failed { .. } => None,
         }
     }
+}
+
+/// Why a call is not valid in the runtime's current state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Misuse {
+    /// Recovery was asked of a run that is not a restart (the call named).
+    #[error("{0}: this run is not a restart")]
+    NotARestart(&'static str),
+    /// A checkpoint was asked for before the restart's checkpoint was recovered.
+    #[error("recover the restart's checkpoint before writing a new one")]
+    NotRecovered,
+    /// A checkpoint was asked for while an incremental checkpoint is open.
+    #[error("an incremental checkpoint is open: finalize it first")]
+    IncrementalOpen,
+    /// An incremental checkpoint was opened while one is open.
+    #[error("an incremental checkpoint is already open")]
+    IncrementalAlreadyOpen,
+    /// An incremental checkpoint call without an open incremental checkpoint.
+    #[error("no incremental checkpoint is open")]
+    NoIncremental,
+    /// This rank has no place in the run's topology.
+    #[error("this rank is not in the topology")]
+    NotInTopology,
+    /// The run's background communicator is gone (with a background job that panicked).
+    #[error("no background communicator")]
+    NoBackgroundComm,
+    /// The background thread panicked: its job's outcome is lost.
+    #[error("the background thread panicked")]
+    BackgroundPanicked,
 }
 
 /// Result with [`Error`].

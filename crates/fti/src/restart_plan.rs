@@ -1,6 +1,7 @@
 //! How a restart recovers a candidate checkpoint, from what every rank holds of it: pure
-//! code, decided identically on every rank (the gathering is in [`crate::collective`], the
-//! rebuilding in [`crate::l2`] and [`crate::l3`]).
+//! code, decided identically on every rank (the schedule that gathers the holdings and
+//! carries out the plan is [`crate::schedule::restart`]); the inventory (`fti list`, `fti
+//! prune`) applies the same rule.
 
 use crate::config::Level;
 use crate::topology::Topology;
@@ -20,8 +21,9 @@ pub struct Holds {
 pub enum Plan {
     /// Every rank has its own file.
     Own,
-    /// L2: these ranks get their file back from their right partner's copy, and these get
-    /// the copy they keep back from their left partner.
+    /// These ranks get their own file back (L2: from their right partner's copy; L3: by
+    /// decoding), and these the redundancy file they keep (L2: from their left partner's
+    /// file; L3: by encoding again). With no file lost, only copies, it is a repair.
     Rebuild {
         /// Ranks whose own file is rebuilt.
         files: Vec<u32>,
@@ -165,6 +167,21 @@ pub fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Result<Plan, 
                 copies: lacking(|h| !h.copy),
             })
         }
+    }
+}
+
+/// Whether this rank's redundancy file of a candidate at `level` must be verified, given who
+/// verified their own file (`owns`): an L2 copy when its left partner lacks its file, an L3
+/// `RSed` file when any rank of its group does.
+pub(crate) fn copy_needed(level: Level, owns: &[Holds], topology: &Topology, rank: u32) -> bool {
+    let lacks = |r: &u32| owns.get(*r as usize).is_some_and(|h| !h.own);
+    let Some(place) = topology.place(rank) else {
+        return false;
+    };
+    match level {
+        Level::L2 => lacks(&place.left()),
+        Level::L3 => place.group.iter().any(lacks),
+        _ => false,
     }
 }
 

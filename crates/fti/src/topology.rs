@@ -53,8 +53,8 @@ impl Topology {
     /// `p`; with `local_test = 1` that is `0, 1, 2, ...`).
     pub fn new(order: &[u32], node_size: u32, group_size: u32) -> Result<Topology> {
         if node_size == 0 || group_size == 0 || order.is_empty() {
-            return Err(Error::State(
-                "topology needs ranks, node_size >= 1 and group_size >= 1",
+            return Err(Error::Topology(
+                "no ranks, or a node_size or group_size of 0",
             ));
         }
         let nranks = order.len() as u32;
@@ -74,11 +74,11 @@ impl Topology {
                 .filter_map(|n| order.get((n * node_size + position) as usize).copied())
                 .collect();
             let group_rank = group.iter().position(|&r| r == rank).unwrap_or(0) as u32;
-            let slot = places
-                .get_mut(rank as usize)
-                .ok_or(Error::State("rank number out of range in the rank order"))?;
+            let slot = places.get_mut(rank as usize).ok_or(Error::Topology(
+                "rank number out of range in the rank order",
+            ))?;
             if slot.is_some() {
-                return Err(Error::State("a rank appears twice in the rank order"));
+                return Err(Error::Topology("a rank appears twice in the rank order"));
             }
             *slot = Some(Place {
                 node,
@@ -90,7 +90,7 @@ impl Topology {
         let places = places
             .into_iter()
             .collect::<Option<Vec<Place>>>()
-            .ok_or(Error::State("the rank order must list every rank once"))?;
+            .ok_or(Error::Topology("the rank order must list every rank once"))?;
         Ok(Topology { places })
     }
 

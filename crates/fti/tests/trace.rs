@@ -472,3 +472,76 @@ fn l3_encoding_is_its_own_phase() {
         );
     }
 }
+
+/// Whether every mark pushed was popped, innermost first.
+fn balanced(marks: &[(char, i32, i64)]) -> bool {
+    let mut open = Vec::new();
+    for &(op, ty, value) in marks {
+        match op {
+            '[' => open.push((ty, value)),
+            _ if open.pop() != Some((ty, value)) => return false,
+            _ => {}
+        }
+    }
+    open.is_empty()
+}
+
+/// Every way a checkpoint, an asynchronous one or an incremental one can fail leaves no mark
+/// open in the thread's stream: refused variables, a file that cannot be created (written
+/// synchronously, in the background, or deferred), an incremental checkpoint finalized
+/// without all its variables.
+#[test]
+fn every_failure_path_leaves_no_open_mark() {
+    let root = tempfile::tempdir().unwrap();
+    for (async_ckpt, dcp) in [(false, false), (true, false), (true, true)] {
+        let fake = std::sync::Arc::new(FakeOvni::default());
+        let options = fti::Options {
+            app_ovni: Some(Box::new(App(fake.clone()))),
+            ..Default::default()
+        };
+        let cfg = Config {
+            async_ckpt,
+            dcp,
+            ..config(root.path())
+        };
+        let mut fti = Fti::init_with_options(cfg, Box::new(fti::SelfComm), options).unwrap();
+        let (mut x, mut y) = ([1u8; 100], [2u8; 100]);
+        let what = format!("async_ckpt = {async_ckpt}, dcp = {dcp}");
+
+        // The same id twice.
+        let twice = [Var::slice(0, &mut x), Var::slice(0, &mut y)];
+        assert!(fti.checkpoint(1, Level::L1, &twice).is_err(), "{what}");
+        assert!(balanced(&fake.marks.lock().unwrap()), "{what}");
+
+        // A file where the checkpoint's tmp/ directory goes: the write cannot start.
+        let blocker = fti.dirs().tmp_dir(Level::L1);
+        std::fs::create_dir_all(blocker.parent().unwrap()).unwrap();
+        std::fs::write(&blocker, b"in the way").unwrap();
+        let taken = fti
+            .checkpoint(2, Level::L1, &[Var::slice(0, &mut x)])
+            .and_then(|_| fti.wait());
+        assert!(taken.is_err(), "{what}");
+        assert!(balanced(&fake.marks.lock().unwrap()), "{what}");
+        std::fs::remove_file(&blocker).unwrap();
+
+        // An incremental checkpoint finalized without its second variable.
+        if !async_ckpt {
+            let sizes = [
+                ftiff::VarSize { id: 0, size: 100 },
+                ftiff::VarSize { id: 1, size: 100 },
+            ];
+            fti.init_icp(3, Level::L1, &sizes).unwrap();
+            fti.add_var_icp(&Var::slice(0, &mut x)).unwrap();
+            assert!(fti.finalize_icp().is_err(), "{what}");
+            assert!(balanced(&fake.marks.lock().unwrap()), "{what}");
+        }
+
+        // And the runtime still works.
+        fti.checkpoint(4, Level::L1, &[Var::slice(0, &mut x)])
+            .unwrap();
+        fti.finalize().unwrap();
+        let marks = fake.marks.lock().unwrap();
+        assert!(balanced(&marks), "{what}");
+        assert!(marks.len() > 4, "{what}: {marks:?}");
+    }
+}

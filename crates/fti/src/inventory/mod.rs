@@ -340,7 +340,7 @@ pub fn checkpoints(scan: &Scan, sizes: Sizes, warnings: &mut Vec<String>) -> Res
         let mut groups = BTreeSet::new();
         for rank in 0..topology.len() as u32 {
             let Some(place) = topology.place(rank) else {
-                return Err(Error::State("a rank without a place in its topology"));
+                return Err(Error::Topology("a rank without a place in its topology"));
             };
             if level == Level::L3 {
                 groups.insert(place.group.clone());

@@ -1,7 +1,25 @@
 //! Asynchronous checkpoints (`async_ckpt = 1`): the variables are staged and the file is
 //! written, hashed and published by a background thread.
 
-use super::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use ftiff::raw::FileBlock;
+use ftiff::{Layout, WriteOptions};
+
+use crate::collective::{self, agree};
+use crate::comm::Comm;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::report::Messages;
+use crate::store::{self, Dirs};
+use crate::trace::{self, Phase, Tracer};
+use crate::var::Var;
+
+use super::record::RestartRecord;
+use super::worker::{self, InFlight, JobDone, JobOutcome};
+use super::write::{by_position, var_sizes};
+use super::{CheckpointInfo, DcpFile, Fti};
 
 /// How an asynchronous checkpoint runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +70,10 @@ impl Fti {
         }
         // A differential checkpoint updates an older file in place: deferred, so that the
         // runtime's record of its files is updated on the application's thread.
-        let mode = if self.has_bg_comm && matches!(level, Level::L1 | Level::L4) && !self.cfg.dcp {
+        let mode = if self.background.has_comm()
+            && matches!(level, Level::L1 | Level::L4)
+            && !self.cfg.dcp
+        {
             AsyncMode::Background
         } else {
             AsyncMode::Deferred
@@ -74,44 +95,90 @@ impl Fti {
         vars: &[Var<'_>],
         plan: AsyncPlan,
     ) -> Result<CheckpointInfo> {
-        let mode = plan.mode;
         let started = Instant::now();
-        let waited = self.wait_traced();
-        let ready = waited
-            .and_then(|()| self.check_level(level))
-            .and_then(|()| self.ready_for(vars));
-        let sizes: Vec<VarSize> = vars
-            .iter()
-            .map(|v| VarSize {
-                id: v.id,
-                size: v.size(),
-            })
-            .collect();
-        let planned = ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?));
-        // Every rank stages, or none: the background threads' collective steps must match.
-        let layout = match agree(&*self.comm, Step::Stage, planned) {
-            Ok(layout) => layout,
-            Err(e) => {
-                self.say_failed(id, level);
-                return Err(e);
-            }
-        };
+        // Everything that can fail comes before the trace marks open and before the
+        // runtime's record of its files changes.
+        let prepared = self.agree_on_staging(level, vars).and_then(|layout| {
+            let comm = match plan.mode {
+                AsyncMode::Background => Some(self.background.lend_comm()?),
+                AsyncMode::Deferred => None,
+            };
+            Ok((layout, comm))
+        });
+        let (layout, comm) = prepared.inspect_err(|_| self.say_failed(id, level))?;
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin_checkpoint(id, level)
         });
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Stage));
-        let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
-        // Buffers by protect position; a removed variable has none.
-        let data: Vec<&[u8]> = layout
-            .vars()
-            .iter()
-            .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
-            .collect();
-        let (staged, feed) = match plan.pipeline {
+        let data = by_position(&layout, vars);
+        let (staged, feed) = self.stage(&data, plan.pipeline);
+        let info = CheckpointInfo {
+            id,
+            level,
+            path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
+            size: layout.file_size(),
+            timestamp: 0,
+            bytes_written: layout.file_size(),
+        };
+        let write_level = self.write_level(level);
+        let job = self.async_job(id, level, layout.clone());
+        self.layout = Some(layout.clone());
+        self.next_id = self.next_id.max(id.saturating_add(1));
+        let (job, deferred) = match comm {
+            Some(comm) => {
+                self.dcp_files.clear();
+                (job.in_background(comm, staged), None)
+            }
             None => {
-                let mut staging = std::mem::take(&mut self.staging);
+                let dcp_base = self.take_dcp_base(write_level);
+                (
+                    job.deferred(write_level, dcp_base, staged),
+                    Some(write_level),
+                )
+            }
+        };
+        let checkpoint = InFlight {
+            info: info.clone(),
+            started,
+            stopped: Duration::ZERO,
+        };
+        let spec = self.tracer.as_ref().and_then(Tracer::spec);
+        self.background
+            .checkpoint(job, checkpoint, deferred, spec, &self.messages);
+        if let Some(feed) = feed {
+            // The background is writing: the call returns once the last piece is copied.
+            feed.run(&layout, &data);
+        }
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Stage));
+        trace::with(&mut self.tracer, &self.messages, |t| {
+            t.end_checkpoint(id, level, layout.file_size())
+        });
+        let stopped = started.elapsed();
+        self.timer.excluded += stopped;
+        self.background.set_stopped(stopped);
+        Ok(info)
+    }
+
+    /// Waits for the checkpoint in flight, checks this one and plans its layout; every rank
+    /// stages, or none: the background threads' collective steps must match (collective).
+    fn agree_on_staging(&mut self, level: Level, vars: &[Var<'_>]) -> Result<Layout> {
+        let waited = self.wait_traced();
+        let ready = waited
+            .and_then(|()| self.check_level(level))
+            .and_then(|()| self.ready_for(vars));
+        let planned =
+            ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &var_sizes(vars))?));
+        agree(&*self.comm, Step::Stage, planned)
+    }
+
+    /// The data as the background thread gets them: copied into the staging buffers, or,
+    /// beyond the staging budget, a pipeline whose feeding end is returned.
+    fn stage(&mut self, data: &[&[u8]], pipeline: Option<u64>) -> (Staged, Option<Feed>) {
+        match pipeline {
+            None => {
+                let mut staging = self.background.take_staging();
                 staging.resize_with(data.len(), Vec::new);
-                for (buf, bytes) in staging.iter_mut().zip(&data) {
+                for (buf, bytes) in staging.iter_mut().zip(data) {
                     // Capacity is kept between checkpoints: after the first, no allocation
                     // and no page faults, only the copy.
                     buf.clear();
@@ -123,95 +190,25 @@ impl Fti {
                 let (pieces, feed) = Feed::new(budget);
                 (Staged::Pieces(pieces), Some(feed))
             }
-        };
-        let info = CheckpointInfo {
-            id,
-            level,
-            path: self.dirs.level_dir(level).join(self.dirs.file_name(id)),
-            size: layout.file_size(),
-            timestamp: 0,
-            bytes_written: layout.file_size(),
-        };
-        let write_level = self.write_level(level);
-        let job = AsyncJob {
+        }
+    }
+
+    /// What the background thread needs of the runtime to write checkpoint `id`.
+    fn async_job(&self, id: i32, level: Level, layout: Layout) -> AsyncJob {
+        AsyncJob {
             dirs: self.dirs.clone(),
             level,
             id,
             keep: self.keep(),
-            layout: layout.clone(),
+            layout,
             opts: self.write_options(),
-            record: (self.restart_record_pending && self.cfg.rank == 0)
-                .then(|| self.cfg.path.clone())
-                .flatten()
-                .map(|p| (p, self.exec_id.clone())),
+            record: self
+                .restart_record_pending
+                .then(|| self.restart_record())
+                .flatten(),
             record_pending: self.restart_record_pending,
             config: self.cfg.path.clone(),
-        };
-        self.layout = Some(layout.clone());
-        let dcp_base = match mode {
-            AsyncMode::Deferred => self.take_dcp_base(write_level),
-            AsyncMode::Background => {
-                self.dcp_files.clear();
-                None
-            }
-        };
-        self.next_id = self.next_id.max(id.saturating_add(1));
-        let size = info.size;
-        let job: worker::Job = match mode {
-            AsyncMode::Background => {
-                let Some(comm) = self.bg_comm.take() else {
-                    return Err(Error::State("no background communicator"));
-                };
-                Box::new(move |tracer, messages| {
-                    let mark = Marks::open(tracer, messages, id, level);
-                    let result = job
-                        .run(&*comm, &staged, &mut |phase| {
-                            mark.phase(tracer, messages, phase)
-                        })
-                        .map(|(fb, recorded)| JobOutcome::Published(fb, recorded));
-                    mark.close(tracer, messages, result.is_ok(), size);
-                    JobDone {
-                        comm: Some(comm),
-                        result,
-                        staging: staged.into_copies(),
-                    }
-                })
-            }
-            AsyncMode::Deferred => Box::new(move |tracer, messages| {
-                let mark = Marks::open(tracer, messages, id, level);
-                mark.phase(tracer, messages, Some(Phase::Write));
-                let result = job
-                    .write(write_level, dcp_base, &staged)
-                    .map(|(pending, written)| JobOutcome::Written(pending, written));
-                mark.close(tracer, messages, result.is_ok(), size);
-                JobDone {
-                    comm: None,
-                    result,
-                    staging: staged.into_copies(),
-                }
-            }),
-        };
-        self.in_flight = Some(InFlight {
-            info: info.clone(),
-            started,
-            stopped: Duration::ZERO,
-            deferred: (mode == AsyncMode::Deferred).then_some(write_level),
-        });
-        self.run_in_background(job);
-        if let Some(feed) = feed {
-            // The background is writing: the call returns once the last piece is copied.
-            feed.run(&layout, &data);
         }
-        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Stage));
-        trace::with(&mut self.tracer, &self.messages, |t| {
-            t.end_checkpoint(id, level, layout.file_size())
-        });
-        let stopped = started.elapsed();
-        self.timer.excluded += stopped;
-        if let Some(f) = self.in_flight.as_mut() {
-            f.stopped = stopped;
-        }
-        Ok(info)
     }
 
     /// Completes a deferred asynchronous checkpoint whose file the background thread has
@@ -233,18 +230,7 @@ impl Fti {
                 let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, w.fb)?;
                 Ok((path, ftiff::Written { fb, ..w }))
             })
-            .and_then(|done| {
-                if self.restart_record_pending {
-                    let recorded = self.record_in_config(1);
-                    agree(
-                        &*self.comm,
-                        Step::RecordRestart(self.cfg.path.clone()),
-                        recorded,
-                    )?;
-                    self.restart_record_pending = false;
-                }
-                Ok(done)
-            });
+            .and_then(|done| self.record_first_checkpoint().map(|()| done));
         let (path, written) = published.map_err(|e| self.checkpoint_failed(id, level, e))?;
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, f.info.size)
@@ -280,14 +266,58 @@ pub(super) struct AsyncJob {
     keep: usize,
     layout: Layout,
     opts: WriteOptions,
-    /// Rank 0, first checkpoint of a fresh run: the config file to record the restart in.
-    record: Option<(PathBuf, String)>,
+    /// Rank 0, first checkpoint of a fresh run: the restart record to write.
+    record: Option<RestartRecord>,
     /// Whether the restart record is still to be written (on every rank, to agree on it).
     record_pending: bool,
     config: Option<PathBuf>,
 }
 
 impl AsyncJob {
+    /// The job of an asynchronous checkpoint run entirely in the background thread, its
+    /// collective steps on `comm` ([`AsyncMode::Background`]).
+    fn in_background(self, comm: Box<dyn Comm + Send>, staged: Staged) -> worker::Job {
+        let (id, level, size) = (self.id, self.level, self.layout.file_size());
+        Box::new(move |tracer, messages| {
+            let mark = Marks::open(tracer, messages, id, level);
+            let result = self
+                .run(&*comm, &staged, &mut |phase| {
+                    mark.phase(tracer, messages, phase)
+                })
+                .map(|(fb, recorded)| JobOutcome::Published(fb, recorded));
+            mark.close(tracer, messages, result.is_ok(), size);
+            JobDone {
+                comm: Some(comm),
+                result,
+                staging: staged.into_copies(),
+            }
+        })
+    }
+
+    /// The job of a deferred asynchronous checkpoint: the file's write, hashes and sync at
+    /// `write_level` ([`AsyncMode::Deferred`]).
+    fn deferred(
+        self,
+        write_level: Level,
+        dcp_base: Option<(PathBuf, DcpFile)>,
+        staged: Staged,
+    ) -> worker::Job {
+        let (id, level, size) = (self.id, self.level, self.layout.file_size());
+        Box::new(move |tracer, messages| {
+            let mark = Marks::open(tracer, messages, id, level);
+            mark.phase(tracer, messages, Some(Phase::Write));
+            let result = self
+                .write(write_level, dcp_base, &staged)
+                .map(|(pending, written)| JobOutcome::Written(pending, written));
+            mark.close(tracer, messages, result.is_ok(), size);
+            JobDone {
+                comm: None,
+                result,
+                staging: staged.into_copies(),
+            }
+        })
+    }
+
     /// Writes a whole file from the staged data.
     fn write_staged(
         &self,
@@ -333,7 +363,9 @@ impl AsyncJob {
                 )
             }
             (Some(_), Staged::Pieces(_)) => {
-                return Err(Error::State("a differential checkpoint is never pipelined"))
+                return Err(Error::Internal(
+                    "a differential checkpoint is never pipelined",
+                ))
             }
             (None, staged) => self.write_staged(&*pending.file, staged),
         }
@@ -368,15 +400,7 @@ impl AsyncJob {
         agree(comm, Step::Publish, published)?;
         if self.record_pending {
             let recorded = match &self.record {
-                Some((path, exec_id)) => {
-                    config::record_restart(&*self.dirs.storage, path, 1, exec_id).map_err(|err| {
-                        Error::RestartRecord {
-                            path: path.clone(),
-                            exec_id: exec_id.clone(),
-                            err: Box::new(err),
-                        }
-                    })
-                }
+                Some(record) => record.write(&*self.dirs.storage, 1),
                 None => Ok(()),
             };
             agree(comm, Step::RecordRestart(self.config.clone()), recorded)?;

@@ -1,6 +1,11 @@
 //! Execution ids and times in UTC.
 
-use super::*;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::collective;
+use crate::comm::{Comm, CommExt};
+use crate::config::Config;
+use crate::store::Dirs;
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of a time in ns since the Unix epoch.
 pub fn format_utc(ns: i64) -> String {

@@ -1,7 +1,14 @@
 //! The end of a run: the last checkpoint kept in L4 or every file removed, and the restart
 //! record in the config file.
 
-use super::*;
+use crate::collective::agree;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::level::l4;
+use crate::store;
+use crate::trace::{self, Phase};
+
+use super::Fti;
 
 impl Fti {
     /// Ends the run. With `keep_last_ckpt`, the last checkpoint is kept in L4 (copied there
@@ -32,8 +39,7 @@ impl Fti {
                 // leaves the checkpoint complete at one level or the other.
                 let flushed = if last.level != Level::L4 {
                     trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                    let done = store::copy_into(&self.dirs, Level::L4, last.id, &last.path)
-                        .and_then(|p| store::publish_pending(&self.dirs, p));
+                    let done = l4::copy_in(&self.dirs, last.id, &last.path);
                     trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
                     done.map(|_| ())
                 } else {
@@ -59,28 +65,6 @@ impl Fti {
         if self.cfg.rank == 0 {
             store::remove_meta_files(&self.dirs)?;
         }
-        Ok(())
-    }
-
-    /// Writes `failure` and `exec_id` back into the config file (rank 0, when read from one).
-    pub(super) fn record_in_config(&mut self, failure: u8) -> Result<()> {
-        if self.cfg.rank != 0 {
-            return Ok(());
-        }
-        if let Some(path) = &self.cfg.path {
-            self.messages.debug(&format!(
-                "Updating configuration file ({})...",
-                path.display()
-            ));
-            config::record_restart(&*self.dirs.storage, path, failure, &self.exec_id).map_err(
-                |err| Error::RestartRecord {
-                    path: path.clone(),
-                    exec_id: self.exec_id.clone(),
-                    err: Box::new(err),
-                },
-            )?;
-        }
-        self.cfg.failure = Some(failure);
         Ok(())
     }
 

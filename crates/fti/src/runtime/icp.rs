@@ -1,6 +1,17 @@
 //! Incremental checkpoints (`FTI_InitICP`, `FTI_AddVarICP`, `FTI_FinalizeICP`).
 
-use super::*;
+use std::time::Instant;
+
+use ftiff::{Layout, VarSize};
+
+use crate::collective::agree;
+use crate::config::Level;
+use crate::error::{Error, Misuse, Result, Step};
+use crate::store;
+use crate::trace::{self, Phase, Tracer};
+use crate::var::Var;
+
+use super::{CheckpointInfo, Fti, Icp, Status};
 
 impl Fti {
     /// Opens incremental checkpoint `id` at `level` (FTI's `FTI_InitICP`) for variables of these
@@ -13,12 +24,10 @@ impl Fti {
         self.wait()?;
         self.check_level(level)?;
         if self.icp.is_some() {
-            return Err(Error::State("an incremental checkpoint is already open"));
+            return Err(Error::State(Misuse::IncrementalAlreadyOpen));
         }
         if matches!(self.status, Status::Restart(_)) {
-            return Err(Error::State(
-                "recover the restart's checkpoint before writing a new one",
-            ));
+            return Err(Error::State(Misuse::NotRecovered));
         }
         let layout = Layout::plan(self.layout.as_ref(), vars)?;
         let write_level = self.write_level(level);
@@ -47,7 +56,7 @@ impl Fti {
         let icp = self
             .icp
             .as_mut()
-            .ok_or(Error::State("no incremental checkpoint is open"))?;
+            .ok_or(Error::State(Misuse::NoIncremental))?;
         let idx = icp
             .writer
             .layout()
@@ -73,7 +82,7 @@ impl Fti {
             return agree(
                 &*self.comm,
                 Step::WriteIncremental,
-                Err(Error::State("no incremental checkpoint is open")),
+                Err(Error::State(Misuse::NoIncremental)),
             );
         };
         let result = self.finish_icp(icp);

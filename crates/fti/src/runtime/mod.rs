@@ -1,45 +1,41 @@
 //! The checkpoint runtime for one process (one rank).
 
 mod asynchronous;
+mod background;
 mod exec;
 mod finalize;
 mod icp;
+mod init;
 mod post;
+mod record;
 mod recovery;
 mod restart;
 mod snapshot;
 mod worker;
 mod write;
 
-use snapshot::SnapshotTimer;
-use worker::{InFlight, JobDone, JobOutcome};
-
-use exec::fresh_exec_id;
-pub use exec::{format_utc, new_exec_id};
-use recovery::{found_info, VerifiedFile};
-use restart::{check_rank_count, newest_exec_with_checkpoints};
-
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use ftiff::raw::FileBlock;
-use ftiff::{Checkpoint, Layout, MappedFile, VarSize, WriteOptions};
+use ftiff::{Checkpoint, Layout, MappedFile};
 
-use crate::collective::{self, agree};
-use crate::comm::{Comm, CommExt, SelfComm};
-use crate::config::{self, Config, Level};
-use crate::error::{Candidate, Error, Result, Skipped, Step};
-use crate::l2;
+use crate::comm::{Comm, SelfComm};
+use crate::config::{Config, Level};
+use crate::error::{Error, Misuse, Result, Skipped};
 use crate::report::{FtiPrint, Messages, Reporter};
-use crate::restart_plan::{self, Holds, Plan};
 use crate::storage::{Disk, Storage};
 use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
-use crate::trace::{self, Phase, Tracer};
+use crate::trace::{self, Tracer};
 use crate::var::Var;
+
+use background::Background;
+use recovery::{found_info, VerifiedFile};
+use snapshot::SnapshotTimer;
+
+pub use exec::{format_utc, new_exec_id};
 
 /// How [`Fti::init_with_options`] starts the runtime.
 pub struct Options {
@@ -116,11 +112,11 @@ pub enum Snapshot {
 
 /// A checkpoint file verified in full (the restart's chosen checkpoint, or the file
 /// `recover_var_from` read last) and still mapped.
-struct Restart {
-    info: CheckpointInfo,
+pub(crate) struct Restart {
+    pub(crate) info: CheckpointInfo,
     map: MappedFile,
     /// `FB.maxFs`, for an L3 rebuild.
-    max_fs: u64,
+    pub(crate) max_fs: u64,
 }
 
 impl Restart {
@@ -165,20 +161,8 @@ pub struct Fti {
     /// The config file does not yet say `failure = 1` for this execution (a fresh run
     /// before its first checkpoint was recorded).
     restart_record_pending: bool,
-    /// Staging buffers of asynchronous checkpoints (by protect position), reused.
-    staging: Vec<Vec<u8>>,
-    /// The asynchronous checkpoint in flight.
-    in_flight: Option<InFlight>,
-    /// The communicator of background post-processing, when idle.
-    bg_comm: Option<Box<dyn Comm + Send>>,
-    /// Whether the run has a background communicator at all (busy or idle): the same on
-    /// every rank.
-    has_bg_comm: bool,
-    /// The background thread (started with its first job).
-    worker: Option<worker::Worker>,
-    /// Whether a job (post-processing, or an asynchronous checkpoint) is under way there, with
-    /// the communicator it took to give back.
-    job_in_flight: bool,
+    /// The background thread's work: post-processing, asynchronous checkpoints.
+    background: Background,
 }
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
@@ -212,173 +196,12 @@ impl Fti {
 
     /// As [`Fti::init_with`], with [`Options`]: where messages go, and the application's
     /// own libovni to trace into.
-    pub fn init_with_options(
-        mut cfg: Config,
-        comm: Box<dyn Comm>,
-        options: Options,
-    ) -> Result<Fti> {
-        let Options {
-            reporter,
-            app_ovni,
-            storage,
-        } = options;
-        // A one-rank comm keeps the config's rank: one process may act as any rank of a run
-        // (restarting that rank's files alone, as the tools do).
-        if comm.size() > 1 {
-            cfg.rank = comm.rank();
-            cfg.nranks = comm.size();
-        }
-        let messages = Messages::new(cfg.rank, cfg.verbosity, reporter);
-        cfg.verbosity = messages.verbosity;
-        if let Some(path) = &cfg.path {
-            messages.info(&format!(
-                "Reading FTI configuration file ({})...",
-                path.display()
-            ));
-        }
-        // Every rank read the same file: its remarks are said once.
-        if cfg.rank == 0 {
-            for w in &cfg.warnings {
-                messages.warn(w);
-            }
-            for n in &cfg.notes {
-                messages.info(n);
-            }
-        }
-        let (topology, node_names) = build_topology(&cfg, &*comm)?;
-        let bg_comm = if cfg.inline_l2 && cfg.inline_l4 && !cfg.async_ckpt {
-            None
-        } else {
-            let bg = comm.background();
-            if bg.is_none() && cfg.rank == 0 {
-                if !cfg.inline_l2 || !cfg.inline_l4 {
-                    messages.warn(
-                        "inline_l2/inline_l4 = 0 asks for post-processing in the background, but the run cannot communicate from a second thread (MPI without MPI_THREAD_MULTIPLE): it runs inline",
-                    );
-                }
-                if cfg.async_ckpt {
-                    messages.info(
-                        "async_ckpt = 1 without MPI_THREAD_MULTIPLE: each checkpoint's file is written and hashed in the background; the ranks' agreement and L2/L3/L4 run at the next checkpoint call (or wait, or finalize)",
-                    );
-                }
-            }
-            bg
-        };
-        let group = topology.place(cfg.rank).map_or(1, |p| p.group.len());
-        for (level, interval) in [(Level::L2, cfg.intervals[1]), (Level::L3, cfg.intervals[2])] {
-            if interval.is_some() && group < 2 {
-                return Err(Error::NeedsMpi(level));
-            }
-        }
-        let restart_exec = match (cfg.failure, &cfg.exec_id) {
-            (Some(0), _) => None,
-            (Some(_), Some(id)) => {
-                config::check_exec_id(id).map_err(|what| Error::Config {
-                    path: cfg.path.clone().unwrap_or_default(),
-                    line: 0,
-                    what,
-                })?;
-                Some(id.clone())
-            }
-            (Some(_), None) => {
-                return Err(Error::Config {
-                    path: cfg.path.clone().unwrap_or_default(),
-                    line: 0,
-                    what: "[restart] failure asks for a restart but exec_id is not set".into(),
-                })
-            }
-            // A rank whose node was lost finds nothing: the newest any rank has wins.
-            (None, _) => collective::agree_newest(
-                &*comm,
-                newest_exec_with_checkpoints(&storage, &cfg).as_deref(),
-            ),
-        };
-        let exec_id = match &restart_exec {
-            Some(id) => id.clone(),
-            None => fresh_exec_id(&storage, &cfg, &*comm),
-        };
-        if restart_exec.is_some() {
-            // Before anything is written, so that a refused restart leaves no trace.
-            check_rank_count(&storage, &cfg, &exec_id, &*comm)?;
-        }
-        let dirs = Dirs::on(storage, &cfg, &exec_id);
-        messages.info(&if restart_exec.is_some() {
-            format!("This is a restart. The execution ID is: {exec_id}")
-        } else {
-            format!("The execution ID is: {exec_id}")
-        });
-        messages.info("Selected Ckpt I/O is FTI-FF");
-        let tracer = if cfg.trace || std::env::var("FTI_TRACE").is_ok_and(|v| v == "1") {
-            Some(match app_ovni {
-                // Two writers on the thread's stream would corrupt it: the marks go into the
-                // application's.
-                Some(app) => Tracer::start_app(app, cfg.trace_mark_base).map_err(|what| {
-                    Error::Config {
-                        path: cfg.path.clone().unwrap_or_default(),
-                        line: 0,
-                        what,
-                    }
-                }),
-                None if cfg.trace_app => Err(Error::Config {
-                    path: cfg.path.clone().unwrap_or_default(),
-                    line: 0,
-                    what: "[basic] trace = app, but this thread is not traced by the application's libovni (ovni_thread_init before FTI_Init): nothing to trace into".into(),
-                }),
-                None => Tracer::start(&cfg.trace_dir, cfg.rank, cfg.nranks, cfg.trace_mark_base)
-                    .map_err(Error::Trace),
-            })
-        } else {
-            None
-        };
-        let tracer = agree(&*comm, Step::StartTrace, tracer.transpose())?;
-        if tracer.as_ref().is_some_and(Tracer::in_app_stream) {
-            messages.info("tracing into the application's ovni stream");
-        }
-        let mut fti = Fti {
-            messages,
-            dirs,
-            exec_id,
-            status: Status::Fresh,
-            restart: None,
-            layout: None,
-            last: None,
-            skipped: Vec::new(),
-            next_id: 1,
-            timer: SnapshotTimer {
-                start: Instant::now(),
-                excluded: Duration::ZERO,
-                counts: [1; 4],
-            },
-            tracer,
-            dcp_files: Default::default(),
-            icp: None,
-            comm,
-            topology,
-            node_names,
-            recovery_note: None,
-            restart_record_pending: true,
-            verified: None,
-            staging: Vec::new(),
-            in_flight: None,
-            has_bg_comm: bg_comm.is_some(),
-            bg_comm,
-            worker: None,
-            job_in_flight: false,
-            cfg,
-        };
-        if restart_exec.is_some() {
-            trace::with(&mut fti.tracer, &fti.messages, |t| t.begin(Phase::Verify));
-            fti.find_restart();
-            trace::with(&mut fti.tracer, &fti.messages, |t| t.end(Phase::Verify));
-        }
-        let topology = if fti.restart.is_none() && fti.cfg.rank == 0 {
-            fti.write_topology()
-        } else {
-            Ok(())
-        };
-        agree(&*fti.comm, Step::WriteTopology, topology)?;
-        fti.messages.info("FTI has been initialized.");
-        Ok(fti)
+    pub fn init_with_options(cfg: Config, comm: Box<dyn Comm>, options: Options) -> Result<Fti> {
+        init::configure(cfg, comm, options)
+            .place()?
+            .choose_execution()?
+            .trace()?
+            .ready()
     }
 
     /// How the restart's checkpoint was obtained: its level, and whether files were rebuilt
@@ -508,14 +331,10 @@ impl Fti {
     /// and variables protected twice.
     fn ready_for(&self, vars: &[Var<'_>]) -> Result<()> {
         if self.icp.is_some() {
-            return Err(Error::State(
-                "an incremental checkpoint is open: finalize it first",
-            ));
+            return Err(Error::State(Misuse::IncrementalOpen));
         }
         if matches!(self.status, Status::Restart(_)) {
-            return Err(Error::State(
-                "recover the restart's checkpoint before writing a new one",
-            ));
+            return Err(Error::State(Misuse::NotRecovered));
         }
         check_unique_ids(vars)
     }
@@ -531,15 +350,7 @@ impl Fti {
         self.layout = Some(layout);
         self.last = Some(info.clone());
         self.next_id = self.next_id.max(info.id.saturating_add(1));
-        if self.restart_record_pending {
-            // Until the config file says `failure = 1` for this execution, a restart would
-            // start fresh beside valid checkpoints: every rank fails the checkpoint until
-            // rank 0 has made the record durable (its files stay published).
-            let recorded = self.record_in_config(1);
-            let step = Step::RecordRestart(self.cfg.path.clone());
-            agree(&*self.comm, step, recorded)?;
-            self.restart_record_pending = false;
-        }
+        self.record_first_checkpoint()?;
         self.timer.excluded += started.elapsed();
         let how = format!("{} of {} bytes written", info.bytes_written, info.size);
         self.say_taken(info, started.elapsed(), &how);
@@ -562,14 +373,6 @@ impl Fti {
         ));
     }
 
-    /// This rank's place in the topology (its group and partners).
-    fn my_place(&self) -> Result<crate::topology::Place> {
-        self.topology
-            .place(self.cfg.rank)
-            .cloned()
-            .ok_or(Error::State("this rank is not in the topology"))
-    }
-
     /// Refuses levels this run cannot do: L2 and L3 need a group of at least two ranks.
     fn check_level(&self, level: Level) -> Result<()> {
         let group = self
@@ -587,17 +390,10 @@ impl Drop for Fti {
     /// A runtime dropped without `finalize` (an early return, a panic unwinding) still ends
     /// its trace properly; its checkpoints stay for the restart.
     fn drop(&mut self) {
-        if std::thread::panicking()
-            && self
-                .in_flight
-                .as_ref()
-                .is_some_and(|f| f.deferred.is_some())
-        {
+        if std::thread::panicking() && self.background.writing() {
             // Completing a deferred checkpoint takes every rank's part, and the others may
             // never come: it stays unpublished (the previous checkpoint is the restart's).
-            if std::mem::take(&mut self.job_in_flight) {
-                let _ = self.worker.as_ref().and_then(worker::Worker::outcome);
-            }
+            let _ = self.background.finish();
         } else {
             // Post-processing finishes first: its files are part of the checkpoint.
             let _ = self.wait();
@@ -621,7 +417,7 @@ fn check_unique_ids(vars: &[Var<'_>]) -> Result<()> {
 }
 
 /// Opens, parses and verifies a candidate.
-fn open_verified(
+pub(crate) fn open_verified(
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<Restart, ftiff::Error> {
@@ -629,39 +425,4 @@ fn open_verified(
     let ckpt = Checkpoint::verified(&map, progress)?;
     let (info, max_fs) = (found_info(found, &ckpt), ckpt.fb.max_fs.max(0) as u64);
     Ok(Restart { info, map, max_fs })
-}
-
-/// The run's topology and node names. With `local_test = 1` the node of a rank is
-/// `rank / node_size` (`node<N>`); otherwise ranks are grouped by host name, hosts in the order
-/// of their lowest rank.
-fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String>)> {
-    let n = comm.size();
-    let node_size = cfg.node_size.max(1);
-    if cfg.local_test {
-        let order: Vec<u32> = (0..n).collect();
-        let names = (0..n.div_ceil(node_size))
-            .map(|i| format!("node{i}"))
-            .collect();
-        return Ok((Topology::new(&order, node_size, cfg.group_size)?, names));
-    }
-    let hosts: Vec<String> = comm
-        .all_gather(comm.host_name().as_bytes())
-        .into_iter()
-        .map(|h| String::from_utf8_lossy(&h).into_owned())
-        .collect();
-    let mut distinct: Vec<&String> = Vec::new();
-    for h in &hosts {
-        if !distinct.contains(&h) {
-            distinct.push(h);
-        }
-    }
-    let order: Vec<u32> = distinct
-        .iter()
-        .flat_map(|d| (0..n).filter(|&r| &hosts[r as usize] == *d))
-        .collect();
-    let names = order
-        .chunks(node_size as usize)
-        .map(|c| hosts[c[0] as usize].clone())
-        .collect();
-    Ok((Topology::new(&order, node_size, cfg.group_size)?, names))
 }

@@ -1,7 +1,16 @@
 //! Recovery of the variables: all of them from the restart's checkpoint, one of them from it
 //! or from any kept checkpoint (verified in full first).
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use ftiff::Checkpoint;
+
+use crate::error::{Candidate, Error, Misuse, Result};
+use crate::store::{self, Found};
+use crate::trace::{self, Phase, Tracer};
+use crate::var::Var;
+
+use super::{open_verified, CheckpointInfo, Fti, Restart, Status};
 
 impl Fti {
     /// Restores every variable from the restart's checkpoint. The variables must be the ones
@@ -12,7 +21,7 @@ impl Fti {
         let restart = self
             .restart
             .as_ref()
-            .ok_or(Error::State("recover: this run is not a restart"))?;
+            .ok_or(Error::State(Misuse::NotARestart("recover")))?;
         let ckpt = restart.ckpt()?;
         let stored: Vec<&ftiff::VarInfo> = ckpt.vars().iter().filter(|v| !v.removed).collect();
         if stored.len() != vars.len() {
@@ -33,10 +42,14 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin(Phase::Recover)
         });
-        for v in vars.iter_mut() {
+        let copied = vars.iter_mut().try_for_each(|v| {
             ckpt.copy_var_into(v.id, v.bytes)
-                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))?;
+                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+        });
+        if copied.is_err() {
+            trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
         }
+        copied?;
         let info = restart.info.clone();
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Recover));
         self.finish_recovery(&info)?;
@@ -49,7 +62,7 @@ impl Fti {
         let restart = self
             .restart
             .as_ref()
-            .ok_or(Error::State("recover_var: this run is not a restart"))?;
+            .ok_or(Error::State(Misuse::NotARestart("recover_var")))?;
         let ckpt = restart.ckpt()?;
         matching_var(&ckpt, var)?;
         ckpt.copy_var_into(var.id, var.bytes)

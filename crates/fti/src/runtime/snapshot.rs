@@ -1,7 +1,13 @@
 //! `FTI_Snapshot`: a checkpoint when a level's interval has passed, counted in time spent
 //! computing.
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use crate::config::Level;
+use crate::error::Result;
+use crate::var::Var;
+
+use super::{Fti, Snapshot, Status};
 
 /// FTI_Snapshot's clock: time spent computing (checkpoints excluded) against each level's
 /// interval; every level that is due counts one more interval, the highest one is taken.

@@ -13,7 +13,6 @@ use ftiff::raw::FileBlock;
 
 use super::CheckpointInfo;
 use crate::comm::Comm;
-use crate::config::Level;
 use crate::error::Result;
 use crate::report::Messages;
 use crate::store;
@@ -51,9 +50,6 @@ pub(super) struct InFlight {
     pub(super) started: Instant,
     /// How long the application was stopped (waiting for the previous one, and the copy).
     pub(super) stopped: Duration,
-    /// For a deferred checkpoint, the level its file is written at (L1 for an L4 checkpoint
-    /// flushed later, `inline_l4 = 0`).
-    pub(super) deferred: Option<Level>,
 }
 
 /// How much lower than the application's the priority of the background thread is (`nice`

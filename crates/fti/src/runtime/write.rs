@@ -1,7 +1,20 @@
 //! Writing a checkpoint file: the write options the config asks for, the file a differential
 //! checkpoint updates in place, and the write itself.
 
-use super::*;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use ftiff::raw::FileBlock;
+use ftiff::{Layout, VarSize, WriteOptions};
+
+use crate::collective::agree;
+use crate::config::Level;
+use crate::error::{Error, Result, Step};
+use crate::store;
+use crate::trace::{self, Phase};
+use crate::var::Var;
+
+use super::{DcpFile, Fti};
 
 impl Fti {
     /// The write options the config asks for.
@@ -82,24 +95,12 @@ impl Fti {
         vars: &[Var<'_>],
         ready: Result<()>,
     ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
-        let sizes: Vec<VarSize> = vars
-            .iter()
-            .map(|v| VarSize {
-                id: v.id,
-                size: v.size(),
-            })
-            .collect();
+        let sizes = var_sizes(vars);
         let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
             Ok(layout) => layout,
             Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
-        let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
-        // Buffers by protect position; a removed variable has none.
-        let data: Vec<&[u8]> = layout
-            .vars()
-            .iter()
-            .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
-            .collect();
+        let data = by_position(&layout, vars);
         let opts = self.write_options();
         let write_level = self.write_level(level);
         let base = self.take_dcp_base(write_level);
@@ -169,4 +170,24 @@ impl Fti {
             _ => self.dcp_files.clear(),
         }
     }
+}
+
+/// The id and size of each variable.
+pub(super) fn var_sizes(vars: &[Var<'_>]) -> Vec<VarSize> {
+    vars.iter()
+        .map(|v| VarSize {
+            id: v.id,
+            size: v.size(),
+        })
+        .collect()
+}
+
+/// The variables' bytes by protect position in `layout`; a removed variable has none.
+pub(super) fn by_position<'v>(layout: &Layout, vars: &'v [Var<'_>]) -> Vec<&'v [u8]> {
+    let by_id: HashMap<i32, &[u8]> = vars.iter().map(|v| (v.id, &*v.bytes)).collect();
+    layout
+        .vars()
+        .iter()
+        .map(|v| by_id.get(&v.id).copied().unwrap_or(&[]))
+        .collect()
 }

@@ -141,12 +141,9 @@ impl Storage for Disk {
     fn open(&self, path: &Path, write: bool) -> io::Result<Box<dyn StorageFile>> {
         let file = if write {
             // Only files this runtime made are opened for writing; still, never block.
-            use std::os::unix::fs::OpenOptionsExt as _;
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(path)?;
+            use rustix::fs::{Mode, OFlags};
+            let flags = OFlags::RDWR | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let file = std::fs::File::from(rustix::fs::open(path, flags, Mode::empty())?);
             if !file.metadata()?.is_file() {
                 return Err(not_regular());
             }

@@ -262,6 +262,41 @@ mod avx2 {
         }
     }
 
+    /// One input's products with one output row's coefficient, from the input's four nibble
+    /// vectors: the low and the high bytes of the 16-bit words.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn multiply(table: &super::MulTable, [n0, n1, n2, n3]: [__m256i; 4]) -> (__m256i, __m256i) {
+        let t = &table.rows;
+        macro_rules! tv {
+            ($i:literal) => {
+                // SAFETY: each table row is 32 bytes, aligned to 32 by `MulTable`'s repr.
+                unsafe { _mm256_load_si256(t[$i].as_ptr().cast()) }
+            };
+        }
+        let l = _mm256_xor_si256(
+            _mm256_xor_si256(
+                _mm256_shuffle_epi8(tv!(0), n0),
+                _mm256_shuffle_epi8(tv!(1), n1),
+            ),
+            _mm256_xor_si256(
+                _mm256_shuffle_epi8(tv!(2), n2),
+                _mm256_shuffle_epi8(tv!(3), n3),
+            ),
+        );
+        let h = _mm256_xor_si256(
+            _mm256_xor_si256(
+                _mm256_shuffle_epi8(tv!(4), n0),
+                _mm256_shuffle_epi8(tv!(5), n1),
+            ),
+            _mm256_xor_si256(
+                _mm256_shuffle_epi8(tv!(6), n2),
+                _mm256_shuffle_epi8(tv!(7), n3),
+            ),
+        );
+        (l, h)
+    }
+
     /// Outputs `row .. row + R`, bytes `[0, len)` (`len` a multiple of 64, at most every
     /// buffer's length: checked by the caller).
     #[target_feature(enable = "avx2")]
@@ -305,34 +340,7 @@ mod avx2 {
                 let n2 = _mm256_and_si256(wh, nibble);
                 let n3 = _mm256_and_si256(_mm256_srli_epi16::<4>(wh), nibble);
                 for r in 0..R {
-                    let t = &tables[r][c].rows;
-                    macro_rules! tv {
-                        ($i:literal) => {
-                            // SAFETY: each table row is 32 bytes, aligned to 32 by `MulTable`'s
-                            // repr.
-                            unsafe { _mm256_load_si256(t[$i].as_ptr().cast()) }
-                        };
-                    }
-                    let l = _mm256_xor_si256(
-                        _mm256_xor_si256(
-                            _mm256_shuffle_epi8(tv!(0), n0),
-                            _mm256_shuffle_epi8(tv!(1), n1),
-                        ),
-                        _mm256_xor_si256(
-                            _mm256_shuffle_epi8(tv!(2), n2),
-                            _mm256_shuffle_epi8(tv!(3), n3),
-                        ),
-                    );
-                    let h = _mm256_xor_si256(
-                        _mm256_xor_si256(
-                            _mm256_shuffle_epi8(tv!(4), n0),
-                            _mm256_shuffle_epi8(tv!(5), n1),
-                        ),
-                        _mm256_xor_si256(
-                            _mm256_shuffle_epi8(tv!(6), n2),
-                            _mm256_shuffle_epi8(tv!(7), n3),
-                        ),
-                    );
+                    let (l, h) = multiply(&tables[r][c], [n0, n1, n2, n3]);
                     lo[r] = _mm256_xor_si256(lo[r], l);
                     hi[r] = _mm256_xor_si256(hi[r], h);
                 }

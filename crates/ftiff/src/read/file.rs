@@ -10,12 +10,12 @@ use crate::error::{Error, ErrorKind, Result};
 /// a checkpoint would otherwise hang the reader until a writer appears. `O_NONBLOCK` has no
 /// effect on reads of a regular file.
 pub fn open_regular(path: &Path) -> Result<File> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| Error::from(e).with_path(path))?;
+    use rustix::fs::{Mode, OFlags};
+    use std::os::unix::fs::FileTypeExt as _;
+    let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = rustix::fs::open(path, flags, Mode::empty())
+        .map(File::from)
+        .map_err(|e| Error::from(std::io::Error::from(e)).with_path(path))?;
     let kind = file
         .metadata()
         .map_err(|e| Error::from(e).with_path(path))?

@@ -302,6 +302,31 @@ fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Resu
         Record::VarMeta,
         "containersize",
     )?;
+    let sizes = (chunk_size, container_size, has_content);
+    check_vmd_placement(raw, at, (expected_fptr, block_end), sizes)?;
+    Ok(Chunk {
+        id: raw.id,
+        idx,
+        container_id,
+        has_content,
+        dptr: DataOffset(dptr),
+        fptr: FileOffset(expected_fptr),
+        chunk_size,
+        container_size,
+    })
+}
+
+/// The checks of [`check_vmd`] on where a VMD's container lies: at `expected_fptr`, within
+/// its block (ending at `block_end`), and holding its chunk.
+fn check_vmd_placement(
+    raw: &VarMeta,
+    at: u64,
+    (expected_fptr, block_end): (u64, u64),
+    (chunk_size, container_size, has_content): (u64, u64, bool),
+) -> Result<()> {
+    let bad = |off: usize, name: &'static str, value: i64, what: &'static str| {
+        Error::malformed(at + off as u64, Record::VarMeta, name, value, what)
+    };
     if raw.fptr < 0 || raw.fptr as u64 != expected_fptr {
         return Err(bad(
             vmd::FPTR,
@@ -334,14 +359,5 @@ fn check_vmd(raw: &VarMeta, at: u64, expected_fptr: u64, block_end: u64) -> Resu
             "non-zero in a container without content",
         ));
     }
-    Ok(Chunk {
-        id: raw.id,
-        idx,
-        container_id,
-        has_content,
-        dptr: DataOffset(dptr),
-        fptr: FileOffset(expected_fptr),
-        chunk_size,
-        container_size,
-    })
+    Ok(())
 }

@@ -191,30 +191,8 @@ pub fn write_file_with_progress(
             }
             file.data_written()
         });
-        let (tx_sum, rx_sum) = mpsc::sync_channel::<Vec<(Digest, Vec<u128>)>>(1);
-        let checksum = s.spawn(move || {
-            let mut md5 = Md5Stream::default();
-            let mut metas = Vec::with_capacity(layout.blocks.len());
-            let mut tables: Vec<(Digest, Vec<u128>)> = Vec::new();
-            for (block, with_blocks) in layout.blocks.iter().zip(rx_sum) {
-                let hashes: Vec<Digest> = with_blocks.iter().map(|(h, _)| *h).collect();
-                tables.extend(with_blocks);
-                let meta = encode_block_meta(block, &hashes);
-                md5.update(&meta);
-                for c in &block.chunks {
-                    let mut done = 0u64;
-                    for piece in chunk_slice(data, c).chunks(PROGRESS_STEP) {
-                        md5.update(piece);
-                        done += piece.len() as u64;
-                        progress(c.fptr.0 + done);
-                    }
-                    md5.update_zeros(c.container_size - c.chunk_size);
-                }
-                progress(block.end());
-                metas.push(meta);
-            }
-            (md5.finish(), metas, tables)
-        });
+        let (tx_sum, rx_sum) = mpsc::sync_channel::<BlockHashes>(1);
+        let checksum = s.spawn(move || serial_checksum(layout, data, rx_sum, progress));
         // The chunk hashes run on the calling thread's rayon pool (the global one, or the one
         // the caller installed: a background write runs in a pool of its own).
         for block in &layout.blocks {
@@ -259,6 +237,41 @@ pub fn write_file_with_progress(
         table,
         bytes_written: fs,
     })
+}
+
+/// Chunk hashes of one block and, with a block table, its containers' hashes.
+type BlockHashes = Vec<(Digest, Vec<u128>)>;
+
+/// The serial pass of [`write_file_with_progress`]: the file checksum over every block's
+/// meta data (made from its chunk hashes, received block by block from `hashes`) and data.
+/// Returns the checksum, the blocks' encoded meta data and the hashes received, in order.
+fn serial_checksum(
+    layout: &Layout,
+    data: &[&[u8]],
+    hashes: mpsc::Receiver<BlockHashes>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (Digest, Vec<Vec<u8>>, BlockHashes) {
+    let mut md5 = Md5Stream::default();
+    let mut metas = Vec::with_capacity(layout.blocks.len());
+    let mut tables: BlockHashes = Vec::new();
+    for (block, with_blocks) in layout.blocks.iter().zip(hashes) {
+        let chunk_hashes: Vec<Digest> = with_blocks.iter().map(|(h, _)| *h).collect();
+        tables.extend(with_blocks);
+        let meta = encode_block_meta(block, &chunk_hashes);
+        md5.update(&meta);
+        for c in &block.chunks {
+            let mut done = 0u64;
+            for piece in chunk_slice(data, c).chunks(PROGRESS_STEP) {
+                md5.update(piece);
+                done += piece.len() as u64;
+                progress(c.fptr.0 + done);
+            }
+            md5.update_zeros(c.container_size - c.chunk_size);
+        }
+        progress(block.end());
+        metas.push(meta);
+    }
+    (md5.finish(), metas, tables)
 }
 
 /// Writes the file block and cuts the file at `fs`.

@@ -64,13 +64,7 @@ pub fn update_file(
     };
     let (old_layout, old_table) = match old {
         Some((l, t)) => {
-            check_continues(l, layout)?;
-            if t.blocking != blocking {
-                return Err(Error::new(ErrorKind::Plan {
-                    idx: 0,
-                    what: "the old file's block table uses another block size or hash".into(),
-                }));
-            }
+            check_old(l, t, layout, blocking)?;
             (Some(l), t)
         }
         None => (None, &empty),
@@ -127,6 +121,24 @@ pub fn update_file(
         }),
         bytes_written: data_bytes + meta_bytes + crate::raw::fb::SIZE as u64,
     })
+}
+
+/// Refuses to update a file whose layout `layout` does not continue, or whose block table
+/// uses another blocking than the update's.
+fn check_old(
+    old_layout: &Layout,
+    old_table: &BlockTable,
+    layout: &Layout,
+    blocking: Blocking,
+) -> Result<()> {
+    check_continues(old_layout, layout)?;
+    if old_table.blocking != blocking {
+        return Err(Error::new(ErrorKind::Plan {
+            idx: 0,
+            what: "the old file's block table uses another block size or hash".into(),
+        }));
+    }
+    Ok(())
 }
 
 /// The blocking of a differential update: the file's own in fast mode, else `opts.table`.

@@ -23,8 +23,14 @@ use crate::error::{Error, Result};
 use crate::storage::{Storage, StorageFile};
 
 pub mod group;
-use crate::store::Pending;
+use crate::collective::{agree, gather_u64};
+use crate::config::Level;
+use crate::error::Step;
+use crate::schedule::Team;
+use crate::store::{self, Pending};
 use crate::topology::Place;
+
+use super::{PostProcessed, Rebuild};
 
 /// Bytes of each file per block (even).
 const BLOCK: u64 = 4 << 20;
@@ -123,6 +129,47 @@ pub(crate) fn encode(
     first_error.map_or(Ok(()), Err)
 }
 
+/// L3's post-processing of checkpoint `id` (collective): sets `maxFs` (the largest file of
+/// the group) in this rank's file, then encodes the group's files into this rank's
+/// `Ckpt<id>-RSed<r>.fti` (FTI 1.1's Reed-Solomon code).
+pub(crate) fn post_process(
+    team: Team<'_>,
+    id: i32,
+    pending: &Pending,
+    fb: FileBlock,
+) -> Result<PostProcessed> {
+    let (comm, dirs) = (team.comm, team.dirs);
+    let place = team.place()?;
+    store::crash_point("partner");
+    let sizes = gather_u64(comm, fb.fs as u64);
+    let max_fs = place
+        .group
+        .iter()
+        .map(|&r| sizes[r as usize])
+        .max()
+        .unwrap_or(0);
+    let fb = super::l2::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+    let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
+    let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
+    // Every rank takes part in the encoding even after a local error, so that the group's
+    // exchanges match; the error is reported after it.
+    let encoded = encode(
+        comm,
+        place,
+        Some((&*pending.file, pending.path.as_path(), own_fs)),
+        rsed.as_ref().ok(),
+        max_fs,
+    );
+    let local = fb.and_then(|fb| {
+        encoded.and(rsed.map(|r| PostProcessed {
+            redundancy: Some(r),
+            fb,
+            deferred: None,
+        }))
+    });
+    agree(comm, Step::L3Encode, local)
+}
+
 /// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
 pub(crate) fn verify_rsed(path: &Path) -> Result<FileBlock> {
     let map = MappedFile::open(path).map_err(Error::Format)?;
@@ -159,9 +206,7 @@ pub(crate) fn rebuild(
     (new_own, new_rsed): (Option<&Pending>, Option<&Pending>),
     (ranks_lost, rsed_lost): (bool, bool),
 ) -> Result<()> {
-    let k = place.group.len();
-    let g = place.group_rank as usize;
-    let code = Code::new(k).map_err(Error::Format)?;
+    let code = Code::new(place.group.len()).map_err(Error::Format)?;
     let open = |p: Option<&Path>| {
         p.map(|p| held.storage.open(p, false).map_err(|e| Error::io(p, e)))
             .transpose()
@@ -177,47 +222,9 @@ pub(crate) fn rebuild(
     });
     let own_fs = held.own.map_or(0, |(_, fs)| fs);
     if ranks_lost {
-        let (mut a, mut b) = (Vec::new(), Vec::new());
-        let mut at = 0;
-        while at < max_fs {
-            let len = BLOCK.min(max_fs - at);
-            let n = len as usize;
-            // Message: [has Rank block, has RSed block] + Rank block + RSed block.
-            let mut msg = vec![u8::from(own_file.is_some()), u8::from(rsed_file.is_some())];
-            let own_path = held.own.map(|(p, _)| p);
-            for (file, path, fs, buf) in [
-                (&own_file, own_path, own_fs, &mut a),
-                (&rsed_file, held.rsed, max_fs, &mut b),
-            ] {
-                buf.clear();
-                buf.resize(n, 0);
-                if let (Some(f), Some(path)) = (file, path) {
-                    if let Err(e) = read_block(&**f, fs, at, len, buf) {
-                        first_error.get_or_insert(Error::io(path, e));
-                    }
-                }
-                msg.extend_from_slice(buf);
-            }
-            let msgs = gather_group(comm, place, &msg, 2 + 2 * n);
-            let mut ranks: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
-            let mut codes: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
-            for m in &msgs {
-                ranks.push((m[0] == 1).then(|| m[2..2 + n].to_vec()));
-                codes.push((m[1] == 1).then(|| m[2 + n..2 + 2 * n].to_vec()));
-            }
-            match code.reconstruct(&mut ranks, &mut codes, n) {
-                Err(e) => {
-                    first_error.get_or_insert(Error::Format(e));
-                }
-                Ok(()) => {
-                    if let (Some(p), Some(bytes)) = (new_own, &ranks[g]) {
-                        if let Err(e) = p.file.write_all_at(bytes, at) {
-                            first_error.get_or_insert(Error::io(&p.path, e));
-                        }
-                    }
-                }
-            }
-            at += len;
+        let files = (own_file.as_deref(), rsed_file.as_deref());
+        if let Err(e) = decode(comm, place, &code, held, files, max_fs, new_own) {
+            first_error.get_or_insert(e);
         }
     }
     // A rebuilt Rank file is its own file zero-extended to maxFs: cut it to its fs; with an odd
@@ -244,10 +251,134 @@ pub(crate) fn rebuild(
     first_error.map_or(Ok(()), Err)
 }
 
+/// Restart's L3 rebuild of checkpoint `id`: every group with a lost file rebuilds it
+/// (Reed-Solomon decoding of the surviving files); lost `RSed` files are encoded again.
+/// Collective.
+pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) -> Result<()> {
+    let (comm, dirs, me) = (team.comm, team.dirs, team.rank);
+    let (files, lost_copies, own) = (plan.files, plan.copies, plan.verified);
+    let rsed = plan.copy.filter(|_| plan.copy_ok).map(|c| c.path.as_path());
+    let place = team.place()?.clone();
+    // maxFs: in every surviving Rank file of the group and RSed trailer.
+    let rsed_max = rsed
+        .and_then(|p| verify_rsed(p).ok())
+        .map_or(0, |fb| fb.fs.max(0) as u64);
+    let known_max_fs = own.map_or(0, |r| r.max_fs);
+    let all = gather_u64(comm, known_max_fs.max(rsed_max));
+    let max_fs = place
+        .group
+        .iter()
+        .map(|&r| all[r as usize])
+        .max()
+        .unwrap_or(0);
+    let affected = place
+        .group
+        .iter()
+        .any(|r| files.contains(r) || lost_copies.contains(r));
+    let local = if affected {
+        let new_own = files
+            .contains(&me)
+            .then(|| store::begin(dirs, Level::L3, id, None))
+            .transpose();
+        let new_rsed = lost_copies
+            .contains(&me)
+            .then(|| store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None))
+            .transpose();
+        let held = Held {
+            storage: &*dirs.storage,
+            own: own.map(|r| (r.info.path.as_path(), r.info.size)),
+            rsed,
+        };
+        let (o, r) = (
+            new_own.as_ref().ok().and_then(Option::as_ref),
+            new_rsed.as_ref().ok().and_then(Option::as_ref),
+        );
+        let lost = (
+            place.group.iter().any(|r| files.contains(r)),
+            place.group.iter().any(|r| lost_copies.contains(r)),
+        );
+        let done = rebuild(comm, &place, &held, max_fs, (o, r), lost);
+        done.and_then(|()| {
+            let (o, r) = (new_own?, new_rsed?);
+            if let Some(p) = o {
+                store::publish_pending(dirs, p)?;
+            }
+            if let Some(p) = r {
+                store::publish_pending(dirs, p)?;
+            }
+            Ok(())
+        })
+    } else {
+        Ok(())
+    };
+    agree(comm, Step::RebuildL3, local)
+}
+
+/// The decoding part of [`rebuild`]: block by block, the group's surviving Rank and `RSed`
+/// blocks are exchanged and the lost Rank files' blocks reconstructed; this rank's, if lost,
+/// is written into `new_own`. Every rank makes every exchange; the first local error is
+/// returned after the last.
+fn decode(
+    comm: &dyn Comm,
+    place: &Place,
+    code: &Code,
+    held: &Held<'_>,
+    (own_file, rsed_file): (Option<&dyn StorageFile>, Option<&dyn StorageFile>),
+    max_fs: u64,
+    new_own: Option<&Pending>,
+) -> Result<()> {
+    let (k, g) = (place.group.len(), place.group_rank as usize);
+    let own_fs = held.own.map_or(0, |(_, fs)| fs);
+    let own_path = held.own.map(|(p, _)| p);
+    let mut first_error: Option<Error> = None;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut at = 0;
+    while at < max_fs {
+        let len = BLOCK.min(max_fs - at);
+        let n = len as usize;
+        // Message: [has Rank block, has RSed block] + Rank block + RSed block.
+        let mut msg = vec![u8::from(own_file.is_some()), u8::from(rsed_file.is_some())];
+        for (file, path, fs, buf) in [
+            (own_file, own_path, own_fs, &mut a),
+            (rsed_file, held.rsed, max_fs, &mut b),
+        ] {
+            buf.clear();
+            buf.resize(n, 0);
+            if let (Some(f), Some(path)) = (file, path) {
+                if let Err(e) = read_block(f, fs, at, len, buf) {
+                    first_error.get_or_insert(Error::io(path, e));
+                }
+            }
+            msg.extend_from_slice(buf);
+        }
+        let msgs = gather_group(comm, place, &msg, 2 + 2 * n);
+        let mut ranks: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
+        let mut codes: Vec<Option<Vec<u8>>> = Vec::with_capacity(k);
+        for m in &msgs {
+            ranks.push((m[0] == 1).then(|| m[2..2 + n].to_vec()));
+            codes.push((m[1] == 1).then(|| m[2 + n..2 + 2 * n].to_vec()));
+        }
+        match code.reconstruct(&mut ranks, &mut codes, n) {
+            Err(e) => {
+                first_error.get_or_insert(Error::Format(e));
+            }
+            Ok(()) => {
+                if let (Some(p), Some(bytes)) = (new_own, &ranks[g]) {
+                    if let Err(e) = p.file.write_all_at(bytes, at) {
+                        first_error.get_or_insert(Error::io(&p.path, e));
+                    }
+                }
+            }
+        }
+        at += len;
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
 /// returns `fs`.
 fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
-    let fb = crate::l2::read_fb(&*p.file, &p.path)?;
+    let fb = super::l2::read_fb(&*p.file, &p.path)?;
     let fs = u64::try_from(fb.fs)
         .ok()
         .filter(|&fs| fs <= max_fs)

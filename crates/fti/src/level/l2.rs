@@ -9,10 +9,12 @@ use ftiff::raw::FileBlock;
 use crate::collective::{agree, gather_u64, rounds_for, transfer, OpenFile};
 use crate::comm::Comm;
 use crate::config::Level;
-use crate::error::{Error, Result, Step};
+use crate::error::{Error, Misuse, Result, Step};
+use crate::schedule::Team;
 use crate::storage::StorageFile;
-use crate::store::{self, Dirs, Found};
-use crate::topology::Topology;
+use crate::store::{self, Dirs, Pending};
+
+use super::{PostProcessed, Rebuild};
 
 /// How a rank exchanges L2 partner copies: it sends its file (`own_fs` bytes) to its right
 /// partner while receiving its left partner's (`left_fs` bytes), in `rounds` messages.
@@ -25,16 +27,87 @@ pub(crate) struct PartnerPlan {
     pub rounds: u64,
 }
 
+/// L2's post-processing of checkpoint `id` (collective): records the left partner's file
+/// size in `ptFs` and plans the exchange; then sends this rank's file to its right partner
+/// while receiving its left partner's copy, unless `defer` leaves that to the caller
+/// ([`PostProcessed::deferred`], run by [`copy_deferred`]).
+pub(crate) fn post_process(
+    team: Team<'_>,
+    pending: &Pending,
+    fb: FileBlock,
+    id: i32,
+    defer: bool,
+) -> Result<PostProcessed> {
+    let (plan, fb) = partner_plan(team, pending, fb)?;
+    if defer {
+        return Ok(PostProcessed {
+            redundancy: None,
+            fb,
+            deferred: Some(plan),
+        });
+    }
+    let own = Some((&*pending.file, pending.path.as_path()));
+    let copy = exchange_copies(team.comm, team.dirs, id, &plan, own);
+    let copy = agree(team.comm, Step::L2Copy, copy)?;
+    Ok(PostProcessed {
+        redundancy: Some(copy),
+        fb,
+        deferred: None,
+    })
+}
+
+/// Records the left partner's file size in `ptFs` and plans the exchange of files within the
+/// group (collective).
+fn partner_plan(
+    team: Team<'_>,
+    pending: &Pending,
+    fb: FileBlock,
+) -> Result<(PartnerPlan, FileBlock)> {
+    let place = team.place()?;
+    store::crash_point("partner");
+    let sizes = gather_u64(team.comm, fb.fs as u64);
+    let plan = PartnerPlan {
+        left: place.left(),
+        right: place.right(),
+        own_fs: fb.fs as u64,
+        left_fs: sizes[place.left() as usize],
+        rounds: rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
+    };
+    let fb = set_fb(&*pending.file, &pending.path, |b| {
+        b.pt_fs = plan.left_fs as i64
+    });
+    agree(team.comm, Step::L2Copy, fb.map(|fb| (plan, fb)))
+}
+
+/// The partner copies of checkpoint `id` that [`post_process`] left for later, once every
+/// rank's own file is published as `own` (collective on `comm`): the copy is published, then
+/// older checkpoints retired (keeping `keep`).
+pub(crate) fn copy_deferred(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    id: i32,
+    plan: &PartnerPlan,
+    own: &Path,
+    keep: usize,
+) -> Result<()> {
+    let file = dirs.storage.open(own, false).map_err(|e| Error::io(own, e));
+    let own_file = file.as_ref().ok().map(|f| (&**f, own));
+    let copy = exchange_copies(comm, dirs, id, plan, own_file);
+    let published = file.and(copy).and_then(|c| store::publish_pending(dirs, c));
+    agree(comm, Step::L2Copy, published)?;
+    store::retire(dirs, Level::L2, id, keep, true)
+}
+
 /// Sends this rank's file to its right partner while receiving its left partner's into a new
 /// `Ckpt<id>-Pcof<r>.fti` under `tmp/` (returned, not yet published). Collective; a rank
 /// without its file (`own = None`) or that cannot create the copy still takes part.
-pub(crate) fn exchange_copies(
+fn exchange_copies(
     comm: &dyn Comm,
     dirs: &Dirs,
     id: i32,
     plan: &PartnerPlan,
     own: Option<OpenFile<'_>>,
-) -> Result<store::Pending> {
+) -> Result<Pending> {
     let copy = store::begin_named(dirs, Level::L2, dirs.copy_name(id), None);
     let sent = transfer(
         comm,
@@ -73,22 +146,17 @@ pub(crate) fn set_fb(
     Ok(block)
 }
 
-/// Carries out a [`Plan::Rebuild`] for checkpoint `id`: lost files come back from the right
+/// Carries out a restart plan's rebuild of checkpoint `id`: lost files come back from the right
 /// partner's copy, lost copies from the left partner's (possibly just rebuilt) file. Every
 /// rebuilt file is published like a new one and returned.
-pub(crate) fn rebuild_l2(
-    comm: &dyn Comm,
-    dirs: &Dirs,
-    topology: &Topology,
-    id: i32,
-    (files, copies): (&[u32], &[u32]),
-    own: Option<&Found>,
-    copy: Option<&Found>,
-) -> Result<Vec<PathBuf>> {
+pub(crate) fn rebuild(team: Team<'_>, id: i32, plan: &Rebuild<'_>) -> Result<Vec<PathBuf>> {
+    let (comm, dirs) = (team.comm, team.dirs);
+    let (files, copies, own, copy) = (plan.files, plan.copies, plan.own, plan.copy);
     let me = comm.rank();
-    let place = topology
+    let place = team
+        .topology
         .place(me)
-        .ok_or(Error::State("this rank is not in the topology"))?;
+        .ok_or(Error::State(Misuse::NotInTopology))?;
     let (left, right) = (place.left(), place.right());
     let mut rebuilt = Vec::new();
     // Round 1: the right partner's copy comes back as this rank's file.
@@ -125,7 +193,7 @@ type Outgoing<'a> = (u32, Option<&'a Path>);
 /// The rank a round receives from, and the name the received file is published under (if any).
 type Incoming = (u32, Option<String>);
 
-/// One collective round of [`rebuild_l2`]: sends the file at `send` (if any) to rank `to` while
+/// One collective round of [`rebuild`]: sends the file at `send` (if any) to rank `to` while
 /// receiving, from rank `from`, the file this rank publishes as `L2/<recv>` (if any). Returns the
 /// published path.
 fn move_file(

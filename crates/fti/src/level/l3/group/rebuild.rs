@@ -98,48 +98,7 @@ impl Survey {
     /// `maxFs`, or whose `ckptSize` differs from its intact Rank file's size, is unusable.
     fn agree_on_sizes(&mut self) -> Result<()> {
         let k = self.group.k();
-        let mut max_fs: Option<(u64, usize)> = None;
-        for g in 0..k {
-            let Some((_, map)) = &self.ranks[g] else {
-                continue;
-            };
-            let fs = FileBlock::read_at(map.bytes(), 0)?.max_fs as u64;
-            match max_fs {
-                None => max_fs = Some((fs, g)),
-                Some((m, _)) if m == fs => {}
-                Some((m, _)) => {
-                    return Err(Error::at(
-                        fb::MAX_FS as u64,
-                        ErrorKind::GroupMismatch {
-                            record: Record::FileBlock,
-                            field: "maxFs",
-                            value: fs as i64,
-                            expected: m as i64,
-                        },
-                    )
-                    .with_path(&self.files[g].path))
-                }
-            }
-        }
-        // With every Rank file present, maxFs is their largest size (a file with valid hashes
-        // but a larger maxFs would otherwise make the rebuild write that much).
-        let largest = self.ranks.iter().flatten().map(|(fs, _)| *fs).max();
-        if let (Some((m, g)), Some(largest), true) =
-            (max_fs, largest, self.ranks.iter().all(Option::is_some))
-        {
-            if m != largest {
-                return Err(Error::at(
-                    fb::MAX_FS as u64,
-                    ErrorKind::GroupMismatch {
-                        record: Record::FileBlock,
-                        field: "maxFs",
-                        value: m as i64,
-                        expected: largest as i64,
-                    },
-                )
-                .with_path(&self.files[g].path));
-            }
-        }
+        let mut max_fs = self.ranks_max_fs()?;
         for g in 0..k {
             let Some((ckpt_size, map)) = &self.rseds[g] else {
                 continue;
@@ -180,6 +139,45 @@ impl Survey {
         }
         self.max_fs = max_fs.map(|(m, _)| m);
         Ok(())
+    }
+
+    /// The `maxFs` the intact Rank files agree on, with the group rank of the first that
+    /// says it; with every Rank file present, it must be their largest size (a file with valid
+    /// hashes but a larger maxFs would otherwise make the rebuild write that much).
+    fn ranks_max_fs(&self) -> Result<Option<(u64, usize)>> {
+        let mismatch = |g: usize, value: u64, expected: u64| {
+            Error::at(
+                fb::MAX_FS as u64,
+                ErrorKind::GroupMismatch {
+                    record: Record::FileBlock,
+                    field: "maxFs",
+                    value: value as i64,
+                    expected: expected as i64,
+                },
+            )
+            .with_path(&self.files[g].path)
+        };
+        let mut max_fs: Option<(u64, usize)> = None;
+        for g in 0..self.group.k() {
+            let Some((_, map)) = &self.ranks[g] else {
+                continue;
+            };
+            let fs = FileBlock::read_at(map.bytes(), 0)?.max_fs as u64;
+            match max_fs {
+                None => max_fs = Some((fs, g)),
+                Some((m, _)) if m == fs => {}
+                Some((m, _)) => return Err(mismatch(g, fs, m)),
+            }
+        }
+        let largest = self.ranks.iter().flatten().map(|(fs, _)| *fs).max();
+        if let (Some((m, g)), Some(largest), true) =
+            (max_fs, largest, self.ranks.iter().all(Option::is_some))
+        {
+            if m != largest {
+                return Err(mismatch(g, m, largest));
+            }
+        }
+        Ok(max_fs)
     }
 
     /// Encodes the code of the `RSed` files `rows` from the Rank files (all present) and
@@ -247,98 +245,129 @@ impl Survey {
             return Ok(Rebuilt::default());
         }
         let code = Code::new(k)?;
-        let lost_ranks: Vec<usize> = (0..k).filter(|&g| self.ranks[g].is_none()).collect();
         let mut report = Rebuilt::default();
-        let mut rank_temps = Vec::new();
-        if !lost_ranks.is_empty() {
-            let parity: Vec<usize> = (0..k).filter(|&g| self.rseds[g].is_some()).collect();
-            let dec = code.decoder(&lost_ranks, &parity)?;
-            let inputs: Vec<&[u8]> = dec
-                .inputs
-                .iter()
-                .map(|s| match *s {
-                    Shard::Data(j) => self.ranks[j].as_ref().map(|(fs, m)| prefix(m.bytes(), *fs)),
-                    Shard::Parity(i) => self.rseds[i]
-                        .as_ref()
-                        .map(|(_, m)| prefix(m.bytes(), max_fs)),
-                })
-                .map(Option::unwrap_or_default)
-                .collect();
-            let mut temps = dec
-                .lost
-                .iter()
-                .map(|&g| TempFile::create(storage, &self.group.path(FileKind::Rank, g)))
-                .collect::<Result<Vec<_>>>()?;
-            apply(&dec.matrix, &inputs, max_fs as usize, |offset, pieces| {
-                for_each_output(&mut temps, pieces, |temp, piece| {
-                    temp.file
-                        .write_all_at(piece, offset as u64)
-                        .map_err(|e| Error::from(e).with_path(&temp.path))
-                })
-            })?;
-            for (temp, &g) in temps.into_iter().zip(&dec.lost) {
-                let expected_fs = self.rseds[g].as_ref().map(|(size, _)| *size);
-                let (fs, last_byte) = finish_rank(&temp, max_fs, expected_fs, opts.sync)
-                    .map_err(|e| e.with_path(&temp.target))?;
-                self.ranks[g] = Some((fs, MappedFile::open(&temp.path)?));
-                report.files.push(RebuiltFile {
-                    path: temp.target.clone(),
-                    kind: FileKind::Rank,
-                    last_byte,
-                    stale_code: false,
-                });
-                rank_temps.push(temp);
-            }
-            // The decoder used the first surviving code files; check the others now.
-            let unchecked: Vec<usize> = parity
-                .iter()
-                .copied()
-                .filter(|&g| !self.checked[g] && !dec.inputs.contains(&Shard::Parity(g)))
-                .collect();
-            let stale = self.compare_code(&unchecked)?;
-            self.mark_stale(&stale);
-            for (g, _) in stale {
-                report.stale.push(self.group.path(FileKind::Rsed, g));
-            }
-        }
-        let lost_code: Vec<usize> = (0..k).filter(|&g| self.rseds[g].is_none()).collect();
-        let mut code_temps = Vec::new();
-        if !lost_code.is_empty() {
-            let inputs: Vec<&[u8]> = self
-                .ranks
-                .iter()
-                .map(|r| r.as_ref().map_or(&[][..], |(fs, m)| prefix(m.bytes(), *fs)))
-                .collect();
-            let targets: Vec<(PathBuf, u64)> = lost_code
-                .iter()
-                .map(|&g| {
-                    let fs = self.ranks[g].as_ref().map_or(0, |(fs, _)| *fs);
-                    (self.group.path(FileKind::Rsed, g), fs)
-                })
-                .collect();
-            code_temps = write_code(
-                storage,
-                &code.encoder(&lost_code),
-                &inputs,
-                max_fs,
-                &targets,
-                opts,
-            )?;
-            for (path, _) in targets {
-                let stale_code = report.stale.contains(&path);
-                report.files.push(RebuiltFile {
-                    path,
-                    kind: FileKind::Rsed,
-                    last_byte: None,
-                    stale_code,
-                });
-            }
-        }
+        let mut rank_temps = self.decode_ranks(storage, opts, &code, max_fs, &mut report)?;
+        let mut code_temps = self.encode_lost_code(storage, opts, &code, max_fs, &mut report)?;
         // Unmap the temporary Rank files before renaming them.
         self.ranks.clear();
         rank_temps.append(&mut code_temps);
         publish(storage, rank_temps, &self.group.dir, opts.sync)?;
         Ok(report)
+    }
+
+    /// Rebuilds the lost Rank files by decoding (into temporary files, returned), then checks
+    /// the code files the decoder did not use against them; stale ones count as lost.
+    fn decode_ranks<'s>(
+        &mut self,
+        storage: &'s dyn Storage,
+        opts: &Options,
+        code: &Code,
+        max_fs: u64,
+        report: &mut Rebuilt,
+    ) -> Result<Vec<TempFile<'s>>> {
+        let k = self.group.k();
+        let lost_ranks: Vec<usize> = (0..k).filter(|&g| self.ranks[g].is_none()).collect();
+        let mut rank_temps = Vec::new();
+        if lost_ranks.is_empty() {
+            return Ok(rank_temps);
+        }
+        let parity: Vec<usize> = (0..k).filter(|&g| self.rseds[g].is_some()).collect();
+        let dec = code.decoder(&lost_ranks, &parity)?;
+        let inputs: Vec<&[u8]> = dec
+            .inputs
+            .iter()
+            .map(|s| match *s {
+                Shard::Data(j) => self.ranks[j].as_ref().map(|(fs, m)| prefix(m.bytes(), *fs)),
+                Shard::Parity(i) => self.rseds[i]
+                    .as_ref()
+                    .map(|(_, m)| prefix(m.bytes(), max_fs)),
+            })
+            .map(Option::unwrap_or_default)
+            .collect();
+        let mut temps = dec
+            .lost
+            .iter()
+            .map(|&g| TempFile::create(storage, &self.group.path(FileKind::Rank, g)))
+            .collect::<Result<Vec<_>>>()?;
+        apply(&dec.matrix, &inputs, max_fs as usize, |offset, pieces| {
+            for_each_output(&mut temps, pieces, |temp, piece| {
+                temp.file
+                    .write_all_at(piece, offset as u64)
+                    .map_err(|e| Error::from(e).with_path(&temp.path))
+            })
+        })?;
+        for (temp, &g) in temps.into_iter().zip(&dec.lost) {
+            let expected_fs = self.rseds[g].as_ref().map(|(size, _)| *size);
+            let (fs, last_byte) = finish_rank(&temp, max_fs, expected_fs, opts.sync)
+                .map_err(|e| e.with_path(&temp.target))?;
+            self.ranks[g] = Some((fs, MappedFile::open(&temp.path)?));
+            report.files.push(RebuiltFile {
+                path: temp.target.clone(),
+                kind: FileKind::Rank,
+                last_byte,
+                stale_code: false,
+            });
+            rank_temps.push(temp);
+        }
+        // The decoder used the first surviving code files; check the others now.
+        let unchecked: Vec<usize> = parity
+            .iter()
+            .copied()
+            .filter(|&g| !self.checked[g] && !dec.inputs.contains(&Shard::Parity(g)))
+            .collect();
+        let stale = self.compare_code(&unchecked)?;
+        self.mark_stale(&stale);
+        for (g, _) in stale {
+            report.stale.push(self.group.path(FileKind::Rsed, g));
+        }
+        Ok(rank_temps)
+    }
+
+    /// Encodes the lost (or stale) code files again from the complete Rank files, into
+    /// temporary files (returned).
+    fn encode_lost_code<'s>(
+        &self,
+        storage: &'s dyn Storage,
+        opts: &Options,
+        code: &Code,
+        max_fs: u64,
+        report: &mut Rebuilt,
+    ) -> Result<Vec<TempFile<'s>>> {
+        let k = self.group.k();
+        let lost_code: Vec<usize> = (0..k).filter(|&g| self.rseds[g].is_none()).collect();
+        if lost_code.is_empty() {
+            return Ok(Vec::new());
+        }
+        let inputs: Vec<&[u8]> = self
+            .ranks
+            .iter()
+            .map(|r| r.as_ref().map_or(&[][..], |(fs, m)| prefix(m.bytes(), *fs)))
+            .collect();
+        let targets: Vec<(PathBuf, u64)> = lost_code
+            .iter()
+            .map(|&g| {
+                let fs = self.ranks[g].as_ref().map_or(0, |(fs, _)| *fs);
+                (self.group.path(FileKind::Rsed, g), fs)
+            })
+            .collect();
+        let code_temps = write_code(
+            storage,
+            &code.encoder(&lost_code),
+            &inputs,
+            max_fs,
+            &targets,
+            opts,
+        )?;
+        for (path, _) in targets {
+            let stale_code = report.stale.contains(&path);
+            report.files.push(RebuiltFile {
+                path,
+                kind: FileKind::Rsed,
+                last_byte: None,
+                stale_code,
+            });
+        }
+        Ok(code_temps)
     }
 }
 
