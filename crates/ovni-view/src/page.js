@@ -356,15 +356,26 @@
   });
   const wholeScope = scope ? scope.textContent : "";
   let tablesFor = "0," + DUR, tablesTimer = null;
+  // Every stored interval of a row, sorted by start (each level's list is sorted: merged).
   function allIntervals(row) {
     if (row.all) return row.all;
     const gs = [];
     for (let g = 0; g < W.length; g++) gs.push(group(row, g));
     gs.push(restOf(row));
-    const idx = [];
-    gs.forEach(function (g, gi) { for (let i = 0; i < g.n; i++) idx.push([g.t0[i], g.du[i], g.v[i]]); });
-    idx.sort(function (a, b) { return a[0] - b[0]; });
-    return (row.all = idx);
+    let n = 0;
+    for (const g of gs) n += g.n;
+    const t0 = new Float64Array(n), du = new Float64Array(n), v = new Float64Array(n), pos = gs.map(function () { return 0; });
+    let maxd = 0;
+    for (let i = 0; i < n; i++) {
+      let best = -1;
+      for (let j = 0; j < gs.length; j++) {
+        if (pos[j] < gs[j].n && (best < 0 || gs[j].t0[pos[j]] < gs[best].t0[pos[best]])) best = j;
+      }
+      const g = gs[best], k = pos[best]++;
+      t0[i] = g.t0[k]; du[i] = g.du[k]; v[i] = g.v[k];
+      if (du[i] > maxd) maxd = du[i];
+    }
+    return (row.all = { n: n, t0: t0, du: du, v: v, maxd: maxd });
   }
   function humanNs(ns) {
     if (ns < 1e3) return ns + " ns";
@@ -372,17 +383,22 @@
     if (ns < 1e9) return (ns / 1e6).toFixed(2) + " ms";
     return (ns / 1e9).toFixed(3) + " s";
   }
-  function clipped(iv, a, b) { return Math.max(0, Math.min(iv[0] + iv[1], b) - Math.max(iv[0], a)); }
-  function inWindow(list, a, b) {
-    return list.filter(function (iv) { return iv[0] < b && iv[0] + iv[1] > a; });
+  // The intervals of a row that overlap a..b, as [start, length, value].
+  function inWindow(row, a, b) {
+    const all = allIntervals(row), out = [];
+    for (let i = lowerBound(all.t0, all.n, a - all.maxd); i < all.n && all.t0[i] < b; i++) {
+      if (all.t0[i] + all.du[i] > a) out.push([all.t0[i], all.du[i], all.v[i]]);
+    }
+    return out;
   }
+  function clipped(iv, a, b) { return Math.max(0, Math.min(iv[0] + iv[1], b) - Math.max(iv[0], a)); }
   // Per mark type of a thread: value -> [count, ns on top of its stack within a..b].
   function threadMarks(th, a, b) {
     const byType = new Map();
     th.rows.slice(1).forEach(function (id) {
       const r = rows[id];
       if (!byType.has(r.ty)) byType.set(r.ty, []);
-      byType.get(r.ty)[r.d] = inWindow(allIntervals(r), a, b);
+      byType.get(r.ty)[r.d] = inWindow(r, a, b);
     });
     const out = new Map();
     byType.forEach(function (depths, ty) {
@@ -435,7 +451,7 @@
       });
       markRows.push.apply(markRows, summed);
       const st = [0, 0, 0, 0, 0, 0];
-      for (const iv of inWindow(allIntervals(rows[th.rows[0]]), a, b)) st[iv[2]] += clipped(iv, a, b);
+      for (const iv of inWindow(rows[th.rows[0]], a, b)) st[iv[2]] += clipped(iv, a, b);
       stateRows.push([[th.name, 1], [rankText(th)]].concat(st.map(function (ns) { return [humanNs(ns)]; })));
     });
     if (markTable) fillRows(markTable, markRows);

@@ -367,8 +367,8 @@ pub fn render(model: &Model, opts: &PageOptions) -> String {
     flags(model, &mut out);
     out.push_str(concat!(
         "<div class=\"controls\"><button id=\"ov-cpu\" type=\"button\">CPU view</button> ",
-        "<span id=\"ov-cpu-note\" hidden>no CPU view: every thread ran on its loom's virtual CPU, ",
-        "so the trace does not say which CPU ran what</span> ",
+        "<span id=\"ov-cpu-note\" hidden>(no CPU view: every thread ran on its loom's virtual CPU, ",
+        "the trace does not say which CPU ran what)</span> ",
         "<button id=\"ov-in\" type=\"button\">+</button> <button id=\"ov-out\" type=\"button\">−</button> ",
         "<button id=\"ov-reset\" type=\"button\">whole trace</button> ",
         "<span class=\"help\">wheel or +/− zoom, drag or ←/→ pan, 0 whole trace, c CPU view; ",

@@ -261,7 +261,8 @@ fn the_legend_names_the_states_and_the_runtime_marks() {
 }
 
 /// A thread setting an iteration number 350 times, a labelled type with 40 values pushed
-/// once each (both summarised), a labelled type with 3 values (listed), hostile titles.
+/// once each (both summarised), a labelled stack type with 3 values (listed, sometimes two
+/// deep), hostile titles.
 fn iterations(dir: &Path) {
     let p = process(dir, 50);
     let labels40: Vec<(i64, String)> = (1..=40).map(|v| (v, format!("item {v}"))).collect();
@@ -285,6 +286,11 @@ fn iterations(dir: &Path) {
             events.push((t + 200, Ev::Pop(2, i as i64 + 1)));
         }
         events.push((t + 300, Ev::Push(3, (i % 3) as i64 + 1)));
+        if i % 5 == 0 {
+            // Nested in its own stack: Blue on top for 150 ns.
+            events.push((t + 400, Ev::Push(3, 1)));
+            events.push((t + 550, Ev::Pop(3, 1)));
+        }
         events.push((t + 600, Ev::Pop(3, (i % 3) as i64 + 1)));
     }
     events.push((400_000, Ev::Set(1, 0)));
