@@ -355,6 +355,8 @@
     return t ? Array.prototype.slice.call(t.rows, 1).map(function (r) { return r.cloneNode(true); }) : [];
   });
   const wholeScope = scope ? scope.textContent : "";
+  const before = scope ? scope.previousElementSibling : null;
+  const afterCheckpoints = before !== null && before.tagName === "TABLE";
   let tablesFor = "0," + DUR, tablesTimer = null;
   // Every stored interval of a row, sorted by start (each level's list is sorted: merged).
   function allIntervals(row) {
@@ -473,7 +475,8 @@
       return;
     }
     windowTables(v0, v1);
-    scope.textContent = "The tables below are of the window shown, " + fmt(v0) + " \u2013 " + fmt(v1) +
+    scope.textContent = (afterCheckpoints ? "The checkpoint table above is of the whole trace. " : "") +
+      "The tables below are of the window shown, " + fmt(v0) + " \u2013 " + fmt(v1) +
       " (" + fmt(v1 - v0) + "): counts are intervals in the window, times their parts in it. Key 0: whole trace.";
   }
   function tablesLater() {

@@ -234,14 +234,23 @@ fn threads_are_shown_under_their_process_rank() {
 }
 
 #[test]
-fn the_legend_names_the_states_and_the_runtime_marks() {
+fn the_legend_names_the_states_and_the_runtime_marks_and_the_checkpoint_table_stays_whole() {
     let tmp = tempfile::tempdir().unwrap();
     let trace = runtime_trace(tmp.path(), false);
     let file = tmp.path().join("t.html");
     page(&trace, &file);
-    let Some(dom) = chromium("", &file) else {
+    let s = ovni_view::Summary::of(&Model::build(&ovni::Trace::open(&trace).unwrap()));
+    let middle = format!("#t0={}&t1={}", s.start_ns + 1000, s.end_ns - 1000);
+    let Some(dom) = chromium(&middle, &file) else {
         return;
     };
+    // The checkpoint table stays that of the whole trace, and the page says so.
+    let scope = element(&dom, "p", "ov-table-scope");
+    assert!(
+        scope.contains("checkpoint table above is of the whole trace"),
+        "{scope}"
+    );
+    assert!(scope.contains("window shown"), "{scope}");
     let legend = element(&dom, "div", "ov-legend");
     for text in [
         "Running",
@@ -410,6 +419,10 @@ fn the_tables_follow_the_zoom_window() {
     assert_eq!(render_attr(&dom, "data-view"), format!("{a},{b}"));
     let scope = element(&dom, "p", "ov-table-scope");
     assert!(scope.contains("window shown"), "{scope}");
+    assert!(
+        !scope.contains("checkpoint table"),
+        "no checkpoint table here: {scope}"
+    );
     let (marks, states) = window_oracle(&trace, a, b);
     let rows = table(&dom, "ov-marks");
     // Colors: listed, value by value.
