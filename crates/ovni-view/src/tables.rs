@@ -153,3 +153,45 @@ fn state_table(model: &Model, out: &mut String) {
     }
     out.push_str("</table>\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Held, MarkType, Thread};
+
+    /// A model whose one thread held type 1's `values`, labelled when `labelled`.
+    fn model_with(values: impl IntoIterator<Item = i64>, labelled: bool) -> Model {
+        let mut th = Thread::default();
+        let mut ty = MarkType::default();
+        for v in values {
+            th.held.insert((1, v), Held::default());
+            if labelled {
+                ty.labels.insert(v, format!("checkpoint {v}"));
+            }
+        }
+        let mut model = Model {
+            threads: vec![th],
+            ..Model::default()
+        };
+        model.mark_types.insert(1, ty);
+        model
+    }
+
+    fn summarised(values: impl IntoIterator<Item = i64>, labelled: bool) -> bool {
+        type_values(&model_with(values, labelled))[&1].summarised
+    }
+
+    #[test]
+    fn counters_and_many_values_are_summarised() {
+        // An unlabelled counter from 8 values on.
+        assert!(!summarised(1..=7, false));
+        assert!(summarised(1..=8, false));
+        assert!(summarised(-3..=300, false));
+        // Labelled values (the runtime's checkpoint ids) are listed up to 32.
+        assert!(!summarised(1..=32, true));
+        assert!(summarised(1..=33, true));
+        // Unlabelled values that do not count are listed up to 32 too.
+        assert!(!summarised((1..=20).map(|v| v * 10), false));
+        assert!(summarised((1..=33).map(|v| v * 10), false));
+    }
+}
