@@ -8,7 +8,8 @@
 //!   (recognised by their mark titles);
 //! * [`lod`]: the level-of-detail pre-aggregation that keeps a page of millions of events
 //!   small and fast to open;
-//! * [`page`]: the HTML page (`ovniview`), with everything inline.
+//! * [`page`]: the HTML page (`ovniview`), with everything inline; [`tables`]: its tables of
+//!   time per mark value and thread state.
 //!
 //! The library never prints; untrusted bytes never panic (every read goes through the `ovni`
 //! crate's bounds-checked reader).
@@ -20,6 +21,7 @@ pub mod model;
 pub mod page;
 pub mod runtime;
 pub mod summary;
+pub mod tables;
 
 use std::path::{Path, PathBuf};
 

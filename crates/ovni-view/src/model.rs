@@ -168,6 +168,10 @@ pub struct Thread {
     pub tid: i64,
     /// `ovni.rank`, if the stream has one.
     pub rank: Option<i64>,
+    /// The rank the thread is shown under: its own, else that of its process's main thread
+    /// (tid = pid), else the only rank its process's other threads set (threads an
+    /// application starts after its main thread set the rank carry none of their own).
+    pub process_rank: Option<i64>,
     /// Events read from the stream.
     pub events: u64,
     /// Clock of the first event.
@@ -209,7 +213,8 @@ pub struct MarkType {
 /// The whole trace as intervals.
 #[derive(Debug, Clone, Default)]
 pub struct Model {
-    /// Threads, sorted by loom, pid and tid.
+    /// Threads, sorted by loom, pid, [`Thread::process_rank`] and tid (a rank's threads
+    /// together).
     pub threads: Vec<Thread>,
     /// Mark types by type.
     pub mark_types: BTreeMap<i64, MarkType>,
@@ -231,8 +236,15 @@ impl Model {
             model.events += thread.events;
             model.threads.push(thread);
         }
+        set_process_ranks(&mut model.threads);
         model.threads.sort_by(|a, b| {
-            (&a.loom, a.pid, a.tid, &a.name).cmp(&(&b.loom, b.pid, b.tid, &b.name))
+            (&a.loom, a.pid, a.process_rank, a.tid, &a.name).cmp(&(
+                &b.loom,
+                b.pid,
+                b.process_rank,
+                b.tid,
+                &b.name,
+            ))
         });
         let firsts = model.threads.iter().filter_map(|t| t.first);
         let lasts = model.threads.iter().filter_map(|t| t.last);
@@ -282,6 +294,28 @@ impl Model {
     /// Whether any thread is flagged.
     pub fn is_flagged(&self) -> bool {
         self.threads.iter().any(Thread::is_flagged)
+    }
+}
+
+/// Sets [`Thread::process_rank`] of every thread.
+fn set_process_ranks(threads: &mut [Thread]) {
+    // Per (loom, pid): the main thread's rank, and the ranks of all its threads.
+    type Ranks = (Option<i64>, std::collections::BTreeSet<i64>);
+    let mut procs: BTreeMap<(String, i64), Ranks> = BTreeMap::new();
+    for th in threads.iter() {
+        let e = procs.entry((th.loom.clone(), th.pid)).or_default();
+        if let Some(r) = th.rank {
+            if th.tid == th.pid {
+                e.0 = Some(r);
+            }
+            e.1.insert(r);
+        }
+    }
+    for th in threads.iter_mut() {
+        th.process_rank = th.rank.or_else(|| {
+            let (main, all) = procs.get(&(th.loom.clone(), th.pid))?;
+            main.or_else(|| (all.len() == 1).then(|| all.first().copied()).flatten())
+        });
     }
 }
 

@@ -71,6 +71,8 @@
   const panel = document.getElementById("ov-events");
   const ctx = canvas.getContext("2d");
   let cpuMode = false, v0 = 0, v1 = DUR, lines = [], cw = 800;
+  // Without a thread on a real CPU the CPU view would stack every thread on a virtual CPU.
+  const HAS_CPUS = D.cpus.length > 0;
 
   function typeTitle(ty) { const t = D.types[ty]; return t ? t.title : "mark " + ty; }
   function valueLabel(row, v) {
@@ -213,6 +215,8 @@
     mark.dataset.view = (START + BigInt(Math.round(v0))) + "," + (START + BigInt(Math.round(v1)));
     mark.dataset.mode = cpuMode ? "cpu" : "threads";
     document.getElementById("ov-cpu").textContent = cpuMode ? "thread view" : "CPU view";
+    if (legendMode !== cpuMode) { legendMode = cpuMode; legend(); }
+    tablesLater();
   }
 
   function setWindow(a, b) {
@@ -231,7 +235,7 @@
       if (h.has("t1")) b = Number(BigInt(h.get("t1")) - START);
     } catch (e) { a = 0; b = DUR; }
     if (!(b > a)) { a = 0; b = DUR; }
-    const mode = h.get("view") === "cpu";
+    const mode = h.get("view") === "cpu" && HAS_CPUS;
     if (mode !== cpuMode) { cpuMode = mode; layout(); }
     v0 = Math.max(0, a); v1 = Math.min(DUR, b);
     if (!(v1 > v0)) { v0 = 0; v1 = DUR; }
@@ -240,7 +244,7 @@
     const t = at === undefined ? (v0 + v1) / 2 : at;
     setWindow(t - (t - v0) * f, t + (v1 - t) * f);
   }
-  function toggleCpu() { cpuMode = !cpuMode; layout(); setWindow(v0, v1); }
+  function toggleCpu() { if (HAS_CPUS) { cpuMode = !cpuMode; layout(); setWindow(v0, v1); } }
 
   // What is under the mouse: an exact interval or a bucket.
   function hit(ev) {
@@ -293,6 +297,191 @@
       (open ? "never popped: still open at the thread's last event (clock " + b + ")"
         : "OM] (or the next OM=) at clock " + b + ": pop mark with value " + h.v + " from type " + row.ty) +
       "\nduration " + h.du + " ns";
+  }
+
+  // The legend: what the colours of the current view mean (text set as text, never markup).
+  let legendMode = null;
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function swatch(parent, col, text) {
+    const s = el("span", "lg-item");
+    const box = el("i", "lg-box");
+    box.style.background = col;
+    s.appendChild(box); s.appendChild(document.createTextNode(text));
+    parent.appendChild(s);
+  }
+  const LEGEND_VALUES = 12;
+  function legend() {
+    const box = document.getElementById("ov-legend");
+    box.textContent = "";
+    if (cpuMode) {
+      const line = el("div", "lg-line");
+      line.appendChild(el("b", "", "CPU rows, the thread active: "));
+      D.threads.slice(0, LEGEND_VALUES).forEach(function (th, i) { swatch(line, color({ k: "c" }, i), th.name); });
+      if (D.threads.length > LEGEND_VALUES) line.appendChild(el("span", "lg-more", "and " + (D.threads.length - LEGEND_VALUES) + " more threads"));
+      box.appendChild(line);
+      return;
+    }
+    const states = el("div", "lg-line");
+    states.appendChild(el("b", "", "Thread states: "));
+    D.states.forEach(function (name, v) { swatch(states, STATE_COL[v], name); });
+    states.appendChild(el("span", "lg-more", "red cap: mark still open at the thread's last event; red line: where a crashed thread's trace stops; low bars: short intervals aggregated (zoom in)"));
+    box.appendChild(states);
+    for (const ty of Object.keys(D.types)) {
+      const t = D.types[ty], vals = t.values;
+      if (!vals) continue;
+      const line = el("div", "lg-line");
+      line.appendChild(el("b", "", t.title + " (" + ty + "): "));
+      const row = { k: "m", ty: Number(ty) };
+      if (Array.isArray(vals)) {
+        vals.slice(0, LEGEND_VALUES).forEach(function (v) { swatch(line, color(row, v), valueLabel(row, v)); });
+        if (vals.length > LEGEND_VALUES) line.appendChild(el("span", "lg-more", "and " + (vals.length - LEGEND_VALUES) + " more values"));
+      } else {
+        line.appendChild(el("span", "lg-more", vals.n + " values, " + vals.min + " to " + vals.max + ": one colour each, summarised in the tables"));
+      }
+      box.appendChild(line);
+    }
+  }
+
+  // The tables of time per mark value and per thread state, for the window shown: from every
+  // stored interval, so only on a complete page (else they stay those of the whole trace).
+  const markTable = document.getElementById("ov-marks"), stateTable = document.getElementById("ov-states");
+  const scope = document.getElementById("ov-table-scope");
+  const wholeRows = [markTable, stateTable].map(function (t) {
+    return t ? Array.prototype.slice.call(t.rows, 1).map(function (r) { return r.cloneNode(true); }) : [];
+  });
+  const wholeScope = scope ? scope.textContent : "";
+  const before = scope ? scope.previousElementSibling : null;
+  const afterCheckpoints = before !== null && before.tagName === "TABLE";
+  let tablesFor = "0," + DUR, tablesTimer = null;
+  // Every stored interval of a row, sorted by start (each level's list is sorted: merged).
+  function allIntervals(row) {
+    if (row.all) return row.all;
+    const gs = [];
+    for (let g = 0; g < W.length; g++) gs.push(group(row, g));
+    gs.push(restOf(row));
+    let n = 0;
+    for (const g of gs) n += g.n;
+    const t0 = new Float64Array(n), du = new Float64Array(n), v = new Float64Array(n), pos = gs.map(function () { return 0; });
+    let maxd = 0;
+    for (let i = 0; i < n; i++) {
+      let best = -1;
+      for (let j = 0; j < gs.length; j++) {
+        if (pos[j] < gs[j].n && (best < 0 || gs[j].t0[pos[j]] < gs[best].t0[pos[best]])) best = j;
+      }
+      const g = gs[best], k = pos[best]++;
+      t0[i] = g.t0[k]; du[i] = g.du[k]; v[i] = g.v[k];
+      if (du[i] > maxd) maxd = du[i];
+    }
+    return (row.all = { n: n, t0: t0, du: du, v: v, maxd: maxd });
+  }
+  function humanNs(ns) {
+    if (ns < 1e3) return ns + " ns";
+    if (ns < 1e6) return (ns / 1e3).toFixed(2) + " \u00b5s";
+    if (ns < 1e9) return (ns / 1e6).toFixed(2) + " ms";
+    return (ns / 1e9).toFixed(3) + " s";
+  }
+  // The intervals of a row that overlap a..b, as [start, length, value].
+  function inWindow(row, a, b) {
+    const all = allIntervals(row), out = [];
+    for (let i = lowerBound(all.t0, all.n, a - all.maxd); i < all.n && all.t0[i] < b; i++) {
+      if (all.t0[i] + all.du[i] > a) out.push([all.t0[i], all.du[i], all.v[i]]);
+    }
+    return out;
+  }
+  function clipped(iv, a, b) { return Math.max(0, Math.min(iv[0] + iv[1], b) - Math.max(iv[0], a)); }
+  // Per mark type of a thread: value -> [count, ns on top of its stack within a..b].
+  function threadMarks(th, a, b) {
+    const byType = new Map();
+    th.rows.slice(1).forEach(function (id) {
+      const r = rows[id];
+      if (!byType.has(r.ty)) byType.set(r.ty, []);
+      byType.get(r.ty)[r.d] = inWindow(r, a, b);
+    });
+    const out = new Map();
+    byType.forEach(function (depths, ty) {
+      const vals = new Map();
+      const add = function (v, c, ns) { const e = vals.get(v) || [0, 0]; e[0] += c; e[1] += ns; vals.set(v, e); };
+      for (let d = 0; d < depths.length; d++) {
+        const list = depths[d] || [];
+        for (const iv of list) add(iv[2], 1, clipped(iv, a, b));
+        // Time under a deeper entry is not on top: take it from the entry around it.
+        for (const q of depths[d + 1] || []) {
+          let lo = 0, hi = list.length;
+          while (lo < hi) { const mid = (lo + hi) >> 1; if (list[mid][0] <= q[0]) lo = mid + 1; else hi = mid; }
+          const p = list[lo - 1];
+          if (p && p[0] + p[1] >= q[0] + q[1]) add(p[2], 0, -clipped(q, a, b));
+        }
+      }
+      out.set(ty, vals);
+    });
+    return out;
+  }
+  function fillRows(table, rowsOut) {
+    while (table.rows.length > 1) table.deleteRow(1);
+    for (const cells of rowsOut) {
+      const tr = table.insertRow();
+      for (const c of cells) { const td = tr.insertCell(); td.textContent = c[0]; if (c[1]) td.className = "t"; }
+    }
+  }
+  function rankText(th) { return th.rank === null ? "-" : String(th.rank); }
+  function windowTables(a, b) {
+    const markRows = [], stateRows = [];
+    D.threads.forEach(function (th) {
+      const per = threadMarks(th, a, b), summed = [];
+      Array.from(per.keys()).sort(function (x, y) { return x - y; }).forEach(function (ty) {
+        const t = D.types[ty], title = t ? t.title + " (" + ty + ")" : String(ty);
+        const vals = Array.from(per.get(ty).keys()).sort(function (x, y) { return x - y; });
+        if (!vals.length) return;
+        const row = { k: "m", ty: ty };
+        if (t && t.values && !Array.isArray(t.values)) {
+          let c = 0, ns = 0;
+          for (const v of vals) { const e = per.get(ty).get(v); c += e[0]; ns += e[1]; }
+          summed.push([[th.name, 1], [rankText(th)], [title, 1],
+            [vals.length + " values, " + vals[0] + " to " + vals[vals.length - 1], 1],
+            [String(c)], [humanNs(ns)], [String(ns)]]);
+          return;
+        }
+        for (const v of vals) {
+          const e = per.get(ty).get(v), lab = t && t.labels[v] !== undefined ? valueLabel(row, v) + " (" + v + ")" : String(v);
+          markRows.push([[th.name, 1], [rankText(th)], [title, 1], [lab, 1], [String(e[0])], [humanNs(e[1])], [String(e[1])]]);
+        }
+      });
+      markRows.push.apply(markRows, summed);
+      const st = [0, 0, 0, 0, 0, 0];
+      for (const iv of inWindow(rows[th.rows[0]], a, b)) st[iv[2]] += clipped(iv, a, b);
+      stateRows.push([[th.name, 1], [rankText(th)]].concat(st.map(function (ns) { return [humanNs(ns)]; })));
+    });
+    if (markTable) fillRows(markTable, markRows);
+    if (stateTable) fillRows(stateTable, stateRows);
+  }
+  function updateTables() {
+    const key = Math.round(v0) + "," + Math.round(v1);
+    if (key === tablesFor || !scope) return;
+    tablesFor = key;
+    const whole = v0 <= 0 && v1 >= DUR;
+    if (whole || !D.complete) {
+      [markTable, stateTable].forEach(function (t, i) {
+        if (!t) return;
+        while (t.rows.length > 1) t.deleteRow(1);
+        for (const r of wholeRows[i]) t.tBodies[0].appendChild(r.cloneNode(true));
+      });
+      scope.textContent = whole ? wholeScope : "The tables below are of the whole trace: this page " +
+        "stores its shortest intervals aggregated (its size limit), so the window's times are not known exactly.";
+      return;
+    }
+    windowTables(v0, v1);
+    scope.textContent = (afterCheckpoints ? "The checkpoint table above is of the whole trace. " : "") +
+      "The tables below are of the window shown, " + fmt(v0) + " \u2013 " + fmt(v1) +
+      " (" + fmt(v1 - v0) + "): counts are intervals in the window, times their parts in it. Key 0: whole trace.";
+  }
+  function tablesLater() {
+    if (tablesTimer !== null) clearTimeout(tablesTimer);
+    tablesTimer = setTimeout(function () { tablesTimer = null; updateTables(); }, 150);
   }
 
   let drag = null;
@@ -349,8 +538,13 @@
   window.addEventListener("hashchange", function () { readHash(); draw(); });
   window.addEventListener("resize", function () { layout(); draw(); });
 
+  if (!HAS_CPUS) {
+    document.getElementById("ov-cpu").disabled = true;
+    document.getElementById("ov-cpu-note").hidden = false;
+  }
   layout();
   readHash();
   draw();
+  updateTables();
   document.getElementById("ovniview-render").dataset.ms = performance.now().toFixed(1);
 })();

@@ -15,6 +15,7 @@ use crate::html::{escape, script_json};
 use crate::lod::{self, Lod};
 use crate::model::{Model, Span, State, Thread};
 use crate::summary::{checkpoint_table, Summary};
+use crate::tables::type_values;
 
 const PAGE_JS: &str = include_str!("page.js");
 const PAGE_CSS: &str = include_str!("page.css");
@@ -147,7 +148,10 @@ fn push_packed(out: &mut String, nums: Option<&Vec<i64>>, signed: usize) {
 }
 
 fn group_name(th: &Thread) -> String {
-    let rank = th.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
+    let rank = th
+        .process_rank
+        .map(|r| format!(" rank {r}"))
+        .unwrap_or_default();
     format!("{} / proc {}{}", th.loom, th.pid, rank)
 }
 
@@ -163,18 +167,30 @@ fn data_json(model: &Model, opts: &PageOptions) -> Data {
                 "name": th.name,
                 "tid": th.tid,
                 "group": group_name(th),
+                "rank": th.process_rank,
                 "flags": th.flags.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 "end": th.last.map(|l| l - model.start),
                 "rows": ids,
             })
         })
         .collect();
-    let cpus = cpu_rows(model, &mut rows);
+    // Threads on a loom's virtual CPU only (the fti-rs runtime's, for one): no CPU is known,
+    // and a CPU view would stack every thread on one row.
+    let real_cpus = model
+        .threads
+        .iter()
+        .any(|t| t.cpus.iter().any(|c| c.value >= 0));
+    let cpus = if real_cpus {
+        cpu_rows(model, &mut rows)
+    } else {
+        Vec::new()
+    };
     let spans: Vec<Vec<Span>> = rows
         .iter_mut()
         .map(|r| std::mem::take(&mut r.spans))
         .collect();
     let lod: Lod = lod::build(&spans, model.end - model.start, opts.max_bytes);
+    let used = type_values(model);
     let types: serde_json::Map<String, Value> = model
         .mark_types
         .iter()
@@ -184,7 +200,16 @@ fn data_json(model: &Model, opts: &PageOptions) -> Data {
                 .iter()
                 .map(|(v, l)| (v.to_string(), l.clone().into()))
                 .collect();
-            (ty.to_string(), json!({"title": m.title, "labels": labels}))
+            let mut t = json!({"title": m.title, "labels": labels});
+            // The values drawn (for the legend), or how many when the type is summarised.
+            if let Some(u) = used.get(ty) {
+                t["values"] = if u.summarised {
+                    json!({"n": u.values.len(), "min": u.values.first(), "max": u.values.last()})
+                } else {
+                    json!(u.values)
+                };
+            }
+            (ty.to_string(), t)
         })
         .collect();
     let head = json!({
@@ -296,64 +321,7 @@ fn tables(model: &Model, out: &mut String) {
         }
         out.push_str("</table>\n");
     }
-    if model.threads.iter().all(|t| t.held.is_empty()) {
-        out.push_str("<h2>Time per mark value</h2>\n<p>No marks in this trace.</p>\n");
-    } else {
-        mark_table(model, out);
-    }
-    state_table(model, out);
-}
-
-/// Time per mark value per thread.
-fn mark_table(model: &Model, out: &mut String) {
-    out.push_str("<h2>Time per mark value</h2>\n<table class=\"num\"><tr><th>thread</th><th>rank</th><th>mark type</th><th>value</th><th>count</th><th>on top</th><th>ns</th></tr>\n");
-    for th in &model.threads {
-        for (&(ty, value), held) in &th.held {
-            let title = model
-                .mark_types
-                .get(&ty)
-                .map_or_else(|| ty.to_string(), |m| format!("{} ({ty})", m.title));
-            let label = model
-                .label(ty, value)
-                .map_or_else(|| value.to_string(), |l| format!("{l} ({value})"));
-            let _ = writeln!(
-                out,
-                "<tr><td class=\"t\">{}</td><td>{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                escape(&th.name),
-                rank_text(th.rank),
-                escape(&title),
-                escape(&label),
-                held.count,
-                human_ns(held.total_ns),
-                held.total_ns
-            );
-        }
-    }
-    out.push_str("</table>\n");
-}
-
-/// Time per thread state per thread.
-fn state_table(model: &Model, out: &mut String) {
-    out.push_str(
-        "<h2>Time per thread state</h2>\n<table class=\"num\"><tr><th>thread</th><th>rank</th>",
-    );
-    for s in State::ALL {
-        let _ = write!(out, "<th>{}</th>", s.name());
-    }
-    out.push_str("</tr>\n");
-    for th in &model.threads {
-        let _ = write!(
-            out,
-            "<tr><td class=\"t\">{}</td><td>{}</td>",
-            escape(&th.name),
-            rank_text(th.rank)
-        );
-        for s in State::ALL {
-            let _ = write!(out, "<td>{}</td>", human_ns(th.state_ns[s as usize]));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</table>\n");
+    crate::tables::write(model, out);
 }
 
 fn flags(model: &Model, out: &mut String) {
@@ -399,11 +367,14 @@ pub fn render(model: &Model, opts: &PageOptions) -> String {
     flags(model, &mut out);
     out.push_str(concat!(
         "<div class=\"controls\"><button id=\"ov-cpu\" type=\"button\">CPU view</button> ",
+        "<span id=\"ov-cpu-note\" hidden>(no CPU view: every thread ran on its loom's virtual CPU, ",
+        "the trace does not say which CPU ran what)</span> ",
         "<button id=\"ov-in\" type=\"button\">+</button> <button id=\"ov-out\" type=\"button\">−</button> ",
         "<button id=\"ov-reset\" type=\"button\">whole trace</button> ",
         "<span class=\"help\">wheel or +/− zoom, drag or ←/→ pan, 0 whole trace, c CPU view; ",
         "the window is in the address (#t0=…&amp;t1=…, raw clocks in ns)</span> ",
         "<span id=\"ov-window\"></span> <span id=\"ov-detail\"></span></div>\n</header>\n",
+        "<div id=\"ov-legend\"></div>\n",
         "<div id=\"ov-view\"><canvas id=\"ov-canvas\"></canvas></div>\n",
         "<div id=\"ov-tip\" hidden></div>\n<div id=\"ov-events\" hidden></div>\n",
         "<div id=\"ovniview-render\" hidden></div>\n<section id=\"ov-summary\">\n"

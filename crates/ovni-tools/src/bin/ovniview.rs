@@ -8,11 +8,13 @@ use clap::Parser;
 use ovni_view::{PageOptions, Summary};
 
 /// Draw an ovni trace as one self-contained HTML file: a lane per thread (grouped by loom,
-/// process and rank) coloured by thread state, with each thread's mark stacks as nested
-/// labelled bars; a CPU view; zoom and pan (wheel/drag, +/-, arrows, 0); the window in the
-/// address (#t0=NS&t1=NS, raw clocks in ns); hover and click for intervals and their events; and
-/// tables of the time per mark value, per checkpoint level and phase (fti-rs traces) and per
-/// thread state.
+/// process and rank; a thread without a rank under its process's) coloured by thread state,
+/// with each thread's mark stacks as nested labelled bars, and a legend of the colours; a CPU
+/// view when threads ran on real CPUs; zoom and pan (wheel/drag, +/-, arrows, 0); the window
+/// in the address (#t0=NS&t1=NS, raw clocks in ns); hover and click for intervals and their
+/// events; and tables of the time per checkpoint level and phase (fti-rs traces, whole trace),
+/// per mark value (a type with many or counting values in one row per thread) and per thread
+/// state, these two for the window shown.
 ///
 /// Everything is inline: the file opens offline in any current browser. Traces from crashed
 /// runs are accepted (unlike ovnilint/ovniemu): unfinished streams, open marks and threads that
