@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use crate::html::{escape, script_json};
 use crate::lod::{self, Lod};
 use crate::model::{Model, Span, State, Thread};
+use crate::runtime::{checkpoint_runs, level_table};
 use crate::summary::{checkpoint_table, Summary};
 use crate::tables::type_values;
 
@@ -302,16 +303,37 @@ fn rank_text(r: Option<i64>) -> String {
 
 /// The summary tables (static HTML).
 fn tables(model: &Model, out: &mut String) {
+    let levels = level_table(&checkpoint_runs(model));
+    if !levels.is_empty() {
+        out.push_str("<h2>Checkpoints (fti-rs runtime marks)</h2>\n<p>Each checkpoint counted once; stopped: the application's time in them (staging and waits when asynchronous), background: the background thread's work on them.</p>\n<table class=\"num\"><tr><th>pid</th><th>rank</th><th>level</th><th>checkpoints</th><th>stopped</th><th>background</th><th>stopped ns</th><th>background ns</th></tr>\n");
+        for r in &levels {
+            let level = r.level.map_or_else(|| "-".to_owned(), |l| format!("L{l}"));
+            let _ = writeln!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                r.pid,
+                rank_text(r.rank),
+                level,
+                r.checkpoints,
+                human_ns(r.stopped_ns),
+                human_ns(r.background_ns),
+                r.stopped_ns,
+                r.background_ns
+            );
+        }
+        out.push_str("</table>\n");
+    }
     let ckpt = checkpoint_table(model);
     if !ckpt.is_empty() {
-        out.push_str("<h2>Checkpoints (fti-rs runtime marks)</h2>\n<table class=\"num\"><tr><th>pid</th><th>rank</th><th>level</th><th>phase</th><th>count</th><th>total</th><th>total ns</th></tr>\n");
+        out.push_str("<h2>Checkpoint phases (fti-rs runtime marks)</h2>\n<table class=\"num\"><tr><th>pid</th><th>rank</th><th>thread</th><th>level</th><th>phase</th><th>count</th><th>total</th><th>total ns</th></tr>\n");
         for r in &ckpt {
             let level = r.level.map_or_else(|| "-".to_owned(), |l| format!("L{l}"));
             let _ = writeln!(
                 out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td class=\"t\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 r.pid,
                 rank_text(r.rank),
+                r.thread.name(),
                 level,
                 escape(&r.phase),
                 r.count,
