@@ -22,6 +22,7 @@
 
 mod chan;
 mod layout;
+mod models;
 mod output;
 mod pcf;
 mod play;
@@ -29,7 +30,7 @@ mod prv;
 mod report;
 mod row;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -43,6 +44,7 @@ use crate::read::{Stream, Trace};
 use crate::tools::{c_load_error_lines, c_root};
 
 use layout::{Layout, MarkList};
+use models::Models;
 use output::{pcf_types, Outputs};
 use play::Emu;
 
@@ -225,13 +227,16 @@ impl Setup {
             }
         }
         let offsets = clock_offsets(root, opts, &sys, &roles, out)?;
-        // Models other than ovni are refused here, before any output is opened.
+        // Models not emulated are refused here, before any output is opened.
         let table = EventTable::builtin();
         for t in &sys.threads {
             for name in t.require.iter().flat_map(|r| r.keys()) {
-                if let Some(m) = table.model_by_name(name).filter(|m| m.id != b'O') {
+                if let Some(m) = table
+                    .model_by_name(name)
+                    .filter(|m| !models::emulated(m.id))
+                {
                     out.errors(&[format!(
-                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni)",
+                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni, mpi and tampi)",
                         t.stream,
                         m.name,
                         m.id as char
@@ -277,29 +282,27 @@ impl Setup {
             return early(outputs, out, lines, e);
         }
         let table = EventTable::builtin();
-        if let Err(Error::Metadata { stream, problem }) = required_models(&self.sys.threads, table)
-        {
-            let id = match &problem {
-                MetaProblem::UnsupportedModelVersion { model, .. } => {
-                    table.model_by_name(model).map_or(b'O', |m| m.id)
-                }
-                _ => b'O',
-            };
-            let lines = report::probe_lines(&stream, &problem, id);
-            return early(outputs, out, lines, Error::Metadata { stream, problem });
+        let required = match required_models(&self.sys.threads, table) {
+            Ok(r) => r,
+            Err(Error::Metadata { stream, problem }) => {
+                let id = match &problem {
+                    MetaProblem::UnsupportedModelVersion { model, .. } => {
+                        table.model_by_name(model).map_or(b'O', |m| m.id)
+                    }
+                    _ => b'O',
+                };
+                let lines = report::probe_lines(&stream, &problem, id);
+                return early(outputs, out, lines, Error::Metadata { stream, problem });
+            }
+            Err(_) => BTreeMap::new(),
+        };
+        for l in models::enabled_lines(&required) {
+            out.info(&l);
         }
-        out.info("the following 1 models are enabled: ");
-        if let Some(m) = table.model(b'O') {
-            out.info(&format!(
-                "     {} {} 'O' ({} events)",
-                m.name,
-                m.version,
-                table.model_events(b'O')
-            ));
-        }
+        let models = Models::new(&required, self.sys.threads.len());
         let marks = MarkList::new(&self.sys, &self.layout, streams);
-        let pcfs = pcf_types(&self.layout, &marks);
-        let mut emu = Emu::new(&self, &marks, &mut outputs);
+        let pcfs = pcf_types(&self.layout, &marks, &models);
+        let mut emu = Emu::new(&self, &marks, models, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);
@@ -313,10 +316,7 @@ impl Setup {
             error = e;
             if !lines.is_empty() {
                 out.errors(&lines);
-                out.errors(&[
-                    "model_finish: finish failed for model 'O'".to_string(),
-                    "emu_finish: model_finish failed".to_string(),
-                ]);
+                out.errors(&["emu_finish: model_finish failed".to_string()]);
                 ok = false;
             }
             out.info("writing traces to disk, please wait");

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::chan::Channels;
 use super::layout::MarkList;
+use super::models::{self, Models};
 use super::output::Outputs;
 use super::report::{self, Level};
 use super::{Layout, Out, Role, Setup};
@@ -17,6 +18,9 @@ use crate::read::{Merged, Merger, Stream};
 /// The lines the original prints when an event is rejected (before the panic block).
 #[cold]
 fn rejected_lines(mcv: crate::raw::Mcv, p: &EventProblem, rel: &str) -> Vec<(Level, String)> {
+    if let Some(lines) = models::rejected_lines(mcv, p) {
+        return lines.into_iter().map(|l| (Level::Error, l)).collect();
+    }
     let text = report::mcv_text(mcv);
     match p {
         EventProblem::ModelNotEnabled { model, version } => vec![
@@ -175,6 +179,8 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
+    /// The other enabled models (mpi, tampi).
+    models: Models,
     chans: Channels,
     /// Channel index of each mark type (by type, `[0, 100)`).
     mark_k: [u8; 100],
@@ -199,16 +205,22 @@ fn state_code(s: ThreadState) -> (i64, bool) {
 }
 
 impl Emu {
-    pub(super) fn new(setup: &Setup, marks: &MarkList, outputs: &mut Outputs) -> Self {
+    pub(super) fn new(
+        setup: &Setup,
+        marks: &MarkList,
+        models: Models,
+        outputs: &mut Outputs,
+    ) -> Self {
         let model = OvniModel::new(&setup.sys);
         let types: Vec<i64> = marks.types.iter().map(|m| m.0).collect();
-        let chans = Channels::new(
+        let mut chans = Channels::new(
             &setup.layout.th_ids,
             model.ncpus(),
             &types,
             &mut outputs.cpu,
             &mut outputs.thread,
         );
+        models.add_channels(&mut chans, &mut outputs.cpu, &mut outputs.thread);
         let mut mark_k = [u8::MAX; 100];
         for (k, &ty) in types.iter().enumerate() {
             if let Some(slot) = usize::try_from(ty).ok().and_then(|t| mark_k.get_mut(t)) {
@@ -218,6 +230,7 @@ impl Emu {
         Self {
             flush_start: vec![0; setup.sys.threads.len()],
             model,
+            models,
             chans,
             mark_k,
             events: 0,
@@ -290,6 +303,15 @@ impl Emu {
     ) -> Result<(), EventProblem> {
         let id = ev.mcv.model();
         if id != b'O' {
+            if let Some(j) = self.models.index(id) {
+                let [_, c, v] = ev.mcv.0;
+                let row = setup.layout.th_row.get(t).copied().unwrap_or(0);
+                let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
+                let state = self.model.state(t);
+                return self
+                    .models
+                    .event(j, t, row, tid, state, c, v, &mut self.chans);
+            }
             return Err(match EventTable::builtin().model(id) {
                 Some(m) => EventProblem::ModelNotEnabled {
                     model: m.name.clone(),
@@ -436,9 +458,30 @@ impl Emu {
         self.chans.cpu_update(row, running, n);
     }
 
-    /// The end checks: every thread dead (and, in linter mode, no mark left pushed), in row
-    /// order.
+    /// The end checks of every enabled model, in ovniemu's order (by model character): for
+    /// the ovni model every thread dead (and, in linter mode, no mark left pushed), in row
+    /// order; in linter mode, no thread inside another model's stack.
     pub(super) fn end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
+        let mut lines = Vec::new();
+        let rows = &setup.layout.row_thread;
+        let mut first = lint
+            .then(|| self.models.end_checks(true, &setup.sys, rows, &mut lines))
+            .flatten()
+            .map(Error::Trace);
+        let (ovni, e) = self.ovni_end_checks(setup, lint);
+        if !ovni.is_empty() {
+            lines.extend(ovni);
+            lines.push("model_finish: finish failed for model 'O'".to_string());
+        }
+        first = first.or(e);
+        if lint {
+            let after = self.models.end_checks(false, &setup.sys, rows, &mut lines);
+            first = first.or(after.map(Error::Trace));
+        }
+        (lines, first)
+    }
+
+    fn ovni_end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
         let mut lines = Vec::new();
         let mut first = None;
         for &t in &setup.layout.row_thread {

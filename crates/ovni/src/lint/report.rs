@@ -180,6 +180,7 @@ fn code(e: &Error) -> &'static str {
             TraceProblem::ClockOffsets { .. } => "clock-offsets",
             TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
             TraceProblem::MarksLeftPushed { .. } => "marks-left-pushed",
+            TraceProblem::StackLeftPushed { .. } => "stack-left-pushed",
         },
     }
 }
@@ -214,6 +215,11 @@ pub(super) fn event_code(p: &EventProblem) -> &'static str {
         | EventProblem::MarkStackEmpty { .. }
         | EventProblem::MarkPopMismatch { .. }
         | EventProblem::MarkStackFull { .. } => "mark",
+        EventProblem::ThreadNotRunning { .. } => "thread-state",
+        EventProblem::ChannelSameValue { .. }
+        | EventProblem::ChannelStackEmpty { .. }
+        | EventProblem::ChannelPopMismatch { .. }
+        | EventProblem::ChannelStackFull { .. } => "stack",
     }
 }
 

@@ -48,6 +48,17 @@ pub enum TraceProblem {
         /// Values left on the stack.
         depth: usize,
     },
+    /// A thread ends inside a model's stack, e.g. in an MPI function (`ovniemu -l`).
+    StackLeftPushed {
+        /// Relative path of its stream.
+        stream: String,
+        /// Thread id.
+        tid: i64,
+        /// What is stacked, as ovniemu words it ("stacked mpi functions").
+        what: &'static str,
+        /// Values left on the stack.
+        depth: usize,
+    },
 }
 
 impl fmt::Display for TraceProblem {
@@ -68,6 +79,9 @@ impl fmt::Display for TraceProblem {
                 f,
                 "thread {tid} ends with {depth} values pushed on mark type {mark}"
             ),
+            Self::StackLeftPushed {
+                tid, what, depth, ..
+            } => write!(f, "thread {tid} ended with {depth} {what}"),
             Self::ThreadNotDead { tid, state, .. } => {
                 write!(f, "thread {tid} is not dead at the end of the trace (state {state})")
             }

@@ -6,7 +6,10 @@
 //! needs the verdict; the emulator ([`crate::emu`]) reads the state after each accepted event
 //! (thread states, CPUs, the thread running on each CPU, mark stacks) to drive its channels.
 
+pub(crate) mod mpi;
 pub(crate) mod problem;
+pub(crate) mod stack;
+pub(crate) mod tampi;
 
 use std::collections::HashMap;
 

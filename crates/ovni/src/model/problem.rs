@@ -242,6 +242,37 @@ pub enum EventProblem {
         /// Mark type.
         mark: i64,
     },
+    /// An event of the mpi or tampi model from a thread that is not running.
+    ThreadNotRunning {
+        /// Thread id.
+        tid: i64,
+    },
+    /// A push of the value already on top of a model's stack channel (mpi, tampi).
+    ChannelSameValue {
+        /// Channel name, e.g. `mpi.thread0.function`.
+        chan: String,
+        /// Value pushed.
+        value: i64,
+    },
+    /// A pop from an empty stack channel.
+    ChannelStackEmpty {
+        /// Channel name.
+        chan: String,
+    },
+    /// A pop of a value that is not on top of the stack channel.
+    ChannelPopMismatch {
+        /// Channel name.
+        chan: String,
+        /// Value popped.
+        value: i64,
+        /// Value on top.
+        top: i64,
+    },
+    /// A push on a full stack channel (512 values).
+    ChannelStackFull {
+        /// Channel name.
+        chan: String,
+    },
 }
 
 impl fmt::Display for EventProblem {
@@ -327,6 +358,15 @@ impl fmt::Display for EventProblem {
                 "cannot pop value {value} of mark type {mark}: top of stack is {top}"
             ),
             Self::MarkStackFull { mark } => write!(f, "mark type {mark}: stack full (512 values)"),
+            Self::ThreadNotRunning { tid } => write!(f, "current thread {tid} not running"),
+            Self::ChannelSameValue { chan, value } => {
+                write!(f, "{chan}: cannot push {value}: it is already on top")
+            }
+            Self::ChannelStackEmpty { chan } => write!(f, "{chan}: cannot pop: stack empty"),
+            Self::ChannelPopMismatch { chan, value, top } => {
+                write!(f, "{chan}: cannot pop {value}: top of stack is {top}")
+            }
+            Self::ChannelStackFull { chan } => write!(f, "{chan}: stack full (512 values)"),
         }
     }
 }
