@@ -15,7 +15,8 @@
 //! 5. the model probe: `ovni.require` versions against the embedded event table;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
 //!    enabled model, then the ovni model's rules (`crate::model`) for `O` events, or for other
-//!    models only that the event exists and its payload fits its signature;
+//!    models that the event exists and its payload fits its signature, and for the mpi and
+//!    tampi models their stack rules (`crate::model::stack`);
 //! 7. the end check: every thread is dead.
 //!
 //! With [`LintOptions::all`] the checks continue after a problem (a rejected event leaves the
@@ -43,6 +44,7 @@ use trace::TraceProblem;
 
 pub use report::{Problem, Report};
 
+use crate::model::stack::{stack_model, Stacks};
 use crate::model::OvniModel;
 
 /// Streams whose first clocks differ by more than this need a clock offset table.
@@ -122,10 +124,17 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         (Some(sys), Some(en)) if en[usize::from(b'O')] => Some(OvniModel::new(sys)),
         _ => None,
     };
+    let stacks = match (&ovni, &enabled) {
+        (Some(model), Some(en)) => stack_models(model, en),
+        _ => Vec::new(),
+    };
+    let rows = ovni.as_ref().map(row_of_thread).unwrap_or_default();
     let mut ctx = Events {
         streams: &streams,
         roles: &roles,
         table,
+        stacks,
+        rows,
         enabled,
         once: HashSet::new(),
         init_failed,
@@ -290,6 +299,28 @@ fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [
     ControlFlow::Continue(enabled)
 }
 
+/// The stacks of the enabled mpi and tampi models.
+fn stack_models(model: &OvniModel, enabled: &[bool; 256]) -> Vec<Stacks> {
+    let n = model.end_order().len();
+    (0..=255u8)
+        .filter(|&id| enabled[usize::from(id)])
+        .filter_map(stack_model)
+        .map(|m| Stacks::new(m, n))
+        .collect()
+}
+
+/// ovniemu's row of each thread (its channels are named after it).
+fn row_of_thread(model: &OvniModel) -> Vec<usize> {
+    let order = model.end_order();
+    let mut rows = vec![0; order.len()];
+    for (row, &t) in order.iter().enumerate() {
+        if let Some(r) = rows.get_mut(t) {
+            *r = row;
+        }
+    }
+    rows
+}
+
 /// Stage 7: every thread must be dead, in ovniemu's thread order.
 fn end_checks(sys: &System, model: &OvniModel, sink: &mut Sink) -> ControlFlow<()> {
     for t in model.end_order() {
@@ -312,6 +343,10 @@ struct Events<'a> {
     streams: &'a [Stream],
     roles: &'a [Role],
     table: &'static EventTable,
+    /// The stacks of the enabled mpi and tampi models.
+    stacks: Vec<Stacks>,
+    /// ovniemu's row of each thread.
+    rows: Vec<usize>,
     /// Enabled models by model character; `None` when the metadata is unusable.
     enabled: Option<[bool; 256]>,
     /// Problems reported once per stream and MCV, as every later event would repeat them.
@@ -433,8 +468,20 @@ impl Events<'_> {
             };
             return self.once(m, p, sink);
         };
-        match check_payload(spec, ev) {
-            Ok(()) => ControlFlow::Continue(()),
+        if let Err(p) = check_payload(spec, ev) {
+            return sink.push(self.problem(m, p));
+        }
+        let (Some(ovni), Some(t)) = (ovni, thread) else {
+            return ControlFlow::Continue(());
+        };
+        let Some(stacks) = self.stacks.iter_mut().find(|s| s.model().id == id) else {
+            return ControlFlow::Continue(());
+        };
+        let [_, c, v] = ev.mcv.0;
+        let row = self.rows.get(t).copied().unwrap_or(0);
+        let (tid, state) = ovni.thread(t).unwrap_or((0, ThreadState::Unknown));
+        match stacks.event(t, row, tid, state == ThreadState::Running, c, v) {
+            Ok(_) => ControlFlow::Continue(()),
             Err(p) => sink.push(self.problem(m, p)),
         }
     }
