@@ -3,6 +3,7 @@
 
 mod goldens;
 mod hostile;
+mod models;
 mod ovniemu;
 mod ovniview;
 mod regressions;

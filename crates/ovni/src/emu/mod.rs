@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use models::model_list;
 pub use report::{Collect, Level, Reporter};
 
 use crate::error::{Error, MetaProblem, TraceProblem};

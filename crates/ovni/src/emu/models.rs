@@ -14,6 +14,19 @@ use crate::metadata::System;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
 use crate::raw::Mcv;
 
+/// The emulated models as `ovniemu -h` lists them (`  <id>  <name>  <version>` lines, in
+/// ovniemu's registration order).
+pub fn model_list() -> String {
+    let table = EventTable::builtin();
+    let mut s = String::new();
+    for id in [b'O', b'6', b'V', b'D', b'T', b'M', b'K', b'P'] {
+        if let Some(m) = table.model(id).filter(|_| emulated(id)) {
+            s.push_str(&format!("  {}  {:<8}  {}\n", id as char, m.name, m.version));
+        }
+    }
+    s
+}
+
 /// True if the emulator emulates model `id`.
 pub(super) fn emulated(id: u8) -> bool {
     id == b'O' || stack_model(id).is_some()
