@@ -12,7 +12,9 @@ use std::path::PathBuf;
 use crate::raw::Mcv;
 
 pub use crate::lint::trace::TraceProblem;
-pub use crate::model::problem::{EventProblem, MarkOp, ThreadState, Transition};
+pub use crate::model::problem::{
+    ChanFailure, EventProblem, MarkOp, OpenMpProblem, TaskState, ThreadState, Transition,
+};
 pub use crate::read::meta::problem::MetaProblem;
 pub use crate::read::stream::StreamProblem;
 pub use crate::write::usage::UsageError;

@@ -31,8 +31,8 @@ pub mod tools;
 pub mod write;
 
 pub use error::{
-    Error, EventProblem, MarkOp, MetaProblem, Result, StreamProblem, ThreadState, TraceProblem,
-    Transition, UsageError,
+    ChanFailure, Error, EventProblem, MarkOp, MetaProblem, OpenMpProblem, Result, StreamProblem,
+    TaskState, ThreadState, TraceProblem, Transition, UsageError,
 };
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

@@ -23,6 +23,7 @@
 mod chan;
 mod layout;
 mod models;
+mod openmp;
 mod output;
 mod pcf;
 mod play;
@@ -237,7 +238,7 @@ impl Setup {
                     .filter(|m| !models::emulated(m.id))
                 {
                     out.errors(&[format!(
-                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni, mpi and tampi)",
+                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni, mpi, openmp and tampi)",
                         t.stream,
                         m.name,
                         m.id as char
@@ -300,9 +301,8 @@ impl Setup {
         for l in models::enabled_lines(&required) {
             out.info(&l);
         }
-        let models = Models::new(&required, self.sys.threads.len());
+        let models = Models::new(&required, &self.sys, &self.layout.row_thread);
         let marks = MarkList::new(&self.sys, &self.layout, streams);
-        let pcfs = pcf_types(&self.layout, &marks, &models);
         let mut emu = Emu::new(&self, &marks, models, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
@@ -311,9 +311,12 @@ impl Setup {
         let processed = format!("processed {} input events in {secs:.2} s", emu.events);
         let mut ok = flow.is_ok();
         let mut error = flow.err();
+        // The openmp model fills its labels when it finishes, after the events.
+        let mut pcf_errors = Vec::new();
+        let pcfs = pcf_types(&self.layout, &marks, emu.models(), &mut pcf_errors);
         if ok {
             out.info(&processed);
-            let (lines, e) = emu.end_checks(&self, opts.lint);
+            let (lines, e) = emu.end_checks(&self, opts.lint, &pcf_errors);
             error = e;
             if !lines.is_empty() {
                 out.errors(&lines);
@@ -327,7 +330,14 @@ impl Setup {
         } else {
             out.info("emulation aborts!");
             out.info(&processed);
+            if !pcf_errors.is_empty() {
+                out.errors(&pcf_errors);
+                out.errors(&["emu_finish: model_finish failed".to_string()]);
+            }
             out.info("writing traces to disk, please wait");
+            if !pcf_errors.is_empty() {
+                out.errors(&["main: emu_finish failed".to_string()]);
+            }
         }
         let written = match outputs.close(Some(&pcfs)) {
             Ok(()) => true,

@@ -6,12 +6,15 @@
 use std::collections::BTreeMap;
 
 use super::chan::{Channels, TrackDef};
+use super::openmp;
 use super::pcf::PcfType;
 use super::prv::Prv;
 use crate::error::{EventProblem, ThreadState, TraceProblem};
 use crate::events::EventTable;
 use crate::metadata::System;
+use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
+use crate::raw::Event;
 use crate::raw::Mcv;
 
 /// The emulated models as `ovniemu -h` lists them (`  <id>  <name>  <version>` lines, in
@@ -29,19 +32,44 @@ pub fn model_list() -> String {
 
 /// True if the emulator emulates model `id`.
 pub(super) fn emulated(id: u8) -> bool {
-    id == b'O' || stack_model(id).is_some()
+    matches!(id, b'O' | b'P') || stack_model(id).is_some()
 }
 
-/// The enabled models other than ovni, with their state.
+/// The state of one enabled model.
+enum State {
+    Stack(Stacks),
+    OpenMp(OpenMp),
+}
+
+/// One enabled model: its state and the index of its first channel.
+struct Enabled {
+    id: u8,
+    state: State,
+    base: usize,
+}
+
+/// The enabled models other than ovni, with their state, by model character.
 pub(super) struct Models {
-    stacks: Vec<Stacks>,
-    /// Index in `stacks` of each model character, `u8::MAX` if not enabled.
+    models: Vec<Enabled>,
+    /// Index in `models` of each model character, `u8::MAX` if not enabled.
     by_id: [u8; 256],
 }
 
+/// The channels of the openmp model (subsystem, label, task id), all shown while the thread
+/// is active.
+const OPENMP_TYPES: [(u32, &str); 3] = [
+    (50, "OpenMP subsystem"),
+    (51, "OpenMP label"),
+    (52, "OpenMP task ID"),
+];
+
 impl Models {
-    /// The models of `required` (model name → version, from the probe) that have stacks.
-    pub(super) fn new(required: &BTreeMap<String, String>, nthreads: usize) -> Self {
+    /// The models of `required` (model name → version, from the probe) other than ovni.
+    pub(super) fn new(
+        required: &BTreeMap<String, String>,
+        sys: &System,
+        row_thread: &[usize],
+    ) -> Self {
         let mut ids: Vec<u8> = EventTable::builtin()
             .models()
             .iter()
@@ -50,109 +78,171 @@ impl Models {
             .collect();
         ids.sort_unstable();
         let mut by_id = [u8::MAX; 256];
-        let mut stacks = Vec::new();
+        let mut models = Vec::new();
+        let mut base = 0;
         for id in ids {
-            if let Some(m) = stack_model(id) {
-                by_id[usize::from(id)] = stacks.len() as u8;
-                stacks.push(Stacks::new(m, nthreads));
-            }
+            let (state, n) = match (stack_model(id), id) {
+                (Some(m), _) => (State::Stack(Stacks::new(m, sys.threads.len())), 1),
+                (None, b'P') => (
+                    State::OpenMp(openmp_model(sys, row_thread)),
+                    OPENMP_TYPES.len(),
+                ),
+                _ => continue,
+            };
+            by_id[usize::from(id)] = models.len() as u8;
+            models.push(Enabled { id, state, base });
+            base += n;
         }
-        Self { stacks, by_id }
+        Self { models, by_id }
     }
 
-    /// Adds each model's channel to every thread and CPU.
+    /// Adds each model's channels to every thread and CPU.
     pub(super) fn add_channels(&self, chans: &mut Channels, cpu: &mut Prv, thread: &mut Prv) {
-        let defs: Vec<TrackDef> = self
-            .stacks
-            .iter()
-            .map(|s| TrackDef {
-                prv_type: s.model().prv_type,
-                thread_track: s.model().thread_track,
-                before_ovni: s.model().id < b'O',
-            })
-            .collect();
+        let mut defs = Vec::new();
+        for m in &self.models {
+            let before_ovni = m.id < b'O';
+            match &m.state {
+                State::Stack(s) => defs.push(TrackDef {
+                    prv_type: s.model().prv_type,
+                    thread_track: s.model().thread_track,
+                    skip_dup_null: false,
+                    before_ovni,
+                }),
+                State::OpenMp(_) => defs.extend(OPENMP_TYPES.iter().map(|&(ty, _)| TrackDef {
+                    prv_type: ty,
+                    thread_track: Track::Active,
+                    skip_dup_null: true,
+                    before_ovni,
+                })),
+            }
+        }
         if !defs.is_empty() {
             chans.add_tracks(&defs, cpu, thread);
         }
     }
 
-    /// Index of model `id`'s channel, if it is enabled.
+    /// Index of model `id`, if it is enabled.
     #[inline]
     pub(super) fn index(&self, id: u8) -> Option<usize> {
         let j = self.by_id[usize::from(id)];
         (j != u8::MAX).then_some(usize::from(j))
     }
 
-    /// Plays event `c`,`v` of model channel `j` for thread `t`; sets the channel.
+    /// Plays event `ev` of enabled model `i` for thread `t` (in row `row`); sets its
+    /// channels and adds ovniemu's warnings to `notes`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn event(
         &mut self,
-        j: usize,
+        i: usize,
         t: usize,
         row: usize,
         tid: i64,
         state: ThreadState,
-        c: u8,
-        v: u8,
+        ev: &Event<'_>,
         chans: &mut Channels,
+        notes: &mut Vec<String>,
     ) -> Result<(), EventProblem> {
-        let Some(stacks) = self.stacks.get_mut(j) else {
+        let Some(m) = self.models.get_mut(i) else {
             return Ok(());
         };
-        let top = stacks.event(t, row, tid, state == ThreadState::Running, c, v)?;
-        chans.track_set(row, j, top);
+        let running = state == ThreadState::Running;
+        match &mut m.state {
+            State::Stack(stacks) => {
+                let [_, c, v] = ev.mcv.0;
+                let top = stacks.event(t, row, tid, running, c, v)?;
+                chans.track_set(row, m.base, top);
+            }
+            State::OpenMp(omp) => {
+                let applied = omp.event(t, row, tid, running, ev)?;
+                notes.extend(applied.warning);
+                for (ch, top) in applied.changes {
+                    chans.track_set(row, m.base + ch, top);
+                }
+            }
+        }
         Ok(())
     }
 
     /// The `.pcf` types of the models before (`before`) or after the ovni model, for the
-    /// thread view (`thread`) or the CPU view.
-    pub(super) fn pcf_types(&self, before: bool, thread: bool) -> Vec<PcfType> {
-        self.stacks
-            .iter()
-            .map(Stacks::model)
-            .filter(|m| (m.id < b'O') == before)
-            .map(|m| {
-                let track = if thread {
-                    m.thread_track
-                } else {
-                    Track::Running
-                };
-                PcfType {
-                    ty: m.prv_type,
-                    label: format!("{} {}", m.pcf_prefix, track.suffix()),
-                    values: m.labels.iter().map(|&(v, l)| (v, l.to_string())).collect(),
+    /// thread view (`thread`) or the CPU view; the lines of the errors met filling them.
+    pub(super) fn pcf_types(
+        &self,
+        before: bool,
+        thread: bool,
+        errors: &mut Vec<String>,
+    ) -> Vec<PcfType> {
+        let mut v = Vec::new();
+        for m in self.models.iter().filter(|m| (m.id < b'O') == before) {
+            match &m.state {
+                State::Stack(s) => {
+                    let m = s.model();
+                    let track = if thread {
+                        m.thread_track
+                    } else {
+                        Track::Running
+                    };
+                    v.push(PcfType {
+                        ty: m.prv_type,
+                        label: format!("{} {}", m.pcf_prefix, track.suffix()),
+                        values: m.labels.iter().map(|&(v, l)| (v, l.to_string())).collect(),
+                    });
                 }
-            })
-            .collect()
+                State::OpenMp(omp) => {
+                    let track = if thread {
+                        Track::Active
+                    } else {
+                        Track::Running
+                    };
+                    let labels = openmp::label_values(omp, thread, errors);
+                    for (&(ty, prefix), values) in
+                        OPENMP_TYPES
+                            .iter()
+                            .zip([openmp::subsystem_values(), labels, Vec::new()])
+                    {
+                        v.push(PcfType {
+                            ty,
+                            label: format!("{prefix} {}", track.suffix()),
+                            values,
+                        });
+                    }
+                }
+            }
+        }
+        v
     }
 
     /// ovniemu -l's end check of the models before (`before`) or after the ovni model, in
     /// its order: for each model, the first thread (in row order) that ends inside its
-    /// stack. Adds the lines and returns the first problem.
+    /// stack of functions or subsystems (not for the openmp model if `skip_openmp`: its
+    /// finish failed before). Adds the lines and returns the first problem.
     pub(super) fn end_checks(
         &self,
         before: bool,
         sys: &System,
         row_thread: &[usize],
         lines: &mut Vec<String>,
+        skip_openmp: bool,
     ) -> Option<TraceProblem> {
         let mut first = None;
-        for s in self
-            .stacks
-            .iter()
-            .filter(|s| (s.model().id < b'O') == before)
-        {
-            let m = s.model();
+        for m in self.models.iter().filter(|m| (m.id < b'O') == before) {
+            if skip_openmp && m.id == b'P' {
+                continue;
+            }
+            let (name, what, depth): (&str, &'static str, &dyn Fn(usize) -> usize) = match &m.state
+            {
+                State::Stack(s) => (s.model().name, s.model().stacked, &|t| s.depth(t)),
+                State::OpenMp(o) => ("openmp", "stacked openmp functions", &|t| o.depth(t)),
+            };
             for &t in row_thread {
-                let depth = s.depth(t);
+                let depth = depth(t);
                 let Some(meta) = sys.threads.get(t).filter(|_| depth > 0) else {
                     continue;
                 };
                 lines.push(format!(
-                    "end_lint: thread {} ended with {depth} {}",
-                    meta.tid, m.stacked
+                    "end_lint: thread {} ended with {depth} {what}",
+                    meta.tid
                 ));
-                lines.push(format!("model_{}_finish: end_lint failed", m.name));
+                lines.push(format!("model_{name}_finish: end_lint failed"));
                 lines.push(format!(
                     "model_finish: finish failed for model '{}'",
                     m.id as char
@@ -160,7 +250,7 @@ impl Models {
                 first.get_or_insert(TraceProblem::StackLeftPushed {
                     stream: meta.stream.clone(),
                     tid: meta.tid,
-                    what: m.stacked,
+                    what,
                     depth,
                 });
                 break;
@@ -170,9 +260,33 @@ impl Models {
     }
 }
 
+/// The openmp model for the threads of `sys`, their processes numbered in ovniemu's order
+/// (that of the thread rows, `row_thread`).
+fn openmp_model(sys: &System, row_thread: &[usize]) -> OpenMp {
+    let mut procs: Vec<(&str, i64)> = Vec::new();
+    let mut proc_of = vec![0; sys.threads.len()];
+    for &t in row_thread {
+        let Some(meta) = sys.threads.get(t) else {
+            continue;
+        };
+        let key = (meta.loom.as_str(), meta.pid);
+        let p = procs.iter().position(|&k| k == key).unwrap_or_else(|| {
+            procs.push(key);
+            procs.len() - 1
+        });
+        if let Some(slot) = proc_of.get_mut(t) {
+            *slot = p;
+        }
+    }
+    OpenMp::new(proc_of, procs.len())
+}
+
 /// The lines ovniemu prints when a model other than ovni rejects event `mcv` (before the
 /// common ones), or `None` if `p` is not such a rejection.
 pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> {
+    if mcv.model() == b'P' {
+        return openmp::rejected_lines(mcv, p);
+    }
     let m: &StackModel = stack_model(mcv.model())?;
     let cause = match p {
         EventProblem::ThreadNotRunning { tid } => {

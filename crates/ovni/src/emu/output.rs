@@ -19,7 +19,13 @@ pub(super) struct PcfTypes {
 
 /// The types in ovniemu's order: the thread's own (CPU, TID, state), then each enabled
 /// model's by model character (the ovni model's are its flushes and marks).
-pub(super) fn pcf_types(layout: &Layout, marks: &MarkList, models: &Models) -> PcfTypes {
+/// The errors met filling them are added to `errors`.
+pub(super) fn pcf_types(
+    layout: &Layout,
+    marks: &MarkList,
+    models: &Models,
+    errors: &mut Vec<String>,
+) -> PcfTypes {
     let t = |ty, label: &str, values: Vec<(i64, String)>| PcfType {
         ty,
         label: label.to_string(),
@@ -42,9 +48,9 @@ pub(super) fn pcf_types(layout: &Layout, marks: &MarkList, models: &Models) -> P
         t(2, "Thread: TID of the ACTIVE thread", Vec::new()),
         t(4, "Thread: thread state", states),
     ];
-    thread.extend(models.pcf_types(true, true));
+    thread.extend(models.pcf_types(true, true, errors));
     thread.push(t(7, "Flushing ovni buffer ", flushing()));
-    let mut cpu = models.pcf_types(true, false);
+    let mut cpu = models.pcf_types(true, false, errors);
     cpu.push(t(
         7,
         "Flushing ovni buffer of the RUNNING thread",
@@ -55,8 +61,8 @@ pub(super) fn pcf_types(layout: &Layout, marks: &MarkList, models: &Models) -> P
         thread.push(m.clone());
         cpu.push(m);
     }
-    thread.extend(models.pcf_types(false, true));
-    cpu.extend(models.pcf_types(false, false));
+    thread.extend(models.pcf_types(false, true, errors));
+    cpu.extend(models.pcf_types(false, false, errors));
     PcfTypes { cpu, thread }
 }
 

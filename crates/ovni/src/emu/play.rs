@@ -205,6 +205,11 @@ fn state_code(s: ThreadState) -> (i64, bool) {
 }
 
 impl Emu {
+    /// The other enabled models.
+    pub(super) fn models(&self) -> &Models {
+        &self.models
+    }
+
     pub(super) fn new(
         setup: &Setup,
         marks: &MarkList,
@@ -304,13 +309,11 @@ impl Emu {
         let id = ev.mcv.model();
         if id != b'O' {
             if let Some(j) = self.models.index(id) {
-                let [_, c, v] = ev.mcv.0;
                 let row = setup.layout.th_row.get(t).copied().unwrap_or(0);
                 let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
                 let state = self.model.state(t);
-                return self
-                    .models
-                    .event(j, t, row, tid, state, c, v, &mut self.chans);
+                let (chans, notes) = (&mut self.chans, &mut self.notes);
+                return self.models.event(j, t, row, tid, state, ev, chans, notes);
             }
             return Err(match EventTable::builtin().model(id) {
                 Some(m) => EventProblem::ModelNotEnabled {
@@ -460,12 +463,21 @@ impl Emu {
 
     /// The end checks of every enabled model, in ovniemu's order (by model character): for
     /// the ovni model every thread dead (and, in linter mode, no mark left pushed), in row
-    /// order; in linter mode, no thread inside another model's stack.
-    pub(super) fn end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
+    /// order; in linter mode, no thread inside another model's stack. `pcf_errors` are the
+    /// openmp model's errors filling its `.pcf` labels (which end its checks).
+    pub(super) fn end_checks(
+        &self,
+        setup: &Setup,
+        lint: bool,
+        pcf_errors: &[String],
+    ) -> (Vec<String>, Option<Error>) {
         let mut lines = Vec::new();
         let rows = &setup.layout.row_thread;
         let mut first = lint
-            .then(|| self.models.end_checks(true, &setup.sys, rows, &mut lines))
+            .then(|| {
+                self.models
+                    .end_checks(true, &setup.sys, rows, &mut lines, false)
+            })
             .flatten()
             .map(Error::Trace);
         let (ovni, e) = self.ovni_end_checks(setup, lint);
@@ -474,8 +486,12 @@ impl Emu {
             lines.push("model_finish: finish failed for model 'O'".to_string());
         }
         first = first.or(e);
+        lines.extend(pcf_errors.iter().cloned());
         if lint {
-            let after = self.models.end_checks(false, &setup.sys, rows, &mut lines);
+            let skip_openmp = !pcf_errors.is_empty();
+            let after = self
+                .models
+                .end_checks(false, &setup.sys, rows, &mut lines, skip_openmp);
             first = first.or(after.map(Error::Trace));
         }
         (lines, first)

@@ -220,6 +220,7 @@ pub(super) fn event_code(p: &EventProblem) -> &'static str {
         | EventProblem::ChannelStackEmpty { .. }
         | EventProblem::ChannelPopMismatch { .. }
         | EventProblem::ChannelStackFull { .. } => "stack",
+        EventProblem::OpenMp(_) => "openmp",
     }
 }
 

@@ -7,6 +7,7 @@
 //! (thread states, CPUs, the thread running on each CPU, mark stacks) to drive its channels.
 
 pub(crate) mod mpi;
+pub(crate) mod openmp;
 pub(crate) mod problem;
 pub(crate) mod stack;
 pub(crate) mod tampi;

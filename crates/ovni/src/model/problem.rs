@@ -273,6 +273,209 @@ pub enum EventProblem {
         /// Channel name.
         chan: String,
     },
+    /// An event the openmp model rejects.
+    OpenMp(OpenMpProblem),
+}
+
+/// Why a stack channel refuses a push or a pop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChanFailure {
+    /// A pop from an empty stack.
+    Empty {
+        /// Channel name.
+        chan: String,
+    },
+    /// A pop of a value that is not on top.
+    Mismatch {
+        /// Channel name.
+        chan: String,
+        /// Value popped.
+        value: i64,
+        /// Value on top.
+        top: i64,
+    },
+    /// A push on a full stack (512 values).
+    Full {
+        /// Channel name.
+        chan: String,
+    },
+}
+
+impl fmt::Display for ChanFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Empty { chan } => write!(f, "{chan}: cannot pop: stack empty"),
+            Self::Mismatch { chan, value, top } => {
+                write!(f, "{chan}: cannot pop {value}: top of stack is {top}")
+            }
+            Self::Full { chan } => write!(f, "{chan}: stack full (512 values)"),
+        }
+    }
+}
+
+/// State of an OpenMP task that has run at least once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// Running on a thread.
+    Running,
+    /// Ended (it may run again).
+    Dead,
+}
+
+impl fmt::Display for TaskState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Running => "Running",
+            Self::Dead => "Dead",
+        })
+    }
+}
+
+/// Why the openmp model rejects an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenMpProblem {
+    /// A category the model does not define.
+    UnknownCategory,
+    /// An unknown value in a subsystem category.
+    UnknownSubsystemEvent,
+    /// `PP<v>` with `v` not `c`, `x` or `e`.
+    UnexpectedTaskValue,
+    /// `PPc` without exactly 8 bytes of payload.
+    CreatePayloadSize,
+    /// Task id 0 (in `PPc` if `create`, else in `PPx`/`PPe`).
+    TaskIdZero {
+        /// In a create event.
+        create: bool,
+    },
+    /// Type id 0 in `PPc` or `POc`.
+    TypeIdZero,
+    /// `PPc` of a task id already created.
+    TaskExists(u32),
+    /// `PPc` of a type never created.
+    UnknownType(u32),
+    /// `PPx`/`PPe` without a task id.
+    MissingTaskId,
+    /// `PPx`/`PPe` of a task never created.
+    TaskNotFound(u32),
+    /// `PPx` of a task that is running.
+    NotCreated {
+        /// Task id.
+        task: u32,
+        /// Its state.
+        state: TaskState,
+    },
+    /// `PPe` of a task that never ran.
+    NeverRan {
+        /// Task id.
+        task: u32,
+    },
+    /// `PPe` of a task that is not running.
+    EndNotRunning {
+        /// Task id.
+        task: u32,
+        /// Its state.
+        state: TaskState,
+    },
+    /// `PPe` of a task running on another thread.
+    EndOtherThread {
+        /// Task id.
+        task: u32,
+    },
+    /// `PPe` of a task that is not the innermost one of the thread.
+    EndNotOnTop {
+        /// Task id.
+        task: u32,
+    },
+    /// The task id or label stack refuses a `PPx` (`execute`) or `PPe`.
+    TaskChannel {
+        /// In an execute event.
+        execute: bool,
+        /// The label stack (else the task id stack).
+        label: bool,
+        /// What the stack refused.
+        failure: ChanFailure,
+    },
+    /// `PO<v>` with `v` not `c`.
+    UnexpectedTypeValue(u8),
+    /// `POc` is not a jumbo event.
+    NotJumbo,
+    /// `POc` without a type id and a NUL-terminated label.
+    MalformedType,
+    /// `POc` of a type id already created.
+    TypeExists(u32),
+    /// A type label of 512 bytes or more.
+    LabelTooLong(u32),
+    /// `PQ<v>` with `v` not `x` or `e`.
+    UnexpectedWorksharingValue(u8),
+    /// `PQx`/`PQe` without a type id.
+    MissingWorksharingType,
+    /// `PQx`/`PQe` of type 0.
+    WorksharingTypeZero,
+    /// `PQx`/`PQe` of a type never created.
+    WorksharingTypeNotFound(u32),
+    /// The label stack refuses a `PQx` (`enter`) or `PQe`.
+    WorksharingChannel {
+        /// In an enter event.
+        enter: bool,
+        /// What the stack refused.
+        failure: ChanFailure,
+    },
+}
+
+impl fmt::Display for OpenMpProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UnknownCategory => write!(f, "unknown openmp event category"),
+            Self::UnknownSubsystemEvent => write!(f, "unknown openmp subsystem event"),
+            Self::UnexpectedTaskValue => write!(f, "unexpected task event value"),
+            Self::CreatePayloadSize => write!(f, "task creation without 8 bytes of payload"),
+            Self::TaskIdZero { .. } => write!(f, "task id cannot be 0"),
+            Self::TypeIdZero => write!(f, "type id cannot be 0"),
+            Self::TaskExists(t) => write!(f, "task {t} already exists"),
+            Self::UnknownType(t) => write!(f, "unknown type id {t}"),
+            Self::MissingTaskId => write!(f, "missing task id in payload"),
+            Self::TaskNotFound(t) => write!(f, "cannot find task with id {t}"),
+            Self::NotCreated { task, state } => {
+                write!(f, "task {task} cannot run: it is {state}")
+            }
+            Self::NeverRan { task } => write!(f, "task {task} ends but never ran"),
+            Self::EndNotRunning { task, state } => {
+                write!(f, "task {task} cannot end: it is {state}")
+            }
+            Self::EndOtherThread { task } => {
+                write!(f, "task {task} cannot end: it runs on another thread")
+            }
+            Self::EndNotOnTop { task } => {
+                write!(f, "task {task} cannot end: it is not the innermost task")
+            }
+            Self::TaskChannel { failure, .. } | Self::WorksharingChannel { failure, .. } => {
+                write!(f, "{failure}")
+            }
+            Self::UnexpectedTypeValue(v) => {
+                write!(f, "unexpected type event value '{}'", v.escape_ascii())
+            }
+            Self::NotJumbo => write!(f, "a type creation must be a jumbo event"),
+            Self::MalformedType => {
+                write!(
+                    f,
+                    "a type creation needs a type id and a NUL-terminated label"
+                )
+            }
+            Self::TypeExists(t) => write!(f, "a task type with id {t} already exists"),
+            Self::LabelTooLong(t) => write!(f, "task type {t} label too long"),
+            Self::UnexpectedWorksharingValue(v) => {
+                write!(
+                    f,
+                    "unexpected worksharing event value '{}'",
+                    v.escape_ascii()
+                )
+            }
+            Self::MissingWorksharingType => write!(f, "missing worksharing type in payload"),
+            Self::WorksharingTypeZero => write!(f, "worksharing type id cannot be 0"),
+            Self::WorksharingTypeNotFound(t) => write!(f, "cannot find worksharing type {t}"),
+        }
+    }
 }
 
 impl fmt::Display for EventProblem {
@@ -367,6 +570,7 @@ impl fmt::Display for EventProblem {
                 write!(f, "{chan}: cannot pop {value}: top of stack is {top}")
             }
             Self::ChannelStackFull { chan } => write!(f, "{chan}: stack full (512 values)"),
+            Self::OpenMp(p) => write!(f, "{p}"),
         }
     }
 }

@@ -16,6 +16,9 @@ pub(crate) struct TrackDef {
     pub(crate) prv_type: u32,
     /// Which states of the thread select it in the thread's row.
     pub(crate) thread_track: Track,
+    /// A repeated null is not written again, a repeated value is (else no repeated value is
+    /// written).
+    pub(crate) skip_dup_null: bool,
     /// The model comes before the ovni model in ovniemu's order (model character before
     /// `O`), so its muxes run before the ovni model's.
     pub(crate) before_ovni: bool,
@@ -44,13 +47,18 @@ impl Channels {
         self.chans
             .resize(self.track_base + self.nthreads * 2 * n + ncpus * n, blank);
         for (j, d) in defs.iter().enumerate() {
+            let rule = if d.skip_dup_null {
+                Rule::SkipDupNull
+            } else {
+                Rule::SkipDup
+            };
             for t in 0..self.nthreads {
                 self.set_kind(self.track_in(t, j), Kind::Track(t as u32, j as u16));
                 let reg = Reg {
                     file: File::Thread,
                     row: t as u32,
                     ty: th_prv.type_slot(d.prv_type),
-                    rule: Rule::SkipDup,
+                    rule,
                 };
                 self.set_reg(self.track_th_out(t, j), reg);
             }
@@ -59,7 +67,7 @@ impl Channels {
                     file: File::Cpu,
                     row: c as u32,
                     ty: cpu_prv.type_slot(d.prv_type),
-                    rule: Rule::SkipDup,
+                    rule,
                 };
                 self.set_reg(self.track_cpu_out(c, j), reg);
             }
