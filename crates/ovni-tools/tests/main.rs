@@ -4,6 +4,7 @@
 mod goldens;
 mod hostile;
 mod models;
+mod openmp;
 mod ovniemu;
 mod ovniview;
 mod regressions;

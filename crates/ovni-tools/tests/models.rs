@@ -28,11 +28,11 @@ fn cases() -> Vec<PathBuf> {
         .filter(|p| p.join("golden").is_dir())
         .collect();
     v.sort();
-    assert_eq!(v.len(), 4, "fixture set changed");
+    assert_eq!(v.len(), 5, "fixture set changed");
     v
 }
 
-fn run(bin: &str, args: &[&str], cwd: &Path) -> Output {
+pub(crate) fn run(bin: &str, args: &[&str], cwd: &Path) -> Output {
     Command::new(bin)
         .args(args)
         .current_dir(cwd)
@@ -40,12 +40,12 @@ fn run(bin: &str, args: &[&str], cwd: &Path) -> Output {
         .unwrap()
 }
 
-fn emu(args: &[&str], cwd: &Path) -> Output {
+pub(crate) fn emu(args: &[&str], cwd: &Path) -> Output {
     run(env!("CARGO_BIN_EXE_ovniemu"), args, cwd)
 }
 
 /// stderr without the lines whose text depends on timing (progress and event rate).
-fn stable(stderr: &[u8]) -> String {
+pub(crate) fn stable(stderr: &[u8]) -> String {
     String::from_utf8_lossy(stderr)
         .lines()
         .filter(|l| !l.contains("% done at avg") && !l.contains(" input events in "))
@@ -110,7 +110,7 @@ fn ovniemu_matches_the_originals_outputs() {
 
 /// A one-thread trace (tid 100, CPU 0) requiring `models`; `events` are emitted at
 /// 1000, 2000, ... between the thread's execute and end events.
-fn trace(dir: &Path, models: &[(&str, &str)], events: &[&[u8; 3]]) {
+pub(crate) fn trace(dir: &Path, models: &[(&str, &str)], events: &[&[u8; 3]]) {
     trace_with(dir, models, |t| {
         for (i, e) in events.iter().enumerate() {
             t.emit_at(Mcv(**e), 1000 * (i as u64 + 2), &[]).unwrap();
@@ -120,7 +120,11 @@ fn trace(dir: &Path, models: &[(&str, &str)], events: &[&[u8; 3]]) {
 }
 
 /// As [`trace`], with `body` emitting the events and returning the clock of the end event.
-fn trace_with(dir: &Path, models: &[(&str, &str)], body: impl FnOnce(&mut ThreadStream) -> u64) {
+pub(crate) fn trace_with(
+    dir: &Path,
+    models: &[(&str, &str)],
+    body: impl FnOnce(&mut ThreadStream) -> u64,
+) {
     let p = Process::init(dir, 1, "node0", 100).unwrap();
     let mut t = p.thread_init(100).unwrap();
     t.add_cpu(0, 0).unwrap();
@@ -141,7 +145,7 @@ const MPI: (&str, &str) = ("mpi", "1.0.0");
 const TAMPI: (&str, &str) = ("tampi", "1.0.0");
 
 /// The error lines of stderr.
-fn errors(out: &Output) -> Vec<String> {
+pub(crate) fn errors(out: &Output) -> Vec<String> {
     stable(&out.stderr)
         .lines()
         .filter_map(|l| l.strip_prefix("ovniemu: ERROR: "))
@@ -180,7 +184,7 @@ fn a_thread_ending_inside_a_stack_fails_in_lint_mode() {
 }
 
 /// The lines of a rejected event of `model` up to the emulator's panic block.
-fn rejected(cause: &str, model: &str, failed: &str) -> Vec<String> {
+pub(crate) fn rejected(cause: &str, model: &str, failed: &str) -> Vec<String> {
     vec![
         cause.to_string(),
         format!("model_{model}_event: {failed}"),
@@ -189,8 +193,12 @@ fn rejected(cause: &str, model: &str, failed: &str) -> Vec<String> {
     ]
 }
 
-fn first_errors(out: &Output) -> Vec<String> {
-    errors(out).into_iter().take(4).collect()
+/// The error lines up to the emulator's panic block.
+pub(crate) fn first_errors(out: &Output) -> Vec<String> {
+    errors(out)
+        .into_iter()
+        .take_while(|l| !l.starts_with("panic: "))
+        .collect()
 }
 
 #[test]
@@ -265,7 +273,7 @@ fn model_events_need_their_model_required() {
 
 /// Records of a `.prv` file after its header, without the fields every record shares
 /// (`<time>:<type>:<value>`, the time from the first event).
-fn records(dir: &Path, file: &str) -> Vec<String> {
+pub(crate) fn records(dir: &Path, file: &str) -> Vec<String> {
     fs::read_to_string(dir.join("ovni").join(file))
         .unwrap()
         .lines()
@@ -404,7 +412,7 @@ fn help_lists_the_emulated_models() {
     let out = emu(&["--help"], tmp.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("Available emulation models:\n  O  ovni      1.1.0\n  T  tampi     1.0.0\n  M  mpi       1.0.0\n"),
+        text.contains("Available emulation models:\n  O  ovni      1.1.0\n  T  tampi     1.0.0\n  M  mpi       1.0.0\n  P  openmp    1.2.1\n"),
         "{text}"
     );
 }

@@ -15,8 +15,8 @@
 //! 5. the model probe: `ovni.require` versions against the embedded event table;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
 //!    enabled model, then the ovni model's rules (`crate::model`) for `O` events, or for other
-//!    models that the event exists and its payload fits its signature, and for the mpi and
-//!    tampi models their stack rules (`crate::model::stack`);
+//!    models that the event exists and its payload fits its signature, and for the mpi,
+//!    tampi and openmp models their rules (`crate::model::stack`, `crate::model::openmp`);
 //! 7. the end check: every thread is dead.
 //!
 //! With [`LintOptions::all`] the checks continue after a problem (a rejected event leaves the
@@ -44,6 +44,7 @@ use trace::TraceProblem;
 
 pub use report::{Problem, Report};
 
+use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, Stacks};
 use crate::model::OvniModel;
 
@@ -129,11 +130,18 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         _ => Vec::new(),
     };
     let rows = ovni.as_ref().map(row_of_thread).unwrap_or_default();
+    let openmp = match (&system, &ovni, &enabled) {
+        (Some(sys), Some(model), Some(en)) if en[usize::from(b'P')] => {
+            Some(openmp_model(sys, model))
+        }
+        _ => None,
+    };
     let mut ctx = Events {
         streams: &streams,
         roles: &roles,
         table,
         stacks,
+        openmp,
         rows,
         enabled,
         once: HashSet::new(),
@@ -309,6 +317,26 @@ fn stack_models(model: &OvniModel, enabled: &[bool; 256]) -> Vec<Stacks> {
         .collect()
 }
 
+/// The openmp model, processes numbered in ovniemu's thread order.
+fn openmp_model(sys: &System, model: &OvniModel) -> OpenMp {
+    let mut procs: Vec<(&str, i64)> = Vec::new();
+    let mut proc_of = vec![0; sys.threads.len()];
+    for t in model.end_order() {
+        let Some(meta) = sys.threads.get(t) else {
+            continue;
+        };
+        let key = (meta.loom.as_str(), meta.pid);
+        let p = procs.iter().position(|&k| k == key).unwrap_or_else(|| {
+            procs.push(key);
+            procs.len() - 1
+        });
+        if let Some(slot) = proc_of.get_mut(t) {
+            *slot = p;
+        }
+    }
+    OpenMp::new(proc_of, procs.len())
+}
+
 /// ovniemu's row of each thread (its channels are named after it).
 fn row_of_thread(model: &OvniModel) -> Vec<usize> {
     let order = model.end_order();
@@ -345,6 +373,8 @@ struct Events<'a> {
     table: &'static EventTable,
     /// The stacks of the enabled mpi and tampi models.
     stacks: Vec<Stacks>,
+    /// The openmp model, if enabled.
+    openmp: Option<OpenMp>,
     /// ovniemu's row of each thread.
     rows: Vec<usize>,
     /// Enabled models by model character; `None` when the metadata is unusable.
@@ -474,14 +504,20 @@ impl Events<'_> {
         let (Some(ovni), Some(t)) = (ovni, thread) else {
             return ControlFlow::Continue(());
         };
-        let Some(stacks) = self.stacks.iter_mut().find(|s| s.model().id == id) else {
-            return ControlFlow::Continue(());
-        };
         let [_, c, v] = ev.mcv.0;
         let row = self.rows.get(t).copied().unwrap_or(0);
         let (tid, state) = ovni.thread(t).unwrap_or((0, ThreadState::Unknown));
-        match stacks.event(t, row, tid, state == ThreadState::Running, c, v) {
-            Ok(_) => ControlFlow::Continue(()),
+        let running = state == ThreadState::Running;
+        let verdict = match (self.stacks.iter_mut().find(|s| s.model().id == id), id) {
+            (Some(stacks), _) => stacks.event(t, row, tid, running, c, v).map(|_| ()),
+            (None, b'P') => match &mut self.openmp {
+                Some(omp) => omp.event(t, row, tid, running, ev).map(|_| ()),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        };
+        match verdict {
+            Ok(()) => ControlFlow::Continue(()),
             Err(p) => sink.push(self.problem(m, p)),
         }
     }
