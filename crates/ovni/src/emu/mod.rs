@@ -1,20 +1,22 @@
-//! The emulator (`ovniemu`): plays a trace through the ovni model and writes the Paraver
-//! views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
+//! The emulator (`ovniemu`): plays a trace through the ovni model (and the mpi, openmp and
+//! tampi models when the trace requires them) and writes the Paraver views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
 //! directory (`docs/ovniemu.md`).
 //!
 //! The stages and their checks are ovniemu's, in its order (load, system, clock offsets,
 //! outputs, first events, model probe, events, end checks), with its messages, passed to a
-//! [`Reporter`]. The checks are the linter's: the ovni model's state machine
-//! (`crates/ovni/src/model`) rejects what ovniemu rejects, and the emulator reads the state after
-//! each accepted event to drive its channels (`emu/chan.rs`), which write the Paraver records.
+//! [`Reporter`]. The checks are the linter's: the models' state machines
+//! (`crates/ovni/src/model`) reject what ovniemu rejects, and the emulator reads the state after
+//! each accepted event to drive its channels (`emu/chan.rs`, the other models' in
+//! `emu/chan/track.rs`, connected by `emu/models.rs`), which write the Paraver records.
 //!
 //! Differences from the original, by design:
 //!
-//! * only the ovni model is emulated: a trace that requires another model (nOS-V, Nanos6, …)
-//!   is refused before any output is opened (the original emulates it);
+//! * only the ovni, mpi, openmp and tampi models are emulated: a trace that requires another
+//!   model (nOS-V, Nanos6, …) is refused before any output is opened (the original emulates
+//!   it);
 //! * no Paraver configuration folder (`cfg/`) is copied into the trace;
 //! * `-a`, `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
-//!   reject threads that end with marks still pushed.
+//!   reject threads that end with marks still pushed or inside a model's stack.
 //!
 //! This file holds the stages up to the event loop (options, setup, clock offsets, first
 //! events); the Paraver row order and the mark list are in `layout`, the output files and
