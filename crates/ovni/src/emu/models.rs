@@ -1,7 +1,8 @@
-//! The models the emulator runs besides ovni (mpi, tampi), in ovniemu's order: which are
-//! enabled, their channels, `.pcf` types, events, end checks and messages. Each model is
-//! described by its [`StackModel`] (`crates/ovni/src/model/{mpi,tampi}.rs`) and run by the
-//! shared [`Stacks`]; this file only connects them to the emulator.
+//! The models the emulator runs besides ovni (mpi, openmp, tampi), in ovniemu's order: which
+//! are enabled, their channels, `.pcf` types, events, end checks and messages. mpi and tampi
+//! are each described by a [`StackModel`] (`crates/ovni/src/model/{mpi,tampi}.rs`) and run by
+//! the shared [`Stacks`]; openmp is `crates/ovni/src/model/openmp.rs` (its messages in
+//! `emu/openmp.rs`). This file only connects them to the emulator.
 
 use std::collections::BTreeMap;
 
@@ -14,8 +15,7 @@ use crate::events::EventTable;
 use crate::metadata::System;
 use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
-use crate::raw::Event;
-use crate::raw::Mcv;
+use crate::raw::{Event, Mcv};
 
 /// The emulated models as `ovniemu -h` lists them (`  <id>  <name>  <version>` lines, in
 /// ovniemu's registration order).

@@ -102,8 +102,9 @@ pub(crate) const SUBSYSTEM_LABELS: [(i64, &str); 31] = [
     (31, "Runtime: Worker main loop"),
 ];
 
-/// ovniemu's value of a task type label in the label view: a hash of the label (the hash of
-/// its hash tables, Bob Jenkins' one-at-a-time-per-12-bytes mix), moved off the low values.
+/// ovniemu's value of a task type label in the label view: Bob Jenkins' `lookup2` hash of the
+/// label (the one its hash tables use), plus 666, kept to 31 bits and moved off the values
+/// below 1000.
 pub(crate) fn label_value(label: &[u8]) -> u32 {
     fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
         for (s1, s2, s3) in [(13, 8, 13), (12, 16, 5), (3, 10, 15)] {
