@@ -3,6 +3,7 @@
 
 mod goldens;
 mod hostile;
+mod model_sequences;
 mod models;
 mod openmp;
 mod ovniemu;

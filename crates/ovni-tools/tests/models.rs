@@ -260,6 +260,28 @@ fn events_of_a_thread_that_is_not_running_are_rejected() {
 }
 
 #[test]
+fn an_unsupported_model_version_stops_the_emulation_before_it_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    trace(
+        &tmp.path().join("ovni"),
+        &[("mpi", "1.1.0")],
+        &[b"MUi", b"MUI"],
+    );
+    let out = emu(&["ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        errors(&out),
+        [
+            "should_enable: unsupported mpi model version (want 1.1.0, have 1.0.0) in thread.100",
+            "model_version_probe: cannot determine if model mpi must be enabled",
+            "model_probe: probe failed for model 'M'",
+            "emu_init: model_probe failed",
+            "main: emu_init failed",
+        ]
+    );
+}
+
+#[test]
 fn model_events_need_their_model_required() {
     let tmp = tempfile::tempdir().unwrap();
     trace(&tmp.path().join("ovni"), &[TAMPI], &[b"MUi", b"MUI"]);
