@@ -339,3 +339,33 @@ fn events_of_a_thread_that_is_not_running_are_rejected() {
         &["chan_pop: openmp.thread0.subsystem: channel stack empty"],
     );
 }
+
+/// Two type labels whose values collide (found by search): ovniemu fails when it lists them
+/// at the end, keeping the first in the thread view and none in the CPU view.
+#[test]
+fn type_labels_with_the_same_value_fail_at_the_end() {
+    let tmp = tempfile::tempdir().unwrap();
+    let events = [Ev::Type(1, "t33675"), Ev::Type(2, "t61351")];
+    let out = emulate(tmp.path(), &[], &events);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        errors(&out),
+        [
+            "task_create_pcf_types: collision occurred in task type labels: t33675 and t61351",
+            "pcf_add_value: PCF value 2031890338 already in type 51",
+            "task_create_pcf_types: pcf_add_value failed",
+            "create_pcf_type: task_create_pcf_types failed",
+            "finish_pvt: create_pcf_type failed",
+            "model_openmp_finish: finish_pvt thread failed",
+            "model_finish: finish failed for model 'P'",
+            "emu_finish: model_finish failed",
+            "main: emu_finish failed",
+        ]
+    );
+    assert_eq!(
+        pcf_values(tmp.path(), "thread.pcf", 51),
+        ["2031890338 t33675"]
+    );
+    assert!(pcf_values(tmp.path(), "cpu.pcf", 51).is_empty());
+    assert_eq!(lint(tmp.path()), Some(1));
+}

@@ -316,10 +316,11 @@ impl Setup {
         // The openmp model fills its labels when it finishes, after the events.
         let mut pcf_errors = Vec::new();
         let pcfs = pcf_types(&self.layout, &marks, emu.models(), &mut pcf_errors);
+        let finish_problem = emu.models().finish_problem().map(Error::Trace);
         if ok {
             out.info(&processed);
             let (lines, e) = emu.end_checks(&self, opts.lint, &pcf_errors);
-            error = e;
+            error = e.or(finish_problem);
             if !lines.is_empty() {
                 out.errors(&lines);
                 out.errors(&["emu_finish: model_finish failed".to_string()]);
@@ -335,6 +336,7 @@ impl Setup {
             if !pcf_errors.is_empty() {
                 out.errors(&pcf_errors);
                 out.errors(&["emu_finish: model_finish failed".to_string()]);
+                error = error.or(finish_problem);
             }
             out.info("writing traces to disk, please wait");
             if !pcf_errors.is_empty() {

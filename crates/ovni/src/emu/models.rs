@@ -260,6 +260,23 @@ impl Models {
     }
 }
 
+impl Models {
+    /// The problem that makes a model's finish fail (two openmp type labels with the same
+    /// value), if any.
+    pub(super) fn finish_problem(&self) -> Option<TraceProblem> {
+        self.models.iter().find_map(|m| match &m.state {
+            State::OpenMp(omp) => omp
+                .label_values()
+                .1
+                .map(|c| TraceProblem::TypeLabelCollision {
+                    value: c.value,
+                    labels: (c.first, c.second),
+                }),
+            State::Stack(_) => None,
+        })
+    }
+}
+
 /// The openmp model for the threads of `sys`, their processes numbered in ovniemu's order
 /// (that of the thread rows, `row_thread`).
 fn openmp_model(sys: &System, row_thread: &[usize]) -> OpenMp {

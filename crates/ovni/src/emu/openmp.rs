@@ -14,41 +14,33 @@ pub(super) fn subsystem_values() -> Vec<(i64, String)> {
         .collect()
 }
 
-/// The labels of the task and worksharing types of every process, one per value. Two labels
-/// with the same value make ovniemu fail: the thread view keeps the labels before the
-/// collision, the CPU view gets none, and the error lines are added to `errors` (once, with
-/// the thread view's).
+/// The label view's value labels: after a collision ovniemu fails, the thread view keeps
+/// the labels before it and the CPU view gets none; the error lines are added to `errors`
+/// (once, with the thread view's).
 pub(super) fn label_values(
     omp: &OpenMp,
     thread: bool,
     errors: &mut Vec<String>,
 ) -> Vec<(i64, String)> {
-    let mut values: Vec<(i64, String)> = Vec::new();
-    for ty in omp.types() {
-        let value = i64::from(ty.value);
-        match values.iter().find(|(v, _)| *v == value) {
-            None => values.push((value, ty.label.clone())),
-            Some((_, l)) if *l == ty.label => {}
-            Some((_, l)) => {
-                if !thread {
-                    return Vec::new();
-                }
-                errors.extend([
-                    format!(
-                        "task_create_pcf_types: collision occurred in task type labels: {l} and {}",
-                        ty.label
-                    ),
-                    format!("pcf_add_value: PCF value {value} already in type 51"),
-                    "task_create_pcf_types: pcf_add_value failed".to_string(),
-                    "create_pcf_type: task_create_pcf_types failed".to_string(),
-                    "finish_pvt: create_pcf_type failed".to_string(),
-                    "model_openmp_finish: finish_pvt thread failed".to_string(),
-                    "model_finish: finish failed for model 'P'".to_string(),
-                ]);
-                return values;
-            }
-        }
+    let (values, collision) = omp.label_values();
+    let Some(c) = collision else {
+        return values;
+    };
+    if !thread {
+        return Vec::new();
     }
+    errors.extend([
+        format!(
+            "task_create_pcf_types: collision occurred in task type labels: {} and {}",
+            c.first, c.second
+        ),
+        format!("pcf_add_value: PCF value {} already in type 51", c.value),
+        "task_create_pcf_types: pcf_add_value failed".to_string(),
+        "create_pcf_type: task_create_pcf_types failed".to_string(),
+        "finish_pvt: create_pcf_type failed".to_string(),
+        "model_openmp_finish: finish_pvt thread failed".to_string(),
+        "model_finish: finish failed for model 'P'".to_string(),
+    ]);
     values
 }
 

@@ -179,7 +179,7 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
-    /// The other enabled models (mpi, tampi).
+    /// The other enabled models (mpi, openmp, tampi).
     models: Models,
     chans: Channels,
     /// Channel index of each mark type (by type, `[0, 100)`).

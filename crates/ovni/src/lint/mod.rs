@@ -152,6 +152,15 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
     if let (Some(sys), Some(model)) = (&system, &ovni) {
         end_checks(sys, model, sink)?;
     }
+    // ovniemu's openmp model fails when it lists the type labels, after the events.
+    if let Some(c) = ctx.openmp.as_ref().and_then(|o| o.label_values().1) {
+        sink.push(Problem::new(Error::Trace(
+            TraceProblem::TypeLabelCollision {
+                value: c.value,
+                labels: (c.first, c.second),
+            },
+        )))?;
+    }
     ControlFlow::Continue(())
 }
 

@@ -181,6 +181,7 @@ fn code(e: &Error) -> &'static str {
             TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
             TraceProblem::MarksLeftPushed { .. } => "marks-left-pushed",
             TraceProblem::StackLeftPushed { .. } => "stack-left-pushed",
+            TraceProblem::TypeLabelCollision { .. } => "label-collision",
         },
     }
 }

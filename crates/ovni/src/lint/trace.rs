@@ -59,6 +59,14 @@ pub enum TraceProblem {
         /// Values left on the stack.
         depth: usize,
     },
+    /// Two openmp task type labels have the same value in the label view (the emulator
+    /// cannot label it).
+    TypeLabelCollision {
+        /// The value.
+        value: i64,
+        /// The two labels.
+        labels: (String, String),
+    },
 }
 
 impl fmt::Display for TraceProblem {
@@ -78,6 +86,11 @@ impl fmt::Display for TraceProblem {
             } => write!(
                 f,
                 "thread {tid} ends with {depth} values pushed on mark type {mark}"
+            ),
+            Self::TypeLabelCollision { value, labels } => write!(
+                f,
+                "task type labels '{}' and '{}' have the same value {value}",
+                labels.0, labels.1
             ),
             Self::StackLeftPushed {
                 tid, what, depth, ..

@@ -142,6 +142,14 @@ pub(crate) fn label_value(label: &[u8]) -> u32 {
     }
 }
 
+/// Two type labels with the same value in the label view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LabelCollision {
+    pub(crate) value: i64,
+    pub(crate) first: String,
+    pub(crate) second: String,
+}
+
 /// A task or worksharing type of a process.
 #[derive(Debug)]
 pub(crate) struct TaskType {
@@ -215,6 +223,29 @@ impl OpenMp {
     /// Types of every process, processes in order.
     pub(crate) fn types(&self) -> impl Iterator<Item = &TaskType> {
         self.procs.iter().flat_map(|p| p.types.iter())
+    }
+
+    /// The value labels of the type label view, one per value, in order, up to the first
+    /// two labels with the same value (which ovniemu cannot list: it fails there), and
+    /// those two.
+    pub(crate) fn label_values(&self) -> (Vec<(i64, String)>, Option<LabelCollision>) {
+        let mut values: Vec<(i64, String)> = Vec::new();
+        for ty in self.types() {
+            let value = i64::from(ty.value);
+            match values.iter().find(|(v, _)| *v == value) {
+                None => values.push((value, ty.label.clone())),
+                Some((_, l)) if *l == ty.label => {}
+                Some((_, l)) => {
+                    let c = LabelCollision {
+                        value,
+                        first: l.clone(),
+                        second: ty.label.clone(),
+                    };
+                    return (values, Some(c));
+                }
+            }
+        }
+        (values, None)
     }
 
     /// Values left on thread `t`'s subsystem stack.
