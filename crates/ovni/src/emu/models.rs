@@ -258,9 +258,7 @@ impl Models {
         }
         first
     }
-}
 
-impl Models {
     /// The problem that makes a model's finish fail (two openmp type labels with the same
     /// value), if any.
     pub(super) fn finish_problem(&self) -> Option<TraceProblem> {
