@@ -157,7 +157,7 @@ impl fmt::Display for MetaProblem {
             Self::ModelNotEmulated(m) => {
                 write!(
                     f,
-                    "requires the {m} model, which is not emulated (only ovni is)"
+                    "requires the {m} model, which is not emulated (only ovni, mpi, openmp and tampi are)"
                 )
             }
             Self::UnsupportedModelVersion { model, want, have } => write!(
