@@ -13,7 +13,8 @@ use crate::raw::Mcv;
 
 pub use crate::lint::trace::TraceProblem;
 pub use crate::model::problem::{
-    ChanFailure, EventProblem, MarkOp, OpenMpProblem, TaskState, ThreadState, Transition,
+    BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, MarkOp, NosvProblem, OpenMpProblem,
+    TaskState, ThreadState, Transition,
 };
 pub use crate::read::meta::problem::MetaProblem;
 pub use crate::read::stream::StreamProblem;

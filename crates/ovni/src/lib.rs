@@ -31,8 +31,9 @@ pub mod tools;
 pub mod write;
 
 pub use error::{
-    ChanFailure, Error, EventProblem, MarkOp, MetaProblem, OpenMpProblem, Result, StreamProblem,
-    TaskState, ThreadState, TraceProblem, Transition, UsageError,
+    BodyFailure, BodyOp, BodyState, ChanFailure, Error, EventProblem, MarkOp, MetaProblem,
+    NosvProblem, OpenMpProblem, Result, StreamProblem, TaskState, ThreadState, TraceProblem,
+    Transition, UsageError,
 };
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

@@ -25,6 +25,7 @@
 mod chan;
 mod layout;
 mod models;
+mod nosv;
 mod openmp;
 mod output;
 mod pcf;
@@ -303,12 +304,46 @@ impl Setup {
         for l in models::enabled_lines(&required) {
             out.info(&l);
         }
-        let models = Models::new(&required, &self.sys, &self.layout.row_thread);
+        let hwc = if required.contains_key("nosv") {
+            let threads: Vec<_> = self
+                .layout
+                .row_thread
+                .iter()
+                .filter_map(|&t| self.sys.threads.get(t))
+                .map(|m| {
+                    let s = streams.iter().find(|s| s.name() == m.stream);
+                    (m.stream.clone(), s.and_then(|s| s.metadata().hwc()))
+                })
+                .collect();
+            match nosv::hwc_names(&threads) {
+                Ok(names) => names,
+                Err(lines) => {
+                    let e = Error::meta(
+                        &self
+                            .sys
+                            .threads
+                            .first()
+                            .map_or(String::new(), |t| t.stream.clone()),
+                        MetaProblem::BadValue {
+                            key: "nosv.hwc",
+                            expected: "hardware counters indexed 0 to n-1, each with a name",
+                        },
+                    );
+                    return early(outputs, out, lines, e);
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let models = Models::new(&required, &self.sys, &self.layout.row_thread, hwc);
         let marks = MarkList::new(&self.sys, &self.layout, streams);
         let mut emu = Emu::new(&self, &marks, models, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);
+        if flow.is_ok() {
+            emu.set_finished();
+        }
         let secs = start.elapsed().as_secs_f64();
         let processed = format!("processed {} input events in {secs:.2} s", emu.events);
         let mut ok = flow.is_ok();
@@ -334,7 +369,8 @@ impl Setup {
             out.info("emulation aborts!");
             out.info(&processed);
             if !pcf_errors.is_empty() {
-                out.errors(&pcf_errors);
+                let lines: Vec<String> = pcf_errors.iter().map(|(_, l)| l.clone()).collect();
+                out.errors(&lines);
                 out.errors(&["emu_finish: model_finish failed".to_string()]);
                 error = error.or(finish_problem);
             }

@@ -7,12 +7,13 @@
 use std::collections::BTreeMap;
 
 use super::chan::{Channels, TrackDef};
-use super::openmp;
 use super::pcf::PcfType;
 use super::prv::Prv;
+use super::{nosv, openmp};
 use crate::error::{EventProblem, ThreadState, TraceProblem};
 use crate::events::EventTable;
 use crate::metadata::System;
+use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
 use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
 use crate::raw::{Event, Mcv};
@@ -32,13 +33,15 @@ pub fn model_list() -> String {
 
 /// True if the emulator emulates model `id`.
 pub(super) fn emulated(id: u8) -> bool {
-    matches!(id, b'O' | b'P') || stack_model(id).is_some()
+    matches!(id, b'O' | b'P' | b'V') || stack_model(id).is_some()
 }
 
 /// The state of one enabled model.
 enum State {
     Stack(Stacks),
     OpenMp(OpenMp),
+    /// The nosv model and the names of its hardware counters.
+    Nosv(Nosv, Vec<String>),
 }
 
 /// One enabled model: its state and the index of its first channel.
@@ -53,6 +56,8 @@ pub(super) struct Models {
     models: Vec<Enabled>,
     /// Index in `models` of each model character, `u8::MAX` if not enabled.
     by_id: [u8; 256],
+    /// The trace was played to its end (the nosv model then lists its task types).
+    finished: bool,
 }
 
 /// The channels of the openmp model (subsystem, label, task id), all shown while the thread
@@ -64,12 +69,15 @@ const OPENMP_TYPES: [(u32, &str); 3] = [
 ];
 
 impl Models {
-    /// The models of `required` (model name → version, from the probe) other than ovni.
+    /// The models of `required` (model name → version, from the probe) other than ovni;
+    /// `hwc` names the nosv model's hardware counters.
     pub(super) fn new(
         required: &BTreeMap<String, String>,
         sys: &System,
         row_thread: &[usize],
+        hwc: Vec<String>,
     ) -> Self {
+        let mut hwc = Some(hwc);
         let mut ids: Vec<u8> = EventTable::builtin()
             .models()
             .iter()
@@ -87,13 +95,28 @@ impl Models {
                     State::OpenMp(openmp_model(sys, row_thread)),
                     OPENMP_TYPES.len(),
                 ),
+                (None, b'V') => {
+                    let hwc = hwc.take().unwrap_or_default();
+                    let (procs, proc_of) = nosv::processes(sys, row_thread);
+                    let n = crate::model::nosv::CHANNELS + hwc.len();
+                    (State::Nosv(Nosv::new(proc_of, &procs, hwc.len()), hwc), n)
+                }
                 _ => continue,
             };
             by_id[usize::from(id)] = models.len() as u8;
             models.push(Enabled { id, state, base });
             base += n;
         }
-        Self { models, by_id }
+        Self {
+            models,
+            by_id,
+            finished: false,
+        }
+    }
+
+    /// The trace was played to its end.
+    pub(super) fn set_finished(&mut self) {
+        self.finished = true;
     }
 
     /// Adds each model's channels to every thread and CPU.
@@ -106,19 +129,36 @@ impl Models {
                     prv_type: s.model().prv_type,
                     thread_track: s.model().thread_track,
                     skip_dup_null: false,
+                    cpu_default: None,
                     before_ovni,
                 }),
                 State::OpenMp(_) => defs.extend(OPENMP_TYPES.iter().map(|&(ty, _)| TrackDef {
                     prv_type: ty,
                     thread_track: Track::Active,
                     skip_dup_null: true,
+                    cpu_default: None,
                     before_ovni,
                 })),
+                State::Nosv(_, hwc) => defs.extend(nosv::track_defs(hwc.len())),
             }
         }
         if !defs.is_empty() {
             chans.add_tracks(&defs, cpu, thread);
         }
+        // Every thread starts progressing (before the first event, so no row shows it).
+        for m in &self.models {
+            if let State::Nosv(..) = m.state {
+                chans.track_init_all(m.base + CH_IDLE, Some(PROGRESSING));
+            }
+        }
+    }
+
+    /// True if the kernel model has thread `t` out of its CPU.
+    pub(super) fn out_of_cpu(&self, t: usize) -> bool {
+        self.models.iter().any(|m| match &m.state {
+            State::Stack(s) => m.id == b'K' && s.depth(t) > 0,
+            _ => false,
+        })
     }
 
     /// Index of model `id`, if it is enabled.
@@ -142,6 +182,7 @@ impl Models {
         chans: &mut Channels,
         notes: &mut Vec<String>,
     ) -> Result<(), EventProblem> {
+        let out = self.out_of_cpu(t);
         let Some(m) = self.models.get_mut(i) else {
             return Ok(());
         };
@@ -159,17 +200,28 @@ impl Models {
                     chans.track_set(row, m.base + ch, top);
                 }
             }
+            State::Nosv(model, _) => {
+                let active = matches!(
+                    state,
+                    ThreadState::Running | ThreadState::Cooling | ThreadState::Warming
+                );
+                let changes = model.event(t, row, tid, active, out, ev)?;
+                for (ch, v) in changes.0 {
+                    chans.track_set(row, m.base + ch, v);
+                }
+            }
         }
         Ok(())
     }
 
     /// The `.pcf` types of the models before (`before`) or after the ovni model, for the
-    /// thread view (`thread`) or the CPU view; the lines of the errors met filling them.
+    /// thread view (`thread`) or the CPU view; the lines of the errors met filling them, by
+    /// model character.
     pub(super) fn pcf_types(
         &self,
         before: bool,
         thread: bool,
-        errors: &mut Vec<String>,
+        errors: &mut Vec<(u8, String)>,
     ) -> Vec<PcfType> {
         let mut v = Vec::new();
         for m in self.models.iter().filter(|m| (m.id < b'O') == before) {
@@ -193,7 +245,9 @@ impl Models {
                     } else {
                         Track::Running
                     };
-                    let labels = openmp::label_values(omp, thread, errors);
+                    let mut lines = Vec::new();
+                    let labels = openmp::label_values(omp, thread, &mut lines);
+                    errors.extend(lines.into_iter().map(|l| (m.id, l)));
                     for (&(ty, prefix), values) in
                         OPENMP_TYPES
                             .iter()
@@ -206,6 +260,17 @@ impl Models {
                         });
                     }
                 }
+                State::Nosv(model, hwc) => {
+                    let mut lines = Vec::new();
+                    v.extend(nosv::pcf_types(
+                        model,
+                        hwc,
+                        thread,
+                        self.finished,
+                        &mut lines,
+                    ));
+                    errors.extend(lines.into_iter().map(|l| (m.id, l)));
+                }
             }
         }
         v
@@ -213,25 +278,40 @@ impl Models {
 
     /// ovniemu -l's end check of the models before (`before`) or after the ovni model, in
     /// its order: for each model, the first thread (in row order) that ends inside its
-    /// stack of functions or subsystems (not for the openmp model if `skip_openmp`: its
-    /// finish failed before). Adds the lines and returns the first problem.
+    /// stack of functions or subsystems (only with `lint`), unless its finish failed before
+    /// (`pcf_errors`, whose lines come in its place). Adds the lines and returns the first
+    /// problem.
     pub(super) fn end_checks(
         &self,
         before: bool,
+        lint: bool,
         sys: &System,
         row_thread: &[usize],
+        pcf_errors: &[(u8, String)],
         lines: &mut Vec<String>,
-        skip_openmp: bool,
     ) -> Option<TraceProblem> {
         let mut first = None;
         for m in self.models.iter().filter(|m| (m.id < b'O') == before) {
-            if skip_openmp && m.id == b'P' {
+            let failed: Vec<String> = pcf_errors
+                .iter()
+                .filter(|(id, _)| *id == m.id)
+                .map(|(_, l)| l.clone())
+                .collect();
+            if !failed.is_empty() {
+                lines.extend(failed);
+                continue;
+            }
+            if !lint {
                 continue;
             }
             let (name, what, depth): (&str, &'static str, &dyn Fn(usize) -> usize) = match &m.state
             {
-                State::Stack(s) => (s.model().name, s.model().stacked, &|t| s.depth(t)),
+                State::Stack(s) => match s.model().stacked {
+                    Some(what) => (s.model().name, what, &|t| s.depth(t)),
+                    None => continue,
+                },
                 State::OpenMp(o) => ("openmp", "stacked openmp functions", &|t| o.depth(t)),
+                State::Nosv(n, _) => ("nosv", "stacked nosv subsystems", &|t| n.depth(t)),
             };
             for &t in row_thread {
                 let depth = depth(t);
@@ -270,7 +350,8 @@ impl Models {
                     value: c.value,
                     labels: (c.first, c.second),
                 }),
-            State::Stack(_) => None,
+            State::Nosv(n, _) if self.finished => nosv::finish_problem(n),
+            State::Stack(_) | State::Nosv(..) => None,
         })
     }
 }
@@ -299,15 +380,23 @@ fn openmp_model(sys: &System, row_thread: &[usize]) -> OpenMp {
 /// The lines ovniemu prints when a model other than ovni rejects event `mcv` (before the
 /// common ones), or `None` if `p` is not such a rejection.
 pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> {
-    if mcv.model() == b'P' {
-        return openmp::rejected_lines(mcv, p);
+    if let (EventProblem::ThreadOutOfCpu { tid }, b'O') = (p, mcv.model()) {
+        return Some(vec![
+            format!("model_ovni_event: current thread {tid} out of CPU"),
+            "model_event: event() failed for 'ovni' model".to_string(),
+        ]);
+    }
+    match mcv.model() {
+        b'P' => return openmp::rejected_lines(mcv, p),
+        b'V' => return nosv::rejected_lines(mcv, p),
+        _ => {}
     }
     let m: &StackModel = stack_model(mcv.model())?;
     let cause = match p {
         EventProblem::ThreadNotRunning { tid } => {
             format!("process_ev: current thread {tid} not running")
         }
-        EventProblem::UnknownEvent { .. } => format!("process_ev: {}", m.unknown_event),
+        EventProblem::UnknownEvent { .. } => (m.unknown_event)(mcv.0[1]).to_string(),
         EventProblem::ChannelSameValue { chan, value } => {
             format!("chan_push: {chan}: same value as last_value {{int64_t {value}}}")
         }

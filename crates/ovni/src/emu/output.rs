@@ -24,7 +24,7 @@ pub(super) fn pcf_types(
     layout: &Layout,
     marks: &MarkList,
     models: &Models,
-    errors: &mut Vec<String>,
+    errors: &mut Vec<(u8, String)>,
 ) -> PcfTypes {
     let t = |ty, label: &str, values: Vec<(i64, String)>| PcfType {
         ty,

@@ -179,8 +179,10 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
-    /// The other enabled models (mpi, openmp, tampi).
+    /// The other enabled models (mpi, openmp, tampi, kernel).
     models: Models,
+    /// The kernel model is enabled (it can take threads out of their CPU).
+    kernel: bool,
     chans: Channels,
     /// Channel index of each mark type (by type, `[0, 100)`).
     mark_k: [u8; 100],
@@ -235,6 +237,7 @@ impl Emu {
         Self {
             flush_start: vec![0; setup.sys.threads.len()],
             model,
+            kernel: models.index(b'K').is_some(),
             models,
             chans,
             mark_k,
@@ -322,6 +325,10 @@ impl Emu {
                 },
                 None => EventProblem::ModelNotRegistered(id),
             });
+        }
+        if self.kernel && self.models.out_of_cpu(t) {
+            let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
+            return Err(EventProblem::ThreadOutOfCpu { tid });
         }
         let [_, c, v] = ev.mcv.0;
         let payload = ev.jumbo_data().unwrap_or(ev.payload);
@@ -464,37 +471,34 @@ impl Emu {
     /// The end checks of every enabled model, in ovniemu's order (by model character): for
     /// the ovni model every thread dead (and, in linter mode, no mark left pushed), in row
     /// order; in linter mode, no thread inside another model's stack. `pcf_errors` are the
-    /// openmp model's errors filling its `.pcf` labels (which end its checks).
+    /// errors of the models that failed filling their `.pcf` labels (which end their checks).
     pub(super) fn end_checks(
         &self,
         setup: &Setup,
         lint: bool,
-        pcf_errors: &[String],
+        pcf_errors: &[(u8, String)],
     ) -> (Vec<String>, Option<Error>) {
         let mut lines = Vec::new();
-        let rows = &setup.layout.row_thread;
-        let mut first = lint
-            .then(|| {
-                self.models
-                    .end_checks(true, &setup.sys, rows, &mut lines, false)
-            })
-            .flatten()
-            .map(Error::Trace);
+        let (rows, sys) = (&setup.layout.row_thread, &setup.sys);
+        let before = self
+            .models
+            .end_checks(true, lint, sys, rows, pcf_errors, &mut lines);
+        let mut first = before.map(Error::Trace);
         let (ovni, e) = self.ovni_end_checks(setup, lint);
         if !ovni.is_empty() {
             lines.extend(ovni);
             lines.push("model_finish: finish failed for model 'O'".to_string());
         }
         first = first.or(e);
-        lines.extend(pcf_errors.iter().cloned());
-        if lint {
-            let skip_openmp = !pcf_errors.is_empty();
-            let after = self
-                .models
-                .end_checks(false, &setup.sys, rows, &mut lines, skip_openmp);
-            first = first.or(after.map(Error::Trace));
-        }
-        (lines, first)
+        let after = self
+            .models
+            .end_checks(false, lint, sys, rows, pcf_errors, &mut lines);
+        (lines, first.or(after.map(Error::Trace)))
+    }
+
+    /// The trace was played to its end.
+    pub(super) fn set_finished(&mut self) {
+        self.models.set_finished();
     }
 
     fn ovni_end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {

@@ -495,6 +495,15 @@ impl Events<'_> {
         }
         if id == b'O' {
             if let (Some(ovni), Some(t)) = (ovni, thread) {
+                // The kernel model's context switches take a thread out of its CPU.
+                let out = self
+                    .stacks
+                    .iter()
+                    .any(|s| s.model().id == b'K' && s.depth(t) > 0);
+                if out {
+                    let tid = ovni.thread(t).map_or(0, |(tid, _)| tid);
+                    return sink.push(self.problem(m, EventProblem::ThreadOutOfCpu { tid }));
+                }
                 if let Err(p) = ovni.event(t, ev) {
                     return sink.push(self.problem(m, p));
                 }

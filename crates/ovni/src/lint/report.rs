@@ -216,12 +216,15 @@ pub(super) fn event_code(p: &EventProblem) -> &'static str {
         | EventProblem::MarkStackEmpty { .. }
         | EventProblem::MarkPopMismatch { .. }
         | EventProblem::MarkStackFull { .. } => "mark",
-        EventProblem::ThreadNotRunning { .. } => "thread-state",
+        EventProblem::ThreadNotRunning { .. } | EventProblem::ThreadOutOfCpu { .. } => {
+            "thread-state"
+        }
         EventProblem::ChannelSameValue { .. }
         | EventProblem::ChannelStackEmpty { .. }
         | EventProblem::ChannelPopMismatch { .. }
         | EventProblem::ChannelStackFull { .. } => "stack",
         EventProblem::OpenMp(_) => "openmp",
+        EventProblem::Nosv(_) => "nosv",
     }
 }
 

@@ -150,6 +150,30 @@ pub(crate) struct LabelCollision {
     pub(crate) second: String,
 }
 
+/// The value labels of a type label view, one per value, in order, up to the first two
+/// labels with the same value (which ovniemu cannot list: it fails there), and those two.
+pub(crate) fn label_values<'a>(
+    types: impl Iterator<Item = &'a TaskType>,
+) -> (Vec<(i64, String)>, Option<LabelCollision>) {
+    let mut values: Vec<(i64, String)> = Vec::new();
+    for ty in types {
+        let value = i64::from(ty.value);
+        match values.iter().find(|(v, _)| *v == value) {
+            None => values.push((value, ty.label.clone())),
+            Some((_, l)) if *l == ty.label => {}
+            Some((_, l)) => {
+                let c = LabelCollision {
+                    value,
+                    first: l.clone(),
+                    second: ty.label.clone(),
+                };
+                return (values, Some(c));
+            }
+        }
+    }
+    (values, None)
+}
+
 /// A task or worksharing type of a process.
 #[derive(Debug)]
 pub(crate) struct TaskType {
@@ -225,27 +249,9 @@ impl OpenMp {
         self.procs.iter().flat_map(|p| p.types.iter())
     }
 
-    /// The value labels of the type label view, one per value, in order, up to the first
-    /// two labels with the same value (which ovniemu cannot list: it fails there), and
-    /// those two.
+    /// The value labels of the type label view ([`label_values`]).
     pub(crate) fn label_values(&self) -> (Vec<(i64, String)>, Option<LabelCollision>) {
-        let mut values: Vec<(i64, String)> = Vec::new();
-        for ty in self.types() {
-            let value = i64::from(ty.value);
-            match values.iter().find(|(v, _)| *v == value) {
-                None => values.push((value, ty.label.clone())),
-                Some((_, l)) if *l == ty.label => {}
-                Some((_, l)) => {
-                    let c = LabelCollision {
-                        value,
-                        first: l.clone(),
-                        second: ty.label.clone(),
-                    };
-                    return (values, Some(c));
-                }
-            }
-        }
-        (values, None)
+        label_values(self.types())
     }
 
     /// Values left on thread `t`'s subsystem stack.

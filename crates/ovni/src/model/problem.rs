@@ -242,8 +242,14 @@ pub enum EventProblem {
         /// Mark type.
         mark: i64,
     },
-    /// An event of the mpi or tampi model from a thread that is not running.
+    /// An event of the mpi, tampi or openmp model from a thread that is not running.
     ThreadNotRunning {
+        /// Thread id.
+        tid: i64,
+    },
+    /// An event of the ovni or nOS-V model from a thread that the kernel model has out of
+    /// its CPU (after `KCO`, before `KCI`).
+    ThreadOutOfCpu {
         /// Thread id.
         tid: i64,
     },
@@ -275,6 +281,263 @@ pub enum EventProblem {
     },
     /// An event the openmp model rejects.
     OpenMp(OpenMpProblem),
+    /// An event the nosv model rejects.
+    Nosv(NosvProblem),
+}
+
+/// State of a nOS-V task body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyState {
+    /// Created, not running yet (or again).
+    Created,
+    /// Running on a thread.
+    Running,
+    /// Paused on a thread's stack.
+    Paused,
+    /// Ended.
+    Dead,
+}
+
+impl fmt::Display for BodyState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Created => "Created",
+            Self::Running => "Running",
+            Self::Paused => "Paused",
+            Self::Dead => "Dead",
+        })
+    }
+}
+
+/// A nOS-V task body transition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyOp {
+    /// `VTx`.
+    Execute,
+    /// `VTe`.
+    End,
+    /// `VTp`.
+    Pause,
+    /// `VTr`.
+    Resume,
+}
+
+impl BodyOp {
+    /// ovniemu's name of the transition (`task_<name>`, `body_<name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Execute => "execute",
+            Self::End => "end",
+            Self::Pause => "pause",
+            Self::Resume => "resume",
+        }
+    }
+}
+
+/// Why a nOS-V task body cannot make a transition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyFailure {
+    /// A body of a parallel task runs again after it ended.
+    NotAllowedAgain,
+    /// A paused body is executed instead of resumed.
+    RunPaused,
+    /// The body is not in the state the transition needs.
+    WrongState {
+        /// State needed.
+        want: BodyState,
+        /// Its state.
+        is: BodyState,
+    },
+    /// A body would run over a running body.
+    Nest {
+        /// Task of the running body.
+        task: u32,
+        /// The running body.
+        body: u32,
+    },
+    /// A body of a parallel task pauses.
+    NotAllowedPause,
+    /// The body is on no thread's stack.
+    NoStack,
+    /// The body is on another thread's stack.
+    OtherStack,
+    /// The body is not on top of its thread's stack.
+    NotOnTop,
+}
+
+/// Why the nosv model rejects an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NosvProblem {
+    /// The thread is not running, cooling or warming.
+    NotActive {
+        /// Thread id.
+        tid: i64,
+    },
+    /// A category the model does not define.
+    UnknownCategory,
+    /// An unknown value in a subsystem category.
+    UnknownSubsystemEvent,
+    /// The subsystem stack refuses a subsystem event.
+    Subsystem(ChanFailure),
+    /// The subsystem stack refuses the "in body" subsystem of `VTx` (`push`) or `VTe`.
+    SubsystemForBody {
+        /// In an execute event.
+        push: bool,
+        /// What the stack refused.
+        failure: ChanFailure,
+    },
+    /// A channel that refuses repeated values gets the value it has (the idle state, or the
+    /// task id when a body starts, `context: Some(true)`, or stops, `Some(false)`).
+    SameValue {
+        /// Channel name.
+        chan: String,
+        /// The value (`None`: no value).
+        value: Option<i64>,
+        /// Set by a body starting (`true`) or stopping (`false`).
+        context: Option<bool>,
+    },
+    /// `VT<v>` with `v` not `c`, `C`, `x`, `e`, `p` or `r`.
+    UnexpectedTaskValue,
+    /// `VTc`/`VTC` without 8 bytes of payload.
+    CreatePayloadSize,
+    /// `VTc`/`VTC` of a task id already created.
+    TaskExists(u32),
+    /// `VTc`/`VTC` of a type never created.
+    UnknownType(u32),
+    /// A task event without a task id.
+    MissingTaskId,
+    /// A task event without a body id.
+    MissingBodyId,
+    /// A task event of a task never created.
+    TaskNotFound(u32),
+    /// Body id 0 for a parallel task.
+    BodyIdZero(u32),
+    /// A body id other than 0 for a task that is not parallel.
+    BodyIdNotZero(u32),
+    /// A body that never ran ends, pauses or resumes.
+    NoBody {
+        /// The transition.
+        op: BodyOp,
+        /// Task id.
+        task: u32,
+        /// Body id.
+        body: u32,
+    },
+    /// A body cannot make the transition.
+    Body {
+        /// The transition.
+        op: BodyOp,
+        /// Task id.
+        task: u32,
+        /// Body id.
+        body: u32,
+        /// Why.
+        failure: BodyFailure,
+    },
+    /// A body of task id 0 starts.
+    TaskIdZero,
+    /// A body starts in a process whose application id is not positive.
+    AppIdNotPositive,
+    /// A body starts while the top subsystem is not "in body".
+    WrongSubsystem,
+    /// `VY<v>` with `v` not `c`.
+    UnexpectedTypeValue(u8),
+    /// `VYc` is not a jumbo event.
+    NotJumbo,
+    /// `VYc` without a type id and a NUL-terminated label.
+    MalformedType,
+    /// `VYc` of a type id already created.
+    TypeExists(u32),
+    /// `VYc` of type 0.
+    TypeIdZero,
+    /// A type label of 512 bytes or more.
+    LabelTooLong(u32),
+    /// A hardware counter event in a trace without counters.
+    NoCounters,
+    /// `VW<v>` with `v` not `C`.
+    UnknownCounterEvent,
+    /// `VWC` is not a jumbo event.
+    CountersNotJumbo,
+    /// `VWC` without one 8-byte value per counter.
+    CountersSize {
+        /// Bytes present.
+        got: usize,
+        /// Bytes expected.
+        want: usize,
+    },
+}
+
+impl fmt::Display for NosvProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let body = |task: &u32, b: &u32| format!("body {b} of task {task}");
+        match self {
+            Self::NotActive { tid } => write!(f, "current thread {tid} not active"),
+            Self::UnknownCategory => write!(f, "unknown nOS-V event category"),
+            Self::UnknownSubsystemEvent => write!(f, "unknown nOS-V subsystem event"),
+            Self::Subsystem(c) | Self::SubsystemForBody { failure: c, .. } => write!(f, "{c}"),
+            Self::SameValue { chan, value, .. } => match value {
+                Some(v) => write!(f, "{chan}: already {v}"),
+                None => write!(f, "{chan}: already without value"),
+            },
+            Self::UnexpectedTaskValue => write!(f, "unexpected nOS-V task event value"),
+            Self::CreatePayloadSize => write!(f, "task creation without 8 bytes of payload"),
+            Self::TaskExists(t) => write!(f, "task {t} already exists"),
+            Self::UnknownType(t) => write!(f, "unknown type id {t}"),
+            Self::MissingTaskId => write!(f, "missing task id in payload"),
+            Self::MissingBodyId => write!(f, "missing body id in payload"),
+            Self::TaskNotFound(t) => write!(f, "cannot find task with id {t}"),
+            Self::BodyIdZero(t) => write!(f, "the body id must be > 0 for parallel task {t}"),
+            Self::BodyIdNotZero(t) => {
+                write!(f, "the body id must be 0 for non-parallel task {t}")
+            }
+            Self::NoBody { op, task, body: b } => {
+                write!(f, "{} cannot {}: it never ran", body(task, b), op.name())
+            }
+            Self::Body {
+                op,
+                task,
+                body: b,
+                failure,
+            } => {
+                let what = match failure {
+                    BodyFailure::NotAllowedAgain => "it is parallel and cannot run again".into(),
+                    BodyFailure::RunPaused => "it is paused (resume it instead)".into(),
+                    BodyFailure::WrongState { want, is } => format!("it is {is}, not {want}"),
+                    BodyFailure::Nest { task, body: o } => {
+                        format!("{} is already running", body(task, o))
+                    }
+                    BodyFailure::NotAllowedPause => "it is parallel and cannot pause".into(),
+                    BodyFailure::NoStack => "it is on no thread".into(),
+                    BodyFailure::OtherStack => "it is on another thread".into(),
+                    BodyFailure::NotOnTop => "it is not the innermost body".into(),
+                };
+                write!(f, "{} cannot {}: {what}", body(task, b), op.name())
+            }
+            Self::TaskIdZero => write!(f, "task id cannot be 0"),
+            Self::AppIdNotPositive => write!(f, "app id must be positive"),
+            Self::WrongSubsystem => write!(f, "wrong subsystem state on task begin"),
+            Self::UnexpectedTypeValue(v) => {
+                write!(f, "unexpected type event value '{}'", v.escape_ascii())
+            }
+            Self::NotJumbo => write!(f, "a type creation must be a jumbo event"),
+            Self::MalformedType => {
+                write!(
+                    f,
+                    "a type creation needs a type id and a NUL-terminated label"
+                )
+            }
+            Self::TypeExists(t) => write!(f, "a task type with id {t} already exists"),
+            Self::TypeIdZero => write!(f, "invalid task type id 0"),
+            Self::LabelTooLong(t) => write!(f, "task type {t} label too long"),
+            Self::NoCounters => write!(f, "hardware counter event but no counters enabled"),
+            Self::UnknownCounterEvent => write!(f, "unknown hardware counter event"),
+            Self::CountersNotJumbo => write!(f, "hardware counters must be a jumbo event"),
+            Self::CountersSize { got, want } => {
+                write!(f, "hardware counters of {got} bytes (expecting {want})")
+            }
+        }
+    }
 }
 
 /// Why a stack channel refuses a push or a pop.
@@ -562,6 +825,7 @@ impl fmt::Display for EventProblem {
             ),
             Self::MarkStackFull { mark } => write!(f, "mark type {mark}: stack full (512 values)"),
             Self::ThreadNotRunning { tid } => write!(f, "current thread {tid} not running"),
+            Self::ThreadOutOfCpu { tid } => write!(f, "current thread {tid} out of CPU"),
             Self::ChannelSameValue { chan, value } => {
                 write!(f, "{chan}: cannot push {value}: it is already on top")
             }
@@ -571,6 +835,7 @@ impl fmt::Display for EventProblem {
             }
             Self::ChannelStackFull { chan } => write!(f, "{chan}: stack full (512 values)"),
             Self::OpenMp(p) => write!(f, "{p}"),
+            Self::Nosv(p) => write!(f, "{p}"),
         }
     }
 }

@@ -1,8 +1,9 @@
 //! Models whose whole state is one stack of values per thread, pushed and popped by paired
-//! events: mpi (the MPI function being called) and tampi (the TAMPI subsystem). ovniemu 1.14
-//! keeps that stack in a stack channel, so the checks are its channel's: a push of the value
-//! already on top is rejected ("same value as last_value"), a pop must name the value on top,
-//! and a stack holds at most 512 values. Events are only accepted from a running thread.
+//! events: mpi (the MPI function being called), tampi (the TAMPI subsystem) and kernel (out
+//! of the CPU after a context switch). ovniemu 1.14 keeps that stack in a stack channel, so
+//! the checks are its channel's: a push of the value already on top is rejected ("same value
+//! as last_value"), a pop must name the value on top, and a stack holds at most 512 values.
+//! mpi and tampi only accept events from a running thread.
 //!
 //! A model is described once by a [`StackModel`] (its events, messages and Paraver view); the
 //! linter and the emulator run the same [`Stacks`].
@@ -28,6 +29,8 @@ pub(crate) enum Track {
     Running,
     /// While the thread is running, cooling or warming ("of the ACTIVE thread").
     Active,
+    /// Always: the row shows the thread's own value, whatever its state.
+    Any,
 }
 
 impl Track {
@@ -36,6 +39,7 @@ impl Track {
         match self {
             Self::Running => "of the RUNNING thread",
             Self::Active => "of the ACTIVE thread",
+            Self::Any => "",
         }
     }
 
@@ -44,6 +48,7 @@ impl Track {
         match self {
             Self::Running => state == Some(1),
             Self::Active => matches!(state, Some(1 | 4 | 5)),
+            Self::Any => true,
         }
     }
 }
@@ -61,10 +66,14 @@ pub(crate) struct StackModel {
     pub(crate) op: fn(u8, u8) -> Option<StackOp>,
     /// ovniemu's message when the operation fails.
     pub(crate) event_failed: &'static str,
-    /// ovniemu's message for an event of the model it does not know.
-    pub(crate) unknown_event: &'static str,
-    /// What the values are, in the `-l` end check message ("stacked mpi functions").
-    pub(crate) stacked: &'static str,
+    /// ovniemu's line (function and message) for an event of the model it does not know,
+    /// by category.
+    pub(crate) unknown_event: fn(u8) -> &'static str,
+    /// Events are only accepted from a running thread.
+    pub(crate) needs_running: bool,
+    /// What the values are, in the `-l` end check message ("stacked mpi functions"); `None`
+    /// if the model has no such check.
+    pub(crate) stacked: Option<&'static str>,
     /// Paraver record type.
     pub(crate) prv_type: u32,
     /// `.pcf` type label before the tracking suffix.
@@ -112,7 +121,7 @@ impl Stacks {
         c: u8,
         v: u8,
     ) -> Result<Option<i64>, EventProblem> {
-        if !running {
+        if self.model.needs_running && !running {
             return Err(EventProblem::ThreadNotRunning { tid });
         }
         let Some(op) = (self.model.op)(c, v) else {
@@ -167,6 +176,7 @@ pub(crate) fn stack_model(id: u8) -> Option<&'static StackModel> {
     match id {
         b'M' => Some(&super::mpi::MPI),
         b'T' => Some(&super::tampi::TAMPI),
+        b'K' => Some(&super::kernel::KERNEL),
         _ => None,
     }
 }

@@ -19,6 +19,8 @@ pub(crate) struct TrackDef {
     /// A repeated null is not written again, a repeated value is (else no repeated value is
     /// written).
     pub(crate) skip_dup_null: bool,
+    /// What the CPU's row shows when no thread runs on it (else nothing).
+    pub(crate) cpu_default: Option<i64>,
     /// The model comes before the ovni model in ovniemu's order (model character before
     /// `O`), so its muxes run before the ovni model's.
     pub(crate) before_ovni: bool,
@@ -91,6 +93,17 @@ impl Channels {
         self.set(self.track_in(t, j), v);
     }
 
+    /// The value channel `j` of every thread has before the first event (writes nothing: no
+    /// row shows it yet).
+    pub(crate) fn track_init_all(&mut self, j: usize, v: Option<i64>) {
+        for t in 0..self.nthreads {
+            let id = self.track_in(t, j);
+            if let Some(ch) = self.chans.get_mut(id) {
+                ch.value = v;
+            }
+        }
+    }
+
     fn track_selected(&self, t: usize, j: usize) -> bool {
         let state = self.get(self.th(t, TH_STATE));
         self.tracks
@@ -102,7 +115,9 @@ impl Channels {
     /// the ovni model select their input or nothing.
     pub(super) fn select_thread_tracks(&mut self, t: usize, before: bool) {
         for j in 0..self.tracks.len() {
-            if self.tracks.get(j).is_some_and(|d| d.before_ovni == before) {
+            // A row that always shows the thread's value has no mux to re-select.
+            let muxed = |d: &TrackDef| d.before_ovni == before && d.thread_track != Track::Any;
+            if self.tracks.get(j).is_some_and(muxed) {
                 let v = if self.track_selected(t, j) {
                     self.get(self.track_in(t, j))
                 } else {
@@ -117,10 +132,14 @@ impl Channels {
     /// after) the ovni model follow it.
     pub(super) fn select_cpu_tracks(&mut self, c: usize, new: Option<usize>, before: bool) {
         for j in 0..self.tracks.len() {
-            if self.tracks.get(j).is_some_and(|d| d.before_ovni == before) {
-                let v = new.and_then(|t| self.get(self.track_in(t, j)));
-                self.set(self.track_cpu_out(c, j), v);
-            }
+            let Some(&d) = self.tracks.get(j).filter(|d| d.before_ovni == before) else {
+                continue;
+            };
+            let v = match new {
+                Some(t) => self.get(self.track_in(t, j)),
+                None => d.cpu_default,
+            };
+            self.set(self.track_cpu_out(c, j), v);
         }
     }
 
