@@ -315,7 +315,7 @@ impl Setup {
                     (m.stream.clone(), s.and_then(|s| s.metadata().hwc()))
                 })
                 .collect();
-            match nosv::hwc_names(&threads) {
+            match crate::model::nosv::hwc_names(&threads) {
                 Ok(names) => names,
                 Err(lines) => {
                     let e = Error::meta(

@@ -97,7 +97,7 @@ impl Models {
                 ),
                 (None, b'V') => {
                     let hwc = hwc.take().unwrap_or_default();
-                    let (procs, proc_of) = nosv::processes(sys, row_thread);
+                    let (procs, proc_of) = crate::model::nosv::processes(sys, row_thread);
                     let n = crate::model::nosv::CHANNELS + hwc.len();
                     (State::Nosv(Nosv::new(proc_of, &procs, hwc.len()), hwc), n)
                 }

@@ -44,7 +44,8 @@ use trace::TraceProblem;
 
 pub use report::{Problem, Report};
 
-use crate::model::openmp::OpenMp;
+use crate::model::nosv::{hwc_names, processes, Nosv};
+use crate::model::openmp::{label_values, OpenMp};
 use crate::model::stack::{stack_model, Stacks};
 use crate::model::OvniModel;
 
@@ -136,7 +137,14 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         }
         _ => None,
     };
+    let nosv = match (&system, &ovni, &enabled) {
+        (Some(sys), Some(model), Some(en)) if en[usize::from(b'V')] => {
+            Some(nosv_model(sys, model, &streams, sink)?)
+        }
+        _ => None,
+    };
     let mut ctx = Events {
+        nosv,
         streams: &streams,
         roles: &roles,
         table,
@@ -152,8 +160,11 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
     if let (Some(sys), Some(model)) = (&system, &ovni) {
         end_checks(sys, model, sink)?;
     }
-    // ovniemu's openmp model fails when it lists the type labels, after the events.
-    if let Some(c) = ctx.openmp.as_ref().and_then(|o| o.label_values().1) {
+    // ovniemu's openmp and nosv models fail when they list the type labels, after the
+    // events.
+    let nosv_labels = ctx.nosv.as_ref().and_then(|n| label_values(n.types()).1);
+    let openmp_labels = ctx.openmp.as_ref().and_then(|o| o.label_values().1);
+    for c in openmp_labels.into_iter().chain(nosv_labels) {
         sink.push(Problem::new(Error::Trace(
             TraceProblem::TypeLabelCollision {
                 value: c.value,
@@ -346,6 +357,43 @@ fn openmp_model(sys: &System, model: &OvniModel) -> OpenMp {
     OpenMp::new(proc_of, procs.len())
 }
 
+/// The nosv model, processes numbered in ovniemu's thread order, with the hardware counters
+/// of the threads' metadata (a problem if ovniemu refuses them).
+fn nosv_model(
+    sys: &System,
+    model: &OvniModel,
+    streams: &[Stream],
+    sink: &mut Sink,
+) -> ControlFlow<(), Nosv> {
+    let order = model.end_order();
+    let threads: Vec<_> = order
+        .iter()
+        .filter_map(|&t| sys.threads.get(t))
+        .map(|m| {
+            let s = streams.iter().find(|s| s.name() == m.stream);
+            (m.stream.clone(), s.and_then(|s| s.metadata().hwc()))
+        })
+        .collect();
+    let hwc = match hwc_names(&threads) {
+        Ok(names) => names.len(),
+        Err(lines) => {
+            let stream = threads.first().map(|t| t.0.clone()).unwrap_or_default();
+            // ovniemu's lines say which entry; the problem names the key.
+            drop(lines);
+            sink.push(Problem::new(Error::meta(
+                &stream,
+                MetaProblem::BadValue {
+                    key: "nosv.hwc",
+                    expected: "hardware counters indexed 0 to n-1, each with a name",
+                },
+            )))?;
+            0
+        }
+    };
+    let (procs, proc_of) = processes(sys, &order);
+    ControlFlow::Continue(Nosv::new(proc_of, &procs, hwc))
+}
+
 /// ovniemu's row of each thread (its channels are named after it).
 fn row_of_thread(model: &OvniModel) -> Vec<usize> {
     let order = model.end_order();
@@ -384,6 +432,8 @@ struct Events<'a> {
     stacks: Vec<Stacks>,
     /// The openmp model, if enabled.
     openmp: Option<OpenMp>,
+    /// The nosv model, if enabled.
+    nosv: Option<Nosv>,
     /// ovniemu's row of each thread.
     rows: Vec<usize>,
     /// Enabled models by model character; `None` when the metadata is unusable.
@@ -516,8 +566,12 @@ impl Events<'_> {
             };
             return self.once(m, p, sink);
         };
-        if let Err(p) = check_payload(spec, ev) {
-            return sink.push(self.problem(m, p));
+        // `VWC` holds one value per hardware counter, which the nosv model checks.
+        let counters = ev.mcv.0 == *b"VWC" && self.nosv.is_some();
+        if !counters {
+            if let Err(p) = check_payload(spec, ev) {
+                return sink.push(self.problem(m, p));
+            }
         }
         let (Some(ovni), Some(t)) = (ovni, thread) else {
             return ControlFlow::Continue(());
@@ -526,10 +580,22 @@ impl Events<'_> {
         let row = self.rows.get(t).copied().unwrap_or(0);
         let (tid, state) = ovni.thread(t).unwrap_or((0, ThreadState::Unknown));
         let running = state == ThreadState::Running;
+        let active = matches!(
+            state,
+            ThreadState::Running | ThreadState::Cooling | ThreadState::Warming
+        );
+        let out = self
+            .stacks
+            .iter()
+            .any(|s| s.model().id == b'K' && s.depth(t) > 0);
         let verdict = match (self.stacks.iter_mut().find(|s| s.model().id == id), id) {
             (Some(stacks), _) => stacks.event(t, row, tid, running, c, v).map(|_| ()),
             (None, b'P') => match &mut self.openmp {
                 Some(omp) => omp.event(t, row, tid, running, ev).map(|_| ()),
+                None => Ok(()),
+            },
+            (None, b'V') => match &mut self.nosv {
+                Some(nosv) => nosv.event(t, row, tid, active, out, ev).map(|_| ()),
                 None => Ok(()),
             },
             _ => Ok(()),
