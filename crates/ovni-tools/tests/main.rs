@@ -5,6 +5,7 @@ mod goldens;
 mod hostile;
 mod model_sequences;
 mod models;
+mod nosv;
 mod openmp;
 mod ovniemu;
 mod ovniview;
