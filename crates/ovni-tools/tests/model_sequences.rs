@@ -1,4 +1,4 @@
-//! Random sequences of mpi, tampi and openmp events: the emulator never panics on them, and
+//! Random sequences of mpi, tampi, openmp, nosv and kernel events: the emulator never panics on them, and
 //! when their payloads fit the events' signatures `ovnilint` accepts exactly the traces
 //! `ovniemu` emulates without error.
 
@@ -27,13 +27,14 @@ impl Rng {
     }
 }
 
-/// Every event of the mpi, tampi and openmp models (the table's keys, found once).
+/// Every event of the mpi, tampi, openmp, nosv and kernel models (the table's keys, found
+/// once).
 fn model_events() -> &'static [Mcv] {
     static EVENTS: OnceLock<Vec<Mcv>> = OnceLock::new();
     EVENTS.get_or_init(|| {
         let table = EventTable::builtin();
         let mut v = Vec::new();
-        for m in [b'M', b'T', b'P'] {
+        for m in [b'M', b'T', b'P', b'V', b'K'] {
             for c in 0..=255u8 {
                 for val in 0..=255u8 {
                     if table.event(Mcv([m, c, val])).is_some() {
@@ -89,7 +90,12 @@ fn leave_of(mcv: Mcv) -> Option<Mcv> {
     };
     let table = EventTable::builtin();
     let pair = Mcv([m, c, leave]);
-    (m != b'P' || !matches!(c, b'P' | b'O' | b'Q')).then_some(())?;
+    let typed = match m {
+        b'P' => matches!(c, b'P' | b'O' | b'Q'),
+        b'V' => matches!(c, b'T' | b'Y' | b'W' | b'P'),
+        _ => false,
+    };
+    (!typed).then_some(())?;
     table.event(pair).map(|_| pair)
 }
 
@@ -101,8 +107,8 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
         .filter_map(|&e| leave_of(e).map(|l| (e, l)))
         .collect();
     let all = model_events();
-    let mut out: Vec<(Mcv, Vec<u8>)> =
-        vec![(Mcv(*b"POc"), [&1u32.to_le_bytes()[..], b"t\0"].concat())];
+    let ty = [&1u32.to_le_bytes()[..], b"t\0"].concat();
+    let mut out: Vec<(Mcv, Vec<u8>)> = vec![(Mcv(*b"POc"), ty.clone()), (Mcv(*b"VYc"), ty)];
     let mut open: Vec<(Mcv, Vec<u8>)> = Vec::new();
     let mut task = 0u32;
     for _ in 0..n {
@@ -122,6 +128,14 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
             6 => {
                 out.push((Mcv(*b"PQx"), 1u32.to_le_bytes().to_vec()));
                 open.push((Mcv(*b"PQe"), 1u32.to_le_bytes().to_vec()));
+            }
+            7 => {
+                task += 1;
+                let id = task.to_le_bytes();
+                let body = [&id[..], &0u32.to_le_bytes()[..]].concat();
+                out.push((Mcv(*b"VTc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
+                out.push((Mcv(*b"VTx"), body.clone()));
+                open.push((Mcv(*b"VTe"), body));
             }
             _ => {
                 let (enter, leave) = pairs[rng.below(pairs.len() as u64) as usize];
@@ -152,7 +166,14 @@ fn write_trace(dir: &Path, seed: u64, n: usize, fit: bool) {
     let p = Process::init(dir, 1, "node0", 100).unwrap();
     let mut t = p.thread_init(100).unwrap();
     t.add_cpu(0, 0).unwrap();
-    for (m, v) in [("mpi", "1.0.0"), ("tampi", "1.0.0"), ("openmp", "1.2.1")] {
+    let models = [
+        ("mpi", "1.0.0"),
+        ("tampi", "1.0.0"),
+        ("openmp", "1.2.1"),
+        ("nosv", "2.7.0"),
+        ("kernel", "1.0.0"),
+    ];
+    for (m, v) in models {
         t.require(m, v).unwrap();
     }
     let mut cpu = Vec::new();
