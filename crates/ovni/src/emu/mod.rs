@@ -305,30 +305,16 @@ impl Setup {
             out.info(&l);
         }
         let hwc = if required.contains_key("nosv") {
-            let threads: Vec<_> = self
-                .layout
-                .row_thread
-                .iter()
-                .filter_map(|&t| self.sys.threads.get(t))
-                .map(|m| {
-                    let s = streams.iter().find(|s| s.name() == m.stream);
-                    (m.stream.clone(), s.and_then(|s| s.metadata().hwc()))
-                })
-                .collect();
-            match crate::model::nosv::hwc_names(&threads) {
+            let mut meta = vec![None; self.sys.threads.len()];
+            for (s, role) in streams.iter().zip(&self.roles) {
+                if let Some(m) = role_thread(role).and_then(|t| meta.get_mut(t)) {
+                    *m = s.metadata().hwc();
+                }
+            }
+            match nosv::counters(&self.sys, &self.layout.row_thread, &meta) {
                 Ok(names) => names,
-                Err(lines) => {
-                    let e = Error::meta(
-                        &self
-                            .sys
-                            .threads
-                            .first()
-                            .map_or(String::new(), |t| t.stream.clone()),
-                        MetaProblem::BadValue {
-                            key: "nosv.hwc",
-                            expected: "hardware counters indexed 0 to n-1, each with a name",
-                        },
-                    );
+                Err(b) => {
+                    let (lines, e) = *b;
                     return early(outputs, out, lines, e);
                 }
             }
@@ -399,6 +385,14 @@ impl Setup {
             written,
             error,
         }
+    }
+}
+
+/// The thread of a stream, if it is one.
+fn role_thread(role: &Role) -> Option<usize> {
+    match role {
+        Role::Thread(t) => Some(*t),
+        Role::Other => None,
     }
 }
 

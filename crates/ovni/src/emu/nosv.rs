@@ -4,11 +4,16 @@
 
 use super::chan::TrackDef;
 use super::pcf::PcfType;
-use crate::error::{BodyFailure, ChanFailure, EventProblem, NosvProblem, TraceProblem};
+use crate::error::{
+    BodyFailure, ChanFailure, Error, EventProblem, MetaProblem, NosvProblem, TraceProblem,
+};
+use crate::metadata::System;
+use crate::model::nosv::hwc_names;
 use crate::model::nosv::{Nosv, CHANNELS, IDLE_LABELS, RESTING, SUBSYSTEM_LABELS};
 use crate::model::openmp::label_values;
 use crate::model::stack::Track;
 use crate::raw::Mcv;
+use crate::read::meta::HwcMeta;
 
 /// `(prv type, label prefix, thread view tracking)` of each channel, in channel order.
 const TYPES: [(u32, &str, Track); CHANNELS] = [
@@ -104,6 +109,27 @@ pub(super) fn pcf_types(
         values: Vec::new(),
     }));
     v
+}
+
+/// The hardware counter names of the threads' `nosv.hwc` (`meta`, by thread), checked in
+/// ovniemu's thread order (`row_thread`); ovniemu's lines and the error otherwise.
+pub(super) fn counters(
+    sys: &System,
+    row_thread: &[usize],
+    meta: &[Option<&HwcMeta>],
+) -> Result<Vec<String>, Box<(Vec<String>, Error)>> {
+    let threads: Vec<(String, Option<&HwcMeta>)> = row_thread
+        .iter()
+        .filter_map(|&t| Some((sys.threads.get(t)?.stream.clone(), *meta.get(t)?)))
+        .collect();
+    hwc_names(&threads).map_err(|lines| {
+        let stream = threads.first().map(|t| t.0.clone()).unwrap_or_default();
+        let problem = MetaProblem::BadValue {
+            key: "nosv.hwc",
+            expected: "hardware counters indexed 0 to n-1, each with a name",
+        };
+        Box::new((lines, Error::meta(&stream, problem)))
+    })
 }
 
 /// The problem of two task type labels with the same value, if any.

@@ -139,7 +139,7 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
     };
     let nosv = match (&system, &ovni, &enabled) {
         (Some(sys), Some(model), Some(en)) if en[usize::from(b'V')] => {
-            Some(nosv_model(sys, model, &streams, sink)?)
+            Some(nosv_model(sys, model, &streams, &roles, sink)?)
         }
         _ => None,
     };
@@ -363,23 +363,25 @@ fn nosv_model(
     sys: &System,
     model: &OvniModel,
     streams: &[Stream],
+    roles: &[Role],
     sink: &mut Sink,
 ) -> ControlFlow<(), Nosv> {
+    let mut meta = vec![None; sys.threads.len()];
+    for (s, role) in streams.iter().zip(roles) {
+        if let Some(m) = role_thread(role).and_then(|t| meta.get_mut(t)) {
+            *m = s.metadata().hwc();
+        }
+    }
     let order = model.end_order();
     let threads: Vec<_> = order
         .iter()
-        .filter_map(|&t| sys.threads.get(t))
-        .map(|m| {
-            let s = streams.iter().find(|s| s.name() == m.stream);
-            (m.stream.clone(), s.and_then(|s| s.metadata().hwc()))
-        })
+        .filter_map(|&t| Some((sys.threads.get(t)?.stream.clone(), *meta.get(t)?)))
         .collect();
     let hwc = match hwc_names(&threads) {
         Ok(names) => names.len(),
-        Err(lines) => {
+        // ovniemu's lines say which entry; the problem names the key.
+        Err(_) => {
             let stream = threads.first().map(|t| t.0.clone()).unwrap_or_default();
-            // ovniemu's lines say which entry; the problem names the key.
-            drop(lines);
             sink.push(Problem::new(Error::meta(
                 &stream,
                 MetaProblem::BadValue {
@@ -392,6 +394,14 @@ fn nosv_model(
     };
     let (procs, proc_of) = processes(sys, &order);
     ControlFlow::Continue(Nosv::new(proc_of, &procs, hwc))
+}
+
+/// The thread of a stream, if it is one.
+fn role_thread(role: &Role) -> Option<usize> {
+    match role {
+        Role::Thread(t) => Some(*t),
+        Role::Other | Role::Broken => None,
+    }
 }
 
 /// ovniemu's row of each thread (its channels are named after it).
