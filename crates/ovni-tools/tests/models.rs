@@ -1,4 +1,4 @@
-//! `ovniemu` and `ovnilint` on traces of the models other than ovni (mpi, tampi): the traces
+//! `ovniemu` and `ovnilint` on traces of the models other than ovni: the traces
 //! of ovni 1.14's own emulator tests against the original's outputs (files, exit statuses,
 //! stderr), and traces written here with the event sequences of the other tests of
 //! `test/emu/{mpi,tampi}` and of the cases those leave out.

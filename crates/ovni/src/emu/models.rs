@@ -1,8 +1,9 @@
-//! The models the emulator runs besides ovni (mpi, openmp, tampi), in ovniemu's order: which
-//! are enabled, their channels, `.pcf` types, events, end checks and messages. mpi and tampi
-//! are each described by a [`StackModel`] (`crates/ovni/src/model/{mpi,tampi}.rs`) and run by
-//! the shared [`Stacks`]; openmp is `crates/ovni/src/model/openmp.rs` (its messages in
-//! `emu/openmp.rs`). This file only connects them to the emulator.
+//! The models the emulator runs besides ovni (kernel, mpi, nosv, openmp, tampi), in
+//! ovniemu's order: which are enabled, their channels, `.pcf` types, events, end checks and
+//! messages. kernel, mpi and tampi are each described by a [`StackModel`]
+//! (`crates/ovni/src/model/{kernel,mpi,tampi}.rs`) and run by the shared [`Stacks`]; openmp
+//! and nosv are `crates/ovni/src/model/{openmp,nosv}.rs` (their views and messages in
+//! `emu/openmp.rs` and `emu/nosv.rs`). This file only connects them to the emulator.
 
 use std::collections::BTreeMap;
 

@@ -179,7 +179,7 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
-    /// The other enabled models (mpi, openmp, tampi, kernel).
+    /// The other enabled models (nosv, tampi, mpi, kernel, openmp).
     models: Models,
     /// The kernel model is enabled (it can take threads out of their CPU).
     kernel: bool,

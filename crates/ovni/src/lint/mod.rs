@@ -327,7 +327,7 @@ fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [
     ControlFlow::Continue(enabled)
 }
 
-/// The stacks of the enabled mpi and tampi models.
+/// The stacks of the enabled mpi, tampi and kernel models.
 fn stack_models(model: &OvniModel, enabled: &[bool; 256]) -> Vec<Stacks> {
     let n = model.end_order().len();
     (0..=255u8)
@@ -438,7 +438,7 @@ struct Events<'a> {
     streams: &'a [Stream],
     roles: &'a [Role],
     table: &'static EventTable,
-    /// The stacks of the enabled mpi and tampi models.
+    /// The stacks of the enabled mpi, tampi and kernel models.
     stacks: Vec<Stacks>,
     /// The openmp model, if enabled.
     openmp: Option<OpenMp>,

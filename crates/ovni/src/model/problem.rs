@@ -253,7 +253,7 @@ pub enum EventProblem {
         /// Thread id.
         tid: i64,
     },
-    /// A push of the value already on top of a model's stack channel (mpi, tampi).
+    /// A push of the value already on top of a model's stack channel (mpi, tampi, kernel).
     ChannelSameValue {
         /// Channel name, e.g. `mpi.thread0.function`.
         chan: String,

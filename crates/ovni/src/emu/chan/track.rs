@@ -1,6 +1,7 @@
-//! The channels of the models other than ovni (mpi, tampi): one value per thread (the top of
-//! the model's stack), shown in the thread's row while the thread's state selects it and in
-//! the row of the CPU the thread runs on, through the same kind of muxes as the marks.
+//! The channels of the models other than ovni (nosv, tampi, mpi, kernel, openmp): one value
+//! per thread and channel (a stack's top, a task's id, ...), shown in the thread's row while
+//! the thread's state selects it and in the row of the CPU the thread runs on (or a default
+//! when none does), through the same kind of muxes as the marks.
 //!
 //! Their ids follow all the ovni model's: per thread row `in[j].., out[j]..` interleaved as
 //! `(in, out)` pairs, then per CPU row `out[j]..`.

@@ -157,7 +157,7 @@ impl fmt::Display for MetaProblem {
             Self::ModelNotEmulated(m) => {
                 write!(
                     f,
-                    "requires the {m} model, which is not emulated (only ovni, mpi, openmp and tampi are)"
+                    "requires the {m} model, which is not emulated (only ovni, nosv, tampi, mpi, kernel and openmp are)"
                 )
             }
             Self::UnsupportedModelVersion { model, want, have } => write!(
