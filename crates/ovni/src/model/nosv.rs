@@ -618,3 +618,33 @@ impl Nosv {
         Ok(Changes(changes))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventTable;
+
+    #[test]
+    fn every_subsystem_event_of_the_table_is_known() {
+        let table = EventTable::builtin();
+        for c in [b'S', b'U', b'M', b'H', b'A', b'P'] {
+            for v in 0..=255u8 {
+                let known = table.event(crate::Mcv([b'V', c, v])).is_some();
+                assert_eq!(known, simple(c, v).is_some(), "V{}{}", c as char, v as char);
+            }
+        }
+    }
+
+    #[test]
+    fn api_enter_and_leave_events_push_and_pop_the_same_subsystem() {
+        for v in b"rdspywcaeltubogkjmin" {
+            let (Some(Simple::Push(a)), Some(Simple::Pop(b))) =
+                (simple(b'A', *v), simple(b'A', v.to_ascii_uppercase()))
+            else {
+                panic!("VA{}", *v as char);
+            };
+            assert_eq!(a, b);
+            assert!(SUBSYSTEM_LABELS.iter().any(|&(s, _)| s == a));
+        }
+    }
+}
