@@ -360,22 +360,8 @@ impl Models {
 /// The openmp model for the threads of `sys`, their processes numbered in ovniemu's order
 /// (that of the thread rows, `row_thread`).
 fn openmp_model(sys: &System, row_thread: &[usize]) -> OpenMp {
-    let mut procs: Vec<(&str, i64)> = Vec::new();
-    let mut proc_of = vec![0; sys.threads.len()];
-    for &t in row_thread {
-        let Some(meta) = sys.threads.get(t) else {
-            continue;
-        };
-        let key = (meta.loom.as_str(), meta.pid);
-        let p = procs.iter().position(|&k| k == key).unwrap_or_else(|| {
-            procs.push(key);
-            procs.len() - 1
-        });
-        if let Some(slot) = proc_of.get_mut(t) {
-            *slot = p;
-        }
-    }
-    OpenMp::new(proc_of, procs.len())
+    let (first, proc_of) = crate::model::procs::processes(sys, row_thread);
+    OpenMp::new(proc_of, first.len())
 }
 
 /// The lines ovniemu prints when a model other than ovni rejects event `mcv` (before the

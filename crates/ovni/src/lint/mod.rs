@@ -339,22 +339,8 @@ fn stack_models(model: &OvniModel, enabled: &[bool; 256]) -> Vec<Stacks> {
 
 /// The openmp model, processes numbered in ovniemu's thread order.
 fn openmp_model(sys: &System, model: &OvniModel) -> OpenMp {
-    let mut procs: Vec<(&str, i64)> = Vec::new();
-    let mut proc_of = vec![0; sys.threads.len()];
-    for t in model.end_order() {
-        let Some(meta) = sys.threads.get(t) else {
-            continue;
-        };
-        let key = (meta.loom.as_str(), meta.pid);
-        let p = procs.iter().position(|&k| k == key).unwrap_or_else(|| {
-            procs.push(key);
-            procs.len() - 1
-        });
-        if let Some(slot) = proc_of.get_mut(t) {
-            *slot = p;
-        }
-    }
-    OpenMp::new(proc_of, procs.len())
+    let (first, proc_of) = crate::model::procs::processes(sys, &model.end_order());
+    OpenMp::new(proc_of, first.len())
 }
 
 /// The nosv model, processes numbered in ovniemu's thread order, with the hardware counters

@@ -11,6 +11,7 @@ pub(crate) mod mpi;
 pub(crate) mod nosv;
 pub(crate) mod openmp;
 pub(crate) mod problem;
+pub(crate) mod procs;
 pub(crate) mod stack;
 pub(crate) mod tampi;
 

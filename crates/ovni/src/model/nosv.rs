@@ -133,7 +133,6 @@ pub(crate) const IDLE_LABELS: [(i64, &str); 3] = [
 
 #[derive(Debug)]
 struct Body {
-    id: u32,
     state: BodyState,
     /// Thread whose stack holds it.
     on: Option<usize>,
@@ -143,7 +142,8 @@ struct Body {
 struct Task {
     ty: usize,
     parallel: bool,
-    bodies: Vec<Body>,
+    /// By body id.
+    bodies: HashMap<u32, Body>,
 }
 
 #[derive(Debug, Default)]
@@ -348,7 +348,7 @@ impl Nosv {
         let new = Task {
             ty,
             parallel,
-            bodies: Vec::new(),
+            bodies: HashMap::new(),
         };
         proc.tasks.insert(task, new);
         Ok(Changes::default())
@@ -423,7 +423,7 @@ impl Nosv {
         let state_of = |tasks: &HashMap<u32, Task>, (task, body): (u32, u32)| {
             tasks
                 .get(&task)
-                .and_then(|k| k.bodies.iter().find(|b| b.id == body))
+                .and_then(|k| k.bodies.get(&body))
                 .map(|b| b.state)
         };
         let running_top = |tasks: &HashMap<u32, Task>, bodies: &[(u32, u32)]| {
@@ -448,15 +448,14 @@ impl Nosv {
             body: body_id,
             failure,
         };
-        if op == BodyOp::Execute && !task.bodies.iter().any(|b| b.id == body_id) {
-            task.bodies.push(Body {
-                id: body_id,
+        if op == BodyOp::Execute {
+            task.bodies.entry(body_id).or_insert(Body {
                 state: BodyState::Created,
                 on: None,
             });
         }
         let parallel = task.parallel;
-        let Some(body) = task.bodies.iter_mut().find(|b| b.id == body_id) else {
+        let Some(body) = task.bodies.get_mut(&body_id) else {
             return Err(NosvProblem::NoBody {
                 op,
                 task: task_id,

@@ -156,10 +156,14 @@ pub(crate) fn label_values<'a>(
     types: impl Iterator<Item = &'a TaskType>,
 ) -> (Vec<(i64, String)>, Option<LabelCollision>) {
     let mut values: Vec<(i64, String)> = Vec::new();
+    let mut index: HashMap<i64, usize> = HashMap::new();
     for ty in types {
         let value = i64::from(ty.value);
-        match values.iter().find(|(v, _)| *v == value) {
-            None => values.push((value, ty.label.clone())),
+        match index.get(&value).and_then(|&i| values.get(i)) {
+            None => {
+                index.insert(value, values.len());
+                values.push((value, ty.label.clone()));
+            }
             Some((_, l)) if *l == ty.label => {}
             Some((_, l)) => {
                 let c = LabelCollision {

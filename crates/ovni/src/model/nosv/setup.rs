@@ -10,6 +10,8 @@ pub(crate) fn hwc_names(
     threads: &[(String, Option<&HwcMeta>)],
 ) -> Result<Vec<String>, Vec<String>> {
     let mut names: Vec<Option<String>> = Vec::new();
+    // Counters declared (`names` holds at most 100: more fail at an index anyway).
+    let mut n = 0;
     let fail = |first: String| {
         let mut v = vec![first];
         v.extend([
@@ -26,15 +28,15 @@ pub(crate) fn hwc_names(
         let Some(hwc) = hwc.filter(|h| h.count > 0) else {
             continue;
         };
-        if names.is_empty() {
-            names = vec![None; hwc.count];
-        } else if names.len() != hwc.count {
+        if n == 0 {
+            n = hwc.count;
+            names = vec![None; n.min(100)];
+        } else if n != hwc.count {
             let id = stream.rsplit('/').next().unwrap_or(stream);
             let mut v = fail(String::new());
             v[0] = format!(
                 "scan_thread: thread {id} defines {} hardware counters, but emu already has {}",
-                hwc.count,
-                names.len()
+                hwc.count, n
             );
             v.remove(1);
             return Err(v);
@@ -49,8 +51,7 @@ pub(crate) fn hwc_names(
                     "parse_hwc: hwc index should be in [0, 100) range: {index}"
                 )));
             };
-            let n = names.len();
-            let Some(slot) = names.get_mut(slot) else {
+            let Some(slot) = names.get_mut(slot).filter(|_| slot < n) else {
                 return Err(fail(format!(
                     "parse_hwc: hwc index {index} exceeds allocated counters {n}"
                 )));
@@ -80,22 +81,10 @@ pub(crate) fn processes(
     sys: &System,
     row_thread: &[usize],
 ) -> (Vec<(i64, Option<i64>)>, Vec<usize>) {
-    let mut keys: Vec<(&str, i64)> = Vec::new();
-    let mut procs = Vec::new();
-    let mut proc_of = vec![0; sys.threads.len()];
-    for &t in row_thread {
-        let Some(meta) = sys.threads.get(t) else {
-            continue;
-        };
-        let key = (meta.loom.as_str(), meta.pid);
-        let p = keys.iter().position(|&k| k == key).unwrap_or_else(|| {
-            keys.push(key);
-            procs.push((meta.app_id.unwrap_or(0), meta.rank.map(|r| r.0)));
-            keys.len() - 1
-        });
-        if let Some(slot) = proc_of.get_mut(t) {
-            *slot = p;
-        }
-    }
+    let (first, proc_of) = crate::model::procs::processes(sys, row_thread);
+    let procs = first
+        .iter()
+        .map(|m| (m.app_id.unwrap_or(0), m.rank.map(|r| r.0)))
+        .collect();
     (procs, proc_of)
 }
