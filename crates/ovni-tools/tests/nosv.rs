@@ -342,3 +342,31 @@ fn nosv_events_need_the_model_required() {
         Some("model_event: model nosv not enabled for event VHw")
     );
 }
+
+/// After a rejected event, in linter mode, the nosv model still checks its stacks (the other
+/// models only check a trace played to its end).
+#[test]
+fn after_a_rejected_event_lint_mode_still_checks_the_nosv_stacks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let events = [Ev::U32(b"VHw", &[]), Ev::U32(b"VTx", &[9, 0])];
+    let out = emulate(tmp.path(), &[NOSV], &[], &["-l"], &events);
+    assert_eq!(out.status.code(), Some(1));
+    let err = errors(&out);
+    let tail: Vec<&str> = err.iter().rev().take(5).rev().map(String::as_str).collect();
+    assert_eq!(
+        tail,
+        [
+            "end_lint: thread 100 ended with 1 stacked nosv subsystems",
+            "model_nosv_finish: end_lint failed",
+            "model_finish: finish failed for model 'V'",
+            "emu_finish: model_finish failed",
+            "main: emu_finish failed",
+        ]
+    );
+    // Not in default mode.
+    let out = emu(&["ovni"], tmp.path());
+    assert_eq!(
+        errors(&out).last().map(String::as_str),
+        Some("main: emu_step failed")
+    );
+}

@@ -340,6 +340,27 @@ impl Models {
         first
     }
 
+    /// ovniemu -l's end check of the nosv model, which also runs after a rejected event (the
+    /// other models only check a trace played to its end).
+    pub(super) fn abort_checks(&self, sys: &System, row_thread: &[usize], lines: &mut Vec<String>) {
+        for m in &self.models {
+            let State::Nosv(n, _) = &m.state else {
+                continue;
+            };
+            let found = row_thread
+                .iter()
+                .find_map(|&t| Some((sys.threads.get(t)?, n.depth(t))).filter(|x| x.1 > 0));
+            if let Some((meta, depth)) = found {
+                lines.push(format!(
+                    "end_lint: thread {} ended with {depth} stacked nosv subsystems",
+                    meta.tid
+                ));
+                lines.push("model_nosv_finish: end_lint failed".to_string());
+                lines.push("model_finish: finish failed for model 'V'".to_string());
+            }
+        }
+    }
+
     /// The problem that makes a model's finish fail (two openmp type labels with the same
     /// value), if any.
     pub(super) fn finish_problem(&self) -> Option<TraceProblem> {

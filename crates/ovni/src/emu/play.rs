@@ -496,6 +496,13 @@ impl Emu {
         (lines, first.or(after.map(Error::Trace)))
     }
 
+    /// The end checks that still run after an event was rejected: the nosv model's stacks
+    /// in linter mode (its lines added to `lines`).
+    pub(super) fn abort_checks(&self, setup: &Setup, lines: &mut Vec<String>) {
+        let (rows, sys) = (&setup.layout.row_thread, &setup.sys);
+        self.models.abort_checks(sys, rows, lines);
+    }
+
     /// The trace was played to its end.
     pub(super) fn set_finished(&mut self) {
         self.models.set_finished();
