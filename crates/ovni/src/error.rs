@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use crate::raw::Mcv;
 
 pub use crate::lint::trace::{ClockOffsetProblem, TraceProblem};
-pub use crate::model::problem::{EventProblem, MarkOp, ThreadState, Transition};
+pub use crate::model::problem::{
+    BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, MarkOp, NosvProblem, OpenMpProblem,
+    TaskState, ThreadState, Transition,
+};
 pub use crate::read::meta::problem::MetaProblem;
 pub use crate::read::stream::StreamProblem;
 pub use crate::sort::SortProblem;

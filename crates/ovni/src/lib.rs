@@ -34,8 +34,9 @@ pub mod tools;
 pub mod write;
 
 pub use error::{
-    ClockOffsetProblem, Error, EventProblem, MarkOp, MetaProblem, Result, SortProblem,
-    StreamProblem, ThreadState, TraceProblem, Transition, UsageError,
+    BodyFailure, BodyOp, BodyState, ChanFailure, ClockOffsetProblem, Error, EventProblem, MarkOp,
+    MetaProblem, NosvProblem, OpenMpProblem, Result, SortProblem, StreamProblem, TaskState,
+    ThreadState, TraceProblem, Transition, UsageError,
 };
 pub use raw::{Event, Mcv};
 pub use read::{Stream, Trace};

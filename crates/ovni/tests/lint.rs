@@ -798,11 +798,20 @@ fn other_models_need_require_and_their_payload() {
             "nosv events with their payloads",
             with(vec![
                 ty(b"my_type\0"),
-                E::N(b"VTc", vec![1; 8]),
+                E::N(b"VTc", [1u32.to_le_bytes(), 7u32.to_le_bytes()].concat()),
                 ev(b"VHa"),
-                E::J(b"VWC", vec![0; 8]),
             ]),
             None,
+        ),
+        (
+            "nosv task of a type never created",
+            with(vec![E::N(b"VTc", vec![1; 8])]),
+            Some(("nosv", "unknown type id 16843009")),
+        ),
+        (
+            "hardware counters without counters in the metadata",
+            with(vec![E::J(b"VWC", vec![0; 8])]),
+            Some(("nosv", "hardware counter event but no counters enabled")),
         ),
         (
             "nosv event without the requirement",

@@ -4,27 +4,31 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
-use ovni::emu::{emulate, EmuOptions, Level, Reporter};
+use clap::{CommandFactory, FromArgMatches, Parser};
+use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 
-/// Emulate an ovni trace (ovni model 1.1.0, as ovniemu 1.14 does) and write its Paraver
-/// views into the trace directory, replacing any there: cpu.prv, cpu.pcf, cpu.row (one row per
-/// CPU: running thread's TID and PID, number of running threads, flushes, marks) and
-/// thread.prv, thread.pcf, thread.row (one row per thread: state, CPU, TID while active,
-/// flushes, marks).
+/// Emulate an ovni trace (the ovni, nosv, tampi, mpi, kernel and openmp models, as ovniemu
+/// 1.14 does) and
+/// write its Paraver views into the trace directory, replacing any there: cpu.prv, cpu.pcf,
+/// cpu.row (one row per CPU: running thread's TID and PID, number of running threads,
+/// flushes, marks, and the other models' channels) and thread.prv, thread.pcf, thread.row
+/// (one row per thread: state, CPU, TID while active, flushes, marks, the other models'
+/// channels).
 ///
 /// Messages on stderr are the original's. Exits 0 when the emulation finishes ok, 1 on any
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
-/// Differences from ovni 1.14's ovniemu: a trace that requires a model other than ovni
-/// (nosv, nanos6, ...) is refused before any file is written; no Paraver configuration
-/// folder (cfg/) is copied; -a, -b and -d do not exist; a trace whose threads did not finish
-/// (a crashed program) is refused, as the original does. See docs/ovniemu.md (installed as share/doc/fti-rs/ovniemu.md).
+/// Differences from ovni 1.14's ovniemu: a trace that requires the nanos6 or nodes model is
+/// refused before any file is written; no Paraver configuration folder (cfg/)
+/// is copied; -a, -b and -d do not exist; a trace whose threads did not finish (a crashed
+/// program) is refused, as the original does. See docs/ovniemu.md (installed as
+/// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
 #[command(name = "ovniemu", version)]
 struct Args {
-    /// Linter mode: stricter end checks (also fail if a thread ends with marks still pushed);
-    /// the files are still written
+    /// Linter mode: stricter end checks (also fail if a thread ends with marks still pushed,
+    /// or inside an MPI function or a TAMPI, OpenMP or nOS-V subsystem); the files are still
+    /// written
     #[arg(short = 'l')]
     lint: bool,
     /// Clock offset table (default: DIR/clock-offsets.txt if present)
@@ -47,7 +51,8 @@ impl Reporter for Stderr<'_> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let cmd = Args::command().after_help(format!("Available emulation models:\n{}", model_list()));
+    let args = Args::from_arg_matches(&cmd.get_matches()).unwrap_or_else(|e| e.exit());
     let opts = EmuOptions {
         lint: args.lint,
         clock_offsets: args.clock_offsets,

@@ -9,9 +9,13 @@
 //! Paraver row writes one record, in dirty order, filtered by the row's duplicate rule.
 //!
 //! Channel ids are flat: per thread row `cpu, state, tid, flush, mark[k].., markout[k]..`,
-//! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`.
+//! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`, then the
+//! channels of the other models (`chan/track.rs`).
+
+mod track;
 
 use super::prv::Prv;
+pub(crate) use track::TrackDef;
 
 /// Paraver record types of the ovni model, as ovniemu 1.14 numbers them (the `.pcf` files
 /// name them).
@@ -63,6 +67,8 @@ enum Kind {
     Mark(u32, u16),
     /// A CPU's running thread: selects its flush and mark muxes.
     Running(u32),
+    /// A thread's channel `j` of another model: input of its thread and CPU muxes.
+    Track(u32, u16),
 }
 
 /// The Paraver file a channel writes to.
@@ -126,6 +132,10 @@ pub(crate) struct Channels {
     th_cpu_sel: Vec<Option<u32>>,
     /// Thread row selected by each CPU's muxes.
     cpu_sel: Vec<Option<u32>>,
+    /// The channels of the other models ([`Channels::add_tracks`]).
+    tracks: Vec<TrackDef>,
+    /// Id of the first of them.
+    track_base: usize,
 }
 
 impl Channels {
@@ -171,6 +181,8 @@ impl Channels {
             th_active: vec![false; nthreads],
             th_cpu_sel: vec![None; nthreads],
             cpu_sel: vec![None; ncpus],
+            tracks: Vec::new(),
+            track_base: n,
         };
         let mark_ty = |k: usize| TY_MARK + marks.get(k).map_or(0, |&m| m as u32);
         for t in 0..nthreads {
@@ -374,7 +386,7 @@ impl Channels {
         cpu_prv: &mut Prv,
         th_prv: &mut Prv,
     ) {
-        if !self.dirty.is_empty() {
+        if !self.dirty.is_empty() || !self.tracks.is_empty() {
             self.thread_state(t, state, active);
             if let Some((c, running, nrun)) = cpu {
                 self.cpu_update(c, running, nrun);
@@ -475,6 +487,9 @@ impl Channels {
                 if let Some(a) = self.th_active.get_mut(t) {
                     *a = active;
                 }
+                // ovniemu connects the models by model character: those before 'O' have
+                // their callbacks before the ovni model's.
+                self.select_thread_tracks(t, true);
                 for k in 0..self.nmarks {
                     let v = if active {
                         self.get(self.th(t, TH_MARKS + k))
@@ -483,6 +498,7 @@ impl Channels {
                     };
                     self.set(self.th(t, TH_MARKS + self.nmarks + k), v);
                 }
+                self.select_thread_tracks(t, false);
             }
             Some(Kind::Flush(t)) => {
                 if let Some(Some(c)) = self.th_cpu_sel.get(t as usize).copied() {
@@ -500,18 +516,21 @@ impl Channels {
                 }
             }
             Some(Kind::Running(c)) => self.select_running(c as usize, id),
+            Some(Kind::Track(t, j)) => self.track_input(t as usize, usize::from(j)),
         }
     }
 
     /// A CPU's running thread changed: its muxes follow the new thread's channels.
     fn select_running(&mut self, c: usize, id: usize) {
         let new = self.reselect(c, id);
+        self.select_cpu_tracks(c, new, true);
         let flush = new.and_then(|t| self.get(self.th(t, TH_FLUSH)));
         self.set(self.cpu(c, CPU_FLUSH), flush);
         for k in 0..self.nmarks {
             let v = new.and_then(|t| self.get(self.th(t, TH_MARKS + k)));
             self.set(self.cpu(c, CPU_MARKS + k), v);
         }
+        self.select_cpu_tracks(c, new, false);
     }
 
     /// The muxes of CPU `c` select the thread row in its running channel `id` (returned).

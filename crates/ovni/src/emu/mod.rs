@@ -1,20 +1,21 @@
-//! The emulator (`ovniemu`): plays a trace through the ovni model and writes the Paraver
-//! views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
+//! The emulator (`ovniemu`): plays a trace through the ovni model (and the nosv, tampi, mpi,
+//! kernel and openmp models when the trace requires them) and writes the Paraver views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
 //! directory (`docs/ovniemu.md`).
 //!
 //! The stages and their checks are ovniemu's, in its order (load, system, clock offsets,
 //! outputs, first events, model probe, events, end checks), with its messages, passed to a
-//! [`Reporter`]. The checks are the linter's: the ovni model's state machine
-//! (`crates/ovni/src/model`) rejects what ovniemu rejects, and the emulator reads the state after
-//! each accepted event to drive its channels (`emu/chan.rs`), which write the Paraver records.
+//! [`Reporter`]. The checks are the linter's: the models' state machines
+//! (`crates/ovni/src/model`) reject what ovniemu rejects, and the emulator reads the state after
+//! each accepted event to drive its channels (`emu/chan.rs`, the other models' in
+//! `emu/chan/track.rs`, connected by `emu/models.rs`), which write the Paraver records.
 //!
 //! Differences from the original, by design:
 //!
-//! * only the ovni model is emulated: a trace that requires another model (nOS-V, Nanos6, …)
-//!   is refused before any output is opened (the original emulates it);
+//! * the nanos6 and nodes models are not emulated: a trace that requires one is refused
+//!   before any output is opened (the original emulates it);
 //! * no Paraver configuration folder (`cfg/`) is copied into the trace;
 //! * `-a`, `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
-//!   reject threads that end with marks still pushed.
+//!   reject threads that end with marks still pushed or inside a model's stack.
 //!
 //! This file holds the stages up to the event loop (options, setup, clock offsets, first
 //! events); the Paraver row order and the mark list are in `layout`, the output files and
@@ -22,6 +23,9 @@
 
 mod chan;
 mod layout;
+mod models;
+mod nosv;
+mod openmp;
 mod output;
 mod pcf;
 mod play;
@@ -30,10 +34,11 @@ mod report;
 mod row;
 mod stat;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+pub use models::model_list;
 pub use report::{Collect, Level, Reporter};
 
 use crate::error::{chain_text, Error, MetaProblem, StreamProblem, TraceProblem};
@@ -44,6 +49,7 @@ use crate::read::{Stream, Trace};
 use crate::tools::{c_load_error_lines, c_root};
 
 use layout::{Layout, MarkList};
+use models::Models;
 use output::{pcf_types, Outputs};
 use play::Emu;
 
@@ -229,13 +235,16 @@ impl Setup {
             }
         }
         let offsets = clock_offsets(root, opts, &sys, &roles, out)?;
-        // Models other than ovni are refused here, before any output is opened.
+        // Models not emulated are refused here, before any output is opened.
         let table = EventTable::builtin();
         for t in &sys.threads {
             for name in t.require.iter().flat_map(|r| r.keys()) {
-                if let Some(m) = table.model_by_name(name).filter(|m| m.id != b'O') {
+                if let Some(m) = table
+                    .model_by_name(name)
+                    .filter(|m| !models::emulated(m.id))
+                {
                     out.errors(&[format!(
-                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni)",
+                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni, nosv, tampi, mpi, kernel and openmp)",
                         t.stream,
                         m.name,
                         m.id as char
@@ -284,26 +293,41 @@ impl Setup {
             return early(outputs, out, lines, e);
         }
         let table = EventTable::builtin();
-        if let Err(Error::Metadata { stream, problem }) = required_models(&self.sys.threads, table)
-        {
-            let id = match &problem {
-                MetaProblem::UnsupportedModelVersion { model, .. } => {
-                    table.model_by_name(model).map_or(b'O', |m| m.id)
+        let required = match required_models(&self.sys.threads, table) {
+            Ok(r) => r,
+            Err(Error::Metadata { stream, problem }) => {
+                let id = match &problem {
+                    MetaProblem::UnsupportedModelVersion { model, .. } => {
+                        table.model_by_name(model).map_or(b'O', |m| m.id)
+                    }
+                    _ => b'O',
+                };
+                let lines = report::probe_lines(&stream, &problem, id);
+                return early(outputs, out, lines, Error::Metadata { stream, problem });
+            }
+            Err(_) => BTreeMap::new(),
+        };
+        for l in models::enabled_lines(&required) {
+            out.info(&l);
+        }
+        let hwc = if required.contains_key("nosv") {
+            let mut meta = vec![None; self.sys.threads.len()];
+            for (s, role) in streams.iter().zip(&self.roles) {
+                if let Some(m) = role_thread(role).and_then(|t| meta.get_mut(t)) {
+                    *m = s.metadata().hwc();
                 }
-                _ => b'O',
-            };
-            let lines = report::probe_lines(&stream, &problem, id);
-            return early(outputs, out, lines, Error::Metadata { stream, problem });
-        }
-        out.info("the following 1 models are enabled: ");
-        if let Some(m) = table.model(b'O') {
-            out.info(&format!(
-                "     {} {} 'O' ({} events)",
-                m.name,
-                m.version,
-                table.model_events(b'O')
-            ));
-        }
+            }
+            match nosv::counters(&self.sys, &self.layout.row_thread, &meta) {
+                Ok(names) => names,
+                Err(b) => {
+                    let (lines, e) = *b;
+                    return early(outputs, out, lines, e);
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let models = Models::new(&required, &self.sys, &self.layout.row_thread, hwc);
         let marks = match MarkList::new(&self.sys, &self.layout, streams) {
             Ok(m) => m,
             Err(e) => {
@@ -320,27 +344,30 @@ impl Setup {
                 return early(outputs, out, lines, e);
             }
         };
-        let pcfs = pcf_types(&self.layout, &marks);
-        let mut emu = Emu::new(&self, &marks, streams, &mut outputs);
+        let mut emu = Emu::new(&self, &marks, streams, models, &mut outputs);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);
+        if flow.is_ok() {
+            emu.set_finished();
+        }
         let secs = start.elapsed().as_secs_f64();
         let processed = format!("processed {} input events in {secs:.2} s", emu.events);
         let done = emu.progress.last_line(emu.events, secs);
         let mut ok = flow.is_ok();
         let mut error = flow.err();
+        // The openmp model fills its labels when it finishes, after the events.
+        let mut pcf_errors = Vec::new();
+        let pcfs = pcf_types(&self.layout, &marks, emu.models(), &mut pcf_errors);
+        let finish_problem = emu.models().finish_problem().map(Error::Trace);
         if ok {
             out.info(&done);
             out.info(&processed);
-            let (lines, e) = emu.end_checks(&self, opts.lint);
-            error = e;
+            let (lines, e) = emu.end_checks(&self, opts.lint, &pcf_errors);
+            error = e.or(finish_problem);
             if !lines.is_empty() {
                 out.errors(&lines);
-                out.errors(&[
-                    "model_finish: finish failed for model 'O'".to_string(),
-                    "emu_finish: model_finish failed".to_string(),
-                ]);
+                out.errors(&["emu_finish: model_finish failed".to_string()]);
                 ok = false;
             }
             out.info("writing traces to disk, please wait");
@@ -351,7 +378,20 @@ impl Setup {
             out.info("emulation aborts!");
             out.info(&done);
             out.info(&processed);
+            // The models still finish: the openmp model lists its labels, and in linter mode
+            // the nosv model checks its stacks (the others only check a finished trace).
+            let mut lines: Vec<String> = pcf_errors.iter().map(|(_, l)| l.clone()).collect();
+            if opts.lint {
+                emu.abort_checks(&self, &mut lines);
+            }
+            if !lines.is_empty() {
+                out.errors(&lines);
+                out.errors(&["emu_finish: model_finish failed".to_string()]);
+            }
             out.info("writing traces to disk, please wait");
+            if !lines.is_empty() {
+                out.errors(&["main: emu_finish failed".to_string()]);
+            }
         }
         let written = match outputs.close(Some(&pcfs)) {
             Ok(()) => true,
@@ -373,6 +413,14 @@ impl Setup {
             written,
             error,
         }
+    }
+}
+
+/// The thread of a stream, if it is one.
+fn role_thread(role: &Role) -> Option<usize> {
+    match role {
+        Role::Thread(t) => Some(*t),
+        Role::Other => None,
     }
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::chan::TY_MARK;
 use super::layout::{Layout, MarkList};
+use super::models::Models;
 use super::pcf::{self, PcfType};
 use super::prv::{Prv, Writer};
 use super::row;
@@ -19,7 +20,15 @@ pub(super) struct PcfTypes {
     pub(super) thread: Vec<PcfType>,
 }
 
-pub(super) fn pcf_types(layout: &Layout, marks: &MarkList) -> PcfTypes {
+/// The types in ovniemu's order: the thread's own (CPU, TID, state), then each enabled
+/// model's by model character (the ovni model's are its flushes and marks).
+/// The errors met filling them are added to `errors`.
+pub(super) fn pcf_types(
+    layout: &Layout,
+    marks: &MarkList,
+    models: &Models,
+    errors: &mut Vec<(u8, String)>,
+) -> PcfTypes {
     let t = |ty, label: &str, values: Vec<(i64, String)>| PcfType {
         ty,
         label: label.to_string(),
@@ -41,18 +50,22 @@ pub(super) fn pcf_types(layout: &Layout, marks: &MarkList) -> PcfTypes {
         t(6, "Thread: CPU affinity", cpus),
         t(2, "Thread: TID of the ACTIVE thread", Vec::new()),
         t(4, "Thread: thread state", states),
-        t(7, "Flushing ovni buffer ", flushing()),
     ];
-    let mut cpu = vec![t(
+    thread.extend(models.pcf_types(true, true, errors));
+    thread.push(t(7, "Flushing ovni buffer ", flushing()));
+    let mut cpu = models.pcf_types(true, false, errors);
+    cpu.push(t(
         7,
         "Flushing ovni buffer of the RUNNING thread",
         flushing(),
-    )];
+    ));
     for (ty, title, labels) in &marks.types {
         let m = t(TY_MARK + *ty as u32, title, labels.clone());
         thread.push(m.clone());
         cpu.push(m);
     }
+    thread.extend(models.pcf_types(false, true, errors));
+    cpu.extend(models.pcf_types(false, false, errors));
     PcfTypes { cpu, thread }
 }
 

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::chan::Channels;
 use super::layout::MarkList;
+use super::models::{self, Models};
 use super::output::Outputs;
 use super::report::{self, Level};
 use super::stat::{Bursts, Progress};
@@ -18,6 +19,9 @@ use crate::read::{Merged, Merger, Stream};
 /// The lines the original prints when an event is rejected (before the panic block).
 #[cold]
 fn rejected_lines(mcv: crate::raw::Mcv, p: &EventProblem, rel: &str) -> Vec<(Level, String)> {
+    if let Some(lines) = models::rejected_lines(mcv, p) {
+        return lines.into_iter().map(|l| (Level::Error, l)).collect();
+    }
     let text = report::mcv_text(mcv);
     match p {
         EventProblem::ModelNotEnabled { model, version } => vec![
@@ -176,6 +180,10 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
+    /// The other enabled models (nosv, tampi, mpi, kernel, openmp).
+    models: Models,
+    /// The kernel model is enabled (it can take threads out of their CPU).
+    kernel: bool,
     chans: Channels,
     /// Channel index of each mark type (by type, `[0, 100)`).
     mark_k: [u8; 100],
@@ -202,21 +210,28 @@ fn state_code(s: ThreadState) -> (i64, bool) {
 }
 
 impl Emu {
+    /// The other enabled models.
+    pub(super) fn models(&self) -> &Models {
+        &self.models
+    }
+
     pub(super) fn new(
         setup: &Setup,
         marks: &MarkList,
         streams: &[Stream],
+        models: Models,
         outputs: &mut Outputs,
     ) -> Self {
         let model = OvniModel::new(&setup.sys);
         let types: Vec<i64> = marks.types.iter().map(|m| m.0).collect();
-        let chans = Channels::new(
+        let mut chans = Channels::new(
             &setup.layout.th_ids,
             model.ncpus(),
             &types,
             &mut outputs.cpu,
             &mut outputs.thread,
         );
+        models.add_channels(&mut chans, &mut outputs.cpu, &mut outputs.thread);
         let mut mark_k = [u8::MAX; 100];
         for (k, &ty) in types.iter().enumerate() {
             if let Some(slot) = usize::try_from(ty).ok().and_then(|t| mark_k.get_mut(t)) {
@@ -226,6 +241,8 @@ impl Emu {
         Self {
             flush_start: vec![0; setup.sys.threads.len()],
             model,
+            kernel: models.index(b'K').is_some(),
+            models,
             chans,
             mark_k,
             events: 0,
@@ -310,6 +327,13 @@ impl Emu {
     ) -> Result<(), EventProblem> {
         let id = ev.mcv.model();
         if id != b'O' {
+            if let Some(j) = self.models.index(id) {
+                let row = setup.layout.th_row.get(t).copied().unwrap_or(0);
+                let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
+                let state = self.model.state(t);
+                let (chans, notes) = (&mut self.chans, &mut self.notes);
+                return self.models.event(j, t, row, tid, state, ev, chans, notes);
+            }
             return Err(match EventTable::builtin().model(id) {
                 Some(m) => EventProblem::ModelNotEnabled {
                     model: m.name.clone(),
@@ -317,6 +341,10 @@ impl Emu {
                 },
                 None => EventProblem::ModelNotRegistered(id),
             });
+        }
+        if self.kernel && self.models.out_of_cpu(t) {
+            let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
+            return Err(EventProblem::ThreadOutOfCpu { tid });
         }
         let [_, c, v] = ev.mcv.0;
         let payload = ev.jumbo_data().unwrap_or(ev.payload);
@@ -456,9 +484,47 @@ impl Emu {
         self.chans.cpu_update(row, running, n);
     }
 
-    /// The end checks: every thread dead (and, in linter mode, no mark left pushed), in row
-    /// order.
-    pub(super) fn end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
+    /// The end checks of every enabled model, in ovniemu's order (by model character): for
+    /// the ovni model every thread dead (and, in linter mode, no mark left pushed), in row
+    /// order; in linter mode, no thread inside another model's stack. `pcf_errors` are the
+    /// errors of the models that failed filling their `.pcf` labels (which end their checks).
+    pub(super) fn end_checks(
+        &self,
+        setup: &Setup,
+        lint: bool,
+        pcf_errors: &[(u8, String)],
+    ) -> (Vec<String>, Option<Error>) {
+        let mut lines = Vec::new();
+        let (rows, sys) = (&setup.layout.row_thread, &setup.sys);
+        let before = self
+            .models
+            .end_checks(true, lint, sys, rows, pcf_errors, &mut lines);
+        let mut first = before.map(Error::Trace);
+        let (ovni, e) = self.ovni_end_checks(setup, lint);
+        if !ovni.is_empty() {
+            lines.extend(ovni);
+            lines.push("model_finish: finish failed for model 'O'".to_string());
+        }
+        first = first.or(e);
+        let after = self
+            .models
+            .end_checks(false, lint, sys, rows, pcf_errors, &mut lines);
+        (lines, first.or(after.map(Error::Trace)))
+    }
+
+    /// The end checks that still run after an event was rejected: the nosv model's stacks
+    /// in linter mode (its lines added to `lines`).
+    pub(super) fn abort_checks(&self, setup: &Setup, lines: &mut Vec<String>) {
+        let (rows, sys) = (&setup.layout.row_thread, &setup.sys);
+        self.models.abort_checks(sys, rows, lines);
+    }
+
+    /// The trace was played to its end.
+    pub(super) fn set_finished(&mut self) {
+        self.models.set_finished();
+    }
+
+    fn ovni_end_checks(&self, setup: &Setup, lint: bool) -> (Vec<String>, Option<Error>) {
         let mut lines = Vec::new();
         let mut first = None;
         for &t in &setup.layout.row_thread {

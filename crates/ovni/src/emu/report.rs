@@ -234,14 +234,20 @@ pub(crate) fn probe_lines(stream: &str, problem: &MetaProblem, id: u8) -> Vec<St
         ),
         other => (format!("should_enable: {other} in {thread}"), "ovni".to_string()),
     };
-    vec![
+    let mut lines = vec![
         first,
         format!("model_version_probe: cannot determine if model {model} must be enabled"),
-        format!("model_{model}_probe: model_version_probe failed for {model} model"),
+    ];
+    // Only the ovni model's probe adds its own line.
+    if model == "ovni" {
+        lines.push("model_ovni_probe: model_version_probe failed for ovni model".to_string());
+    }
+    lines.extend([
         format!("model_probe: probe failed for model '{}'", ch(id)),
         "emu_init: model_probe failed".to_string(),
         "main: emu_init failed".to_string(),
-    ]
+    ]);
+    lines
 }
 
 /// Lines for an `O` event the ovni model rejects, ending with the model's failure.

@@ -16,7 +16,8 @@
 //!    mark values, which must stay distinct as Paraver's 32-bit values;
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
 //!    enabled model, then the ovni model's rules (`crate::model`) for `O` events, or for other
-//!    models only that the event exists and its payload fits its signature;
+//!    models that the event exists and its payload fits its signature, and for the mpi,
+//!    tampi and openmp models their rules (`crate::model::stack`, `crate::model::openmp`);
 //! 7. the end check: every thread is dead.
 //!
 //! With [`LintOptions::all`] the checks continue after a problem (a rejected event leaves the
@@ -44,6 +45,9 @@ use trace::TraceProblem;
 
 pub use report::{Problem, Report};
 
+use crate::model::nosv::{hwc_names, processes, Nosv};
+use crate::model::openmp::{label_values, OpenMp};
+use crate::model::stack::{stack_model, Stacks};
 use crate::model::OvniModel;
 
 /// Streams whose first clocks differ by more than this need a clock offset table.
@@ -123,10 +127,31 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         (Some(sys), Some(en)) if en[usize::from(b'O')] => Some(OvniModel::new(sys)),
         _ => None,
     };
+    let stacks = match (&ovni, &enabled) {
+        (Some(model), Some(en)) => stack_models(model, en),
+        _ => Vec::new(),
+    };
+    let rows = ovni.as_ref().map(row_of_thread).unwrap_or_default();
+    let openmp = match (&system, &ovni, &enabled) {
+        (Some(sys), Some(model), Some(en)) if en[usize::from(b'P')] => {
+            Some(openmp_model(sys, model))
+        }
+        _ => None,
+    };
+    let nosv = match (&system, &ovni, &enabled) {
+        (Some(sys), Some(model), Some(en)) if en[usize::from(b'V')] => {
+            Some(nosv_model(sys, model, &streams, &roles, sink)?)
+        }
+        _ => None,
+    };
     let mut ctx = Events {
+        nosv,
         streams: &streams,
         roles: &roles,
         table,
+        stacks,
+        openmp,
+        rows,
         enabled,
         once: HashSet::new(),
         init_failed,
@@ -135,6 +160,18 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
     ctx.run(offsets, ovni.as_mut(), sink)?;
     if let (Some(sys), Some(model)) = (&system, &ovni) {
         end_checks(sys, model, sink)?;
+    }
+    // ovniemu's openmp and nosv models fail when they list the type labels, after the
+    // events.
+    let nosv_labels = ctx.nosv.as_ref().and_then(|n| label_values(n.types()).1);
+    let openmp_labels = ctx.openmp.as_ref().and_then(|o| o.label_values().1);
+    for c in openmp_labels.into_iter().chain(nosv_labels) {
+        sink.push(Problem::new(Error::Trace(
+            TraceProblem::TypeLabelCollision {
+                value: c.value,
+                labels: (c.first, c.second),
+            },
+        )))?;
     }
     ControlFlow::Continue(())
 }
@@ -297,6 +334,81 @@ fn probe(sys: &System, table: &EventTable, sink: &mut Sink) -> ControlFlow<(), [
     ControlFlow::Continue(enabled)
 }
 
+/// The stacks of the enabled mpi, tampi and kernel models.
+fn stack_models(model: &OvniModel, enabled: &[bool; 256]) -> Vec<Stacks> {
+    let n = model.end_order().len();
+    (0..=255u8)
+        .filter(|&id| enabled[usize::from(id)])
+        .filter_map(stack_model)
+        .map(|m| Stacks::new(m, n))
+        .collect()
+}
+
+/// The openmp model, processes numbered in ovniemu's thread order.
+fn openmp_model(sys: &System, model: &OvniModel) -> OpenMp {
+    let (first, proc_of) = crate::model::procs::processes(sys, &model.end_order());
+    OpenMp::new(proc_of, first.len())
+}
+
+/// The nosv model, processes numbered in ovniemu's thread order, with the hardware counters
+/// of the threads' metadata (a problem if ovniemu refuses them).
+fn nosv_model(
+    sys: &System,
+    model: &OvniModel,
+    streams: &[Stream],
+    roles: &[Role],
+    sink: &mut Sink,
+) -> ControlFlow<(), Nosv> {
+    let mut meta = vec![None; sys.threads.len()];
+    for (s, role) in streams.iter().zip(roles) {
+        if let Some(m) = role_thread(role).and_then(|t| meta.get_mut(t)) {
+            *m = s.metadata().hwc();
+        }
+    }
+    let order = model.end_order();
+    let threads: Vec<_> = order
+        .iter()
+        .filter_map(|&t| Some((sys.threads.get(t)?.stream.clone(), *meta.get(t)?)))
+        .collect();
+    let hwc = match hwc_names(&threads) {
+        Ok(names) => names.len(),
+        // ovniemu's lines say which entry; the problem names the key.
+        Err(_) => {
+            let stream = threads.first().map(|t| t.0.clone()).unwrap_or_default();
+            sink.push(Problem::new(Error::meta(
+                &stream,
+                MetaProblem::BadValue {
+                    key: "nosv.hwc",
+                    expected: "hardware counters indexed 0 to n-1, each with a name",
+                },
+            )))?;
+            0
+        }
+    };
+    let (procs, proc_of) = processes(sys, &order);
+    ControlFlow::Continue(Nosv::new(proc_of, &procs, hwc))
+}
+
+/// The thread of a stream, if it is one.
+fn role_thread(role: &Role) -> Option<usize> {
+    match role {
+        Role::Thread(t) => Some(*t),
+        Role::Other | Role::Broken => None,
+    }
+}
+
+/// ovniemu's row of each thread (its channels are named after it).
+fn row_of_thread(model: &OvniModel) -> Vec<usize> {
+    let order = model.end_order();
+    let mut rows = vec![0; order.len()];
+    for (row, &t) in order.iter().enumerate() {
+        if let Some(r) = rows.get_mut(t) {
+            *r = row;
+        }
+    }
+    rows
+}
+
 /// Stage 7: every thread must be dead, in ovniemu's thread order.
 fn end_checks(sys: &System, model: &OvniModel, sink: &mut Sink) -> ControlFlow<()> {
     for t in model.end_order() {
@@ -319,6 +431,14 @@ struct Events<'a> {
     streams: &'a [Stream],
     roles: &'a [Role],
     table: &'static EventTable,
+    /// The stacks of the enabled mpi, tampi and kernel models.
+    stacks: Vec<Stacks>,
+    /// The openmp model, if enabled.
+    openmp: Option<OpenMp>,
+    /// The nosv model, if enabled.
+    nosv: Option<Nosv>,
+    /// ovniemu's row of each thread.
+    rows: Vec<usize>,
     /// Enabled models by model character; `None` when the metadata is unusable.
     enabled: Option<[bool; 256]>,
     /// Problems reported once per stream and MCV, as every later event would repeat them.
@@ -428,6 +548,15 @@ impl Events<'_> {
         }
         if id == b'O' {
             if let (Some(ovni), Some(t)) = (ovni, thread) {
+                // The kernel model's context switches take a thread out of its CPU.
+                let out = self
+                    .stacks
+                    .iter()
+                    .any(|s| s.model().id == b'K' && s.depth(t) > 0);
+                if out {
+                    let tid = ovni.thread(t).map_or(0, |(tid, _)| tid);
+                    return sink.push(self.problem(m, EventProblem::ThreadOutOfCpu { tid }));
+                }
                 if let Err(p) = ovni.event(t, ev) {
                     return sink.push(self.problem(m, p));
                 }
@@ -440,7 +569,41 @@ impl Events<'_> {
             };
             return self.once(m, p, sink);
         };
-        match check_payload(spec, ev) {
+        // `VWC` holds one value per hardware counter, which the nosv model checks.
+        let counters = ev.mcv.0 == *b"VWC" && self.nosv.is_some();
+        if !counters {
+            if let Err(p) = check_payload(spec, ev) {
+                return sink.push(self.problem(m, p));
+            }
+        }
+        let (Some(ovni), Some(t)) = (ovni, thread) else {
+            return ControlFlow::Continue(());
+        };
+        let [_, c, v] = ev.mcv.0;
+        let row = self.rows.get(t).copied().unwrap_or(0);
+        let (tid, state) = ovni.thread(t).unwrap_or((0, ThreadState::Unknown));
+        let running = state == ThreadState::Running;
+        let active = matches!(
+            state,
+            ThreadState::Running | ThreadState::Cooling | ThreadState::Warming
+        );
+        let out = self
+            .stacks
+            .iter()
+            .any(|s| s.model().id == b'K' && s.depth(t) > 0);
+        let verdict = match (self.stacks.iter_mut().find(|s| s.model().id == id), id) {
+            (Some(stacks), _) => stacks.event(t, row, tid, running, c, v).map(|_| ()),
+            (None, b'P') => match &mut self.openmp {
+                Some(omp) => omp.event(t, row, tid, running, ev).map(|_| ()),
+                None => Ok(()),
+            },
+            (None, b'V') => match &mut self.nosv {
+                Some(nosv) => nosv.event(t, row, tid, active, out, ev).map(|_| ()),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        };
+        match verdict {
             Ok(()) => ControlFlow::Continue(()),
             Err(p) => sink.push(self.problem(m, p)),
         }

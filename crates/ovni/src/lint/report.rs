@@ -182,6 +182,8 @@ fn code(e: &Error) -> &'static str {
             TraceProblem::ClockOffsets { .. } => "clock-offsets",
             TraceProblem::ThreadNotDead { .. } => "thread-not-dead",
             TraceProblem::MarksLeftPushed { .. } => "marks-left-pushed",
+            TraceProblem::StackLeftPushed { .. } => "stack-left-pushed",
+            TraceProblem::TypeLabelCollision { .. } => "label-collision",
         },
     }
 }
@@ -216,6 +218,15 @@ pub(super) fn event_code(p: &EventProblem) -> &'static str {
         | EventProblem::MarkStackEmpty { .. }
         | EventProblem::MarkPopMismatch { .. }
         | EventProblem::MarkStackFull { .. } => "mark",
+        EventProblem::ThreadNotRunning { .. } | EventProblem::ThreadOutOfCpu { .. } => {
+            "thread-state"
+        }
+        EventProblem::ChannelSameValue { .. }
+        | EventProblem::ChannelStackEmpty { .. }
+        | EventProblem::ChannelPopMismatch { .. }
+        | EventProblem::ChannelStackFull { .. } => "stack",
+        EventProblem::OpenMp(_) => "openmp",
+        EventProblem::Nosv(_) => "nosv",
     }
 }
 

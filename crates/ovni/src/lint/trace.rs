@@ -48,6 +48,25 @@ pub enum TraceProblem {
         /// Values left on the stack.
         depth: usize,
     },
+    /// A thread ends inside a model's stack, e.g. in an MPI function (`ovniemu -l`).
+    StackLeftPushed {
+        /// Relative path of its stream.
+        stream: String,
+        /// Thread id.
+        tid: i64,
+        /// What is stacked, as ovniemu words it ("stacked mpi functions").
+        what: &'static str,
+        /// Values left on the stack.
+        depth: usize,
+    },
+    /// Two openmp task type labels have the same value in the label view (the emulator
+    /// cannot label it).
+    TypeLabelCollision {
+        /// The value.
+        value: i64,
+        /// The two labels.
+        labels: (String, String),
+    },
 }
 
 /// What is wrong with a clock offset table (`clock-offsets.txt`).
@@ -118,6 +137,14 @@ impl fmt::Display for TraceProblem {
                 f,
                 "thread {tid} ends with {depth} values pushed on mark type {mark}"
             ),
+            Self::TypeLabelCollision { value, labels } => write!(
+                f,
+                "task type labels '{}' and '{}' have the same value {value}",
+                labels.0, labels.1
+            ),
+            Self::StackLeftPushed {
+                tid, what, depth, ..
+            } => write!(f, "thread {tid} ended with {depth} {what}"),
             Self::ThreadNotDead { tid, state, .. } => {
                 write!(f, "thread {tid} is not dead at the end of the trace (state {state})")
             }

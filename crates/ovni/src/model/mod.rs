@@ -6,7 +6,14 @@
 //! needs the verdict; the emulator ([`crate::emu`]) reads the state after each accepted event
 //! (thread states, CPUs, the thread running on each CPU, mark stacks) to drive its channels.
 
+pub(crate) mod kernel;
+pub(crate) mod mpi;
+pub(crate) mod nosv;
+pub(crate) mod openmp;
 pub(crate) mod problem;
+pub(crate) mod procs;
+pub(crate) mod stack;
+pub(crate) mod tampi;
 
 use std::collections::HashMap;
 

@@ -8,6 +8,11 @@ use std::fmt;
 
 use crate::error::StreamProblem;
 
+mod runtime;
+pub use runtime::{
+    BodyFailure, BodyOp, BodyState, ChanFailure, NosvProblem, OpenMpProblem, TaskState,
+};
+
 /// State of a thread in the ovni model (`docs/ovni-format.md`, *ovnilint*, step 6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ThreadState {
@@ -242,6 +247,47 @@ pub enum EventProblem {
         /// Mark type.
         mark: i64,
     },
+    /// An event of the mpi, tampi or openmp model from a thread that is not running.
+    ThreadNotRunning {
+        /// Thread id.
+        tid: i64,
+    },
+    /// An event of the ovni or nOS-V model from a thread that the kernel model has out of
+    /// its CPU (after `KCO`, before `KCI`).
+    ThreadOutOfCpu {
+        /// Thread id.
+        tid: i64,
+    },
+    /// A push of the value already on top of a model's stack channel (mpi, tampi, kernel).
+    ChannelSameValue {
+        /// Channel name, e.g. `mpi.thread0.function`.
+        chan: String,
+        /// Value pushed.
+        value: i64,
+    },
+    /// A pop from an empty stack channel.
+    ChannelStackEmpty {
+        /// Channel name.
+        chan: String,
+    },
+    /// A pop of a value that is not on top of the stack channel.
+    ChannelPopMismatch {
+        /// Channel name.
+        chan: String,
+        /// Value popped.
+        value: i64,
+        /// Value on top.
+        top: i64,
+    },
+    /// A push on a full stack channel (512 values).
+    ChannelStackFull {
+        /// Channel name.
+        chan: String,
+    },
+    /// An event the openmp model rejects.
+    OpenMp(OpenMpProblem),
+    /// An event the nosv model rejects.
+    Nosv(NosvProblem),
 }
 
 impl fmt::Display for EventProblem {
@@ -327,6 +373,18 @@ impl fmt::Display for EventProblem {
                 "cannot pop value {value} of mark type {mark}: top of stack is {top}"
             ),
             Self::MarkStackFull { mark } => write!(f, "mark type {mark}: stack full (512 values)"),
+            Self::ThreadNotRunning { tid } => write!(f, "current thread {tid} not running"),
+            Self::ThreadOutOfCpu { tid } => write!(f, "current thread {tid} out of CPU"),
+            Self::ChannelSameValue { chan, value } => {
+                write!(f, "{chan}: cannot push {value}: it is already on top")
+            }
+            Self::ChannelStackEmpty { chan } => write!(f, "{chan}: cannot pop: stack empty"),
+            Self::ChannelPopMismatch { chan, value, top } => {
+                write!(f, "{chan}: cannot pop {value}: top of stack is {top}")
+            }
+            Self::ChannelStackFull { chan } => write!(f, "{chan}: stack full (512 values)"),
+            Self::OpenMp(p) => write!(f, "{p}"),
+            Self::Nosv(p) => write!(f, "{p}"),
         }
     }
 }

@@ -21,6 +21,7 @@ mod comments;
 mod cpus;
 mod json;
 mod marks;
+mod nosv;
 pub(crate) mod problem;
 
 use std::collections::BTreeMap;
@@ -36,6 +37,7 @@ pub use comments::StripComments;
 pub use cpus::CpusMeta;
 pub use json::{Scalar, Typed};
 pub use marks::{LabelsMeta, MarkMeta, MarksMeta};
+pub use nosv::{HwcMeta, NosvMeta, MAX_HWC_KEPT};
 
 /// Largest `stream.json` read (256 MiB); larger files are refused with
 /// [`MetaProblem::FileTooLarge`](crate::MetaProblem::FileTooLarge). libovni writes a few KiB
@@ -52,6 +54,8 @@ pub struct StreamMeta {
     pub version: Option<Scalar>,
     /// `ovni`.
     pub ovni: Option<Typed<OvniMeta>>,
+    /// `nosv`.
+    pub nosv: Option<Typed<NosvMeta>>,
 }
 
 /// The keys under `ovni`.
@@ -88,6 +92,7 @@ impl FromObject for StreamMeta {
         match key {
             "version" => self.version = Some(map.next_value()?),
             "ovni" => self.ovni = Some(map.next_value()?),
+            "nosv" => self.nosv = Some(map.next_value()?),
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -203,6 +208,15 @@ impl StreamMeta {
             .as_ref()
             .and_then(Typed::ok)
             .and_then(|o| o.mark.as_ref())
+            .and_then(Typed::ok)
+    }
+
+    /// `nosv.hwc`, when it and `nosv` are objects.
+    pub fn hwc(&self) -> Option<&HwcMeta> {
+        self.nosv
+            .as_ref()
+            .and_then(Typed::ok)
+            .and_then(|n| n.hwc.as_ref())
             .and_then(Typed::ok)
     }
 

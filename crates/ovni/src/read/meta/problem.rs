@@ -176,7 +176,7 @@ impl fmt::Display for MetaProblem {
             Self::ModelNotEmulated(m) => {
                 write!(
                     f,
-                    "requires the {m} model, which is not emulated (only ovni is)"
+                    "requires the {m} model, which is not emulated (only ovni, nosv, tampi, mpi, kernel and openmp are)"
                 )
             }
             Self::UnsupportedModelVersion { model, want, have } => write!(

@@ -1,0 +1,563 @@
+//! The openmp model (`P` events, version 1.2.1) as ovniemu 1.14 emulates it: per thread a
+//! stack of OpenMP subsystems, and stacks of the labels and ids of the tasks and
+//! worksharings it runs; per process the task types (`POc`) and tasks (`PPc`).
+//!
+//! The rules are ovniemu's: subsystem events push and pop their subsystem (spin-wait events
+//! change nothing); a task runs (`PPx`) only once created and not already running, and may
+//! run again after it ended; running a task over another one is allowed with a warning; a
+//! task ends (`PPe`) only on the thread running it, on top of its stack; a worksharing
+//! (`PQx`, `PQe`) pushes and pops its type's label. Every event needs a running thread. The
+//! stacks allow the same value twice in a row and hold at most 512 values.
+
+use std::collections::HashMap;
+
+use super::problem::{ChanFailure, EventProblem, OpenMpProblem, TaskState};
+use crate::raw::Event;
+
+/// Channel indices (ovniemu's order).
+pub(crate) const CH_SUBSYSTEM: usize = 0;
+pub(crate) const CH_LABEL: usize = 1;
+pub(crate) const CH_TASKID: usize = 2;
+/// Names of the channels (`openmp.thread<row>.<name>`).
+const CHAN_NAMES: [&str; 3] = ["subsystem", "label", "task ID"];
+const MAX_STACK: usize = 512;
+/// Longest type label ovniemu accepts, with its NUL (`MAX_PCF_LABEL`).
+const MAX_LABEL: usize = 512;
+
+/// The subsystem of each simple event, `None` for the spin-wait events (ignored).
+fn subsystem(c: u8, v: u8) -> Option<Option<(bool, i64)>> {
+    const PAIRS: [(u8, u8, u8, i64); 30] = [
+        (b'B', b'b', b'B', 3),
+        (b'B', b'j', b'J', 2),
+        (b'B', b'f', b'F', 1),
+        (b'B', b't', b'T', 5),
+        (b'I', b'a', b'A', 6),
+        (b'I', b'r', b'R', 7),
+        (b'I', b'[', b']', 8),
+        (b'W', b'd', b'D', 9),
+        (b'W', b'c', b'C', 10),
+        (b'W', b'y', b'Y', 11),
+        (b'W', b's', b'S', 12),
+        (b'W', b'e', b'E', 13),
+        (b'W', b'i', b'I', 14),
+        (b'T', b'a', b'A', 15),
+        (b'T', b'c', b'C', 16),
+        (b'T', b'd', b'D', 17),
+        (b'T', b'r', b'R', 18),
+        (b'T', b'[', b']', 19),
+        (b'T', b'i', b'I', 20),
+        (b'T', b's', b'S', 21),
+        (b'T', b'g', b'G', 22),
+        (b'T', b't', b'T', 23),
+        (b'T', b'w', b'W', 24),
+        (b'T', b'y', b'Y', 25),
+        (b'A', b'[', b']', 26),
+        (b'C', b'f', b'F', 27),
+        (b'C', b'i', b'I', 28),
+        (b'M', b'i', b'I', 29),
+        (b'M', b'u', b'U', 30),
+        (b'H', b'[', b']', 31),
+    ];
+    if c == b'B' && matches!(v, b's' | b'S') {
+        return Some(None);
+    }
+    let &(_, enter, _, s) = PAIRS
+        .iter()
+        .find(|&&(cat, enter, leave, _)| cat == c && (v == enter || v == leave))?;
+    Some(Some((v == enter, s)))
+}
+
+/// The subsystem values and their names, in ovniemu's order.
+pub(crate) const SUBSYSTEM_LABELS: [(i64, &str); 31] = [
+    (9, "Work-distribution: Distribute"),
+    (10, "Work-distribution: Dynamic for chunk"),
+    (11, "Work-distribution: Dynamic for initialization"),
+    (12, "Work-distribution: Static for chunk"),
+    (13, "Work-distribution: Section"),
+    (14, "Work-distribution: Single"),
+    (15, "Task: Allocation"),
+    (16, "Task: Check deps"),
+    (17, "Task: Duplicating"),
+    (18, "Task: Releasing deps"),
+    (19, "Task: Running task"),
+    (20, "Task: Running task if0"),
+    (21, "Task: Scheduling"),
+    (22, "Task: Taskgroup"),
+    (23, "Task: Taskwait"),
+    (24, "Task: Taskwait deps"),
+    (25, "Task: Taskyield"),
+    (6, "Critical: Acquiring"),
+    (7, "Critical: Releasing"),
+    (8, "Critical: Section"),
+    (1, "Barrier: Fork"),
+    (2, "Barrier: Join"),
+    (3, "Barrier: Plain"),
+    (5, "Barrier: Task"),
+    (4, "Barrier: Spin wait"),
+    (26, "Runtime: Attached"),
+    (27, "Runtime: Fork call"),
+    (28, "Runtime: Initialization"),
+    (29, "Runtime: Internal microtask"),
+    (30, "Runtime: User microtask"),
+    (31, "Runtime: Worker main loop"),
+];
+
+/// ovniemu's value of a task type label in the label view: Bob Jenkins' `lookup2` hash of the
+/// label (the one its hash tables use), plus 666, kept to 31 bits and moved off the values
+/// below 1000.
+pub(crate) fn label_value(label: &[u8]) -> u32 {
+    fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
+        for (s1, s2, s3) in [(13, 8, 13), (12, 16, 5), (3, 10, 15)] {
+            *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> s1);
+            *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << s2);
+            *c = c.wrapping_sub(*a).wrapping_sub(*b) ^ (*b >> s3);
+        }
+    }
+    let word = |b: &[u8]| {
+        b.iter()
+            .enumerate()
+            .fold(0u32, |w, (i, &x)| w.wrapping_add(u32::from(x) << (8 * i)))
+    };
+    let (mut a, mut b, mut c) = (0x9e37_79b9u32, 0x9e37_79b9u32, 0xfeed_beefu32);
+    let mut chunks = label.chunks_exact(12);
+    for k in &mut chunks {
+        a = a.wrapping_add(word(&k[0..4]));
+        b = b.wrapping_add(word(&k[4..8]));
+        c = c.wrapping_add(word(&k[8..12]));
+        mix(&mut a, &mut b, &mut c);
+    }
+    let rest = chunks.remainder();
+    c = c.wrapping_add(label.len() as u32);
+    // The tail: bytes 0..4 to a, 4..8 to b, 8..11 to c shifted one byte up (its low byte
+    // holds the length).
+    a = a.wrapping_add(word(rest.get(..rest.len().min(4)).unwrap_or(&[])));
+    b = b.wrapping_add(word(rest.get(4..rest.len().min(8)).unwrap_or(&[])));
+    c = c.wrapping_add(word(rest.get(8..).unwrap_or(&[])) << 8);
+    mix(&mut a, &mut b, &mut c);
+    let gid = c.wrapping_add(666) & 0x7fff_ffff;
+    if gid < 1000 {
+        gid + 1000
+    } else {
+        gid
+    }
+}
+
+/// Two type labels with the same value in the label view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LabelCollision {
+    pub(crate) value: i64,
+    pub(crate) first: String,
+    pub(crate) second: String,
+}
+
+/// The value labels of a type label view, one per value, in order, up to the first two
+/// labels with the same value (which ovniemu cannot list: it fails there), and those two.
+pub(crate) fn label_values<'a>(
+    types: impl Iterator<Item = &'a TaskType>,
+) -> (Vec<(i64, String)>, Option<LabelCollision>) {
+    let mut values: Vec<(i64, String)> = Vec::new();
+    let mut index: HashMap<i64, usize> = HashMap::new();
+    for ty in types {
+        let value = i64::from(ty.value);
+        match index.get(&value).and_then(|&i| values.get(i)) {
+            None => {
+                index.insert(value, values.len());
+                values.push((value, ty.label.clone()));
+            }
+            Some((_, l)) if *l == ty.label => {}
+            Some((_, l)) => {
+                let c = LabelCollision {
+                    value,
+                    first: l.clone(),
+                    second: ty.label.clone(),
+                };
+                return (values, Some(c));
+            }
+        }
+    }
+    (values, None)
+}
+
+/// A task or worksharing type of a process.
+#[derive(Debug)]
+pub(crate) struct TaskType {
+    pub(crate) label: String,
+    pub(crate) value: u32,
+}
+
+#[derive(Debug)]
+struct Task {
+    ty: usize,
+    /// `None` until it first runs.
+    state: Option<TaskState>,
+    /// Thread whose stack holds it while it runs.
+    on: Option<usize>,
+}
+
+#[derive(Debug, Default)]
+struct Proc {
+    /// In creation order (the order of the `.pcf` labels).
+    types: Vec<TaskType>,
+    type_by_id: HashMap<u32, usize>,
+    tasks: HashMap<u32, Task>,
+}
+
+#[derive(Debug, Default)]
+struct Thread {
+    stacks: [Vec<i64>; 3],
+    /// Tasks running on the thread, innermost last.
+    tasks: Vec<u32>,
+}
+
+/// What an accepted event changed: up to two channels with their new top, in order, and
+/// ovniemu's warning if it printed one.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Applied {
+    pub(crate) changes: Vec<(usize, Option<i64>)>,
+    pub(crate) warning: Option<String>,
+}
+
+/// The state of the openmp model.
+#[derive(Debug)]
+pub(crate) struct OpenMp {
+    procs: Vec<Proc>,
+    threads: Vec<Thread>,
+    /// Process of each thread.
+    proc_of: Vec<usize>,
+}
+
+fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
+    payload
+        .get(at..at + 4)
+        .and_then(|b| b.first_chunk::<4>())
+        .map(|b| u32::from_le_bytes(*b))
+}
+
+impl OpenMp {
+    /// A model for threads whose process is `proc_of[t]` (`nprocs` processes).
+    pub(crate) fn new(proc_of: Vec<usize>, nprocs: usize) -> Self {
+        Self {
+            procs: (0..nprocs).map(|_| Proc::default()).collect(),
+            threads: (0..proc_of.len()).map(|_| Thread::default()).collect(),
+            proc_of,
+        }
+    }
+
+    /// The channel name ovniemu gives channel `ch` of the thread in row `row`.
+    pub(crate) fn chan_name(row: usize, ch: usize) -> String {
+        format!("openmp.thread{row}.{}", CHAN_NAMES.get(ch).unwrap_or(&""))
+    }
+
+    /// Types of every process, processes in order.
+    pub(crate) fn types(&self) -> impl Iterator<Item = &TaskType> {
+        self.procs.iter().flat_map(|p| p.types.iter())
+    }
+
+    /// The value labels of the type label view ([`label_values`]).
+    pub(crate) fn label_values(&self) -> (Vec<(i64, String)>, Option<LabelCollision>) {
+        label_values(self.types())
+    }
+
+    /// Values left on thread `t`'s subsystem stack.
+    pub(crate) fn depth(&self, t: usize) -> usize {
+        self.threads
+            .get(t)
+            .map_or(0, |th| th.stacks[CH_SUBSYSTEM].len())
+    }
+
+    /// Plays event `ev` of thread `t` (`tid`, ovniemu row `row`, `running` or not).
+    pub(crate) fn event(
+        &mut self,
+        t: usize,
+        row: usize,
+        tid: i64,
+        running: bool,
+        ev: &Event<'_>,
+    ) -> Result<Applied, EventProblem> {
+        if !running {
+            return Err(EventProblem::ThreadNotRunning { tid });
+        }
+        let [_, c, v] = ev.mcv.0;
+        let omp = |p| Err(EventProblem::OpenMp(p));
+        match c {
+            b'B' | b'I' | b'W' | b'T' | b'A' | b'M' | b'H' | b'C' => match subsystem(c, v) {
+                None => omp(OpenMpProblem::UnknownSubsystemEvent),
+                Some(None) => Ok(Applied::default()),
+                Some(Some((push, s))) => {
+                    let top = self.stack_op(t, row, CH_SUBSYSTEM, push, s);
+                    let top = top.map_err(|f| match f {
+                        ChanFailure::Empty { chan } => EventProblem::ChannelStackEmpty { chan },
+                        ChanFailure::Full { chan } => EventProblem::ChannelStackFull { chan },
+                        ChanFailure::Mismatch { chan, value, top } => {
+                            EventProblem::ChannelPopMismatch { chan, value, top }
+                        }
+                    })?;
+                    Ok(Applied {
+                        changes: vec![(CH_SUBSYSTEM, top)],
+                        warning: None,
+                    })
+                }
+            },
+            b'P' => match v {
+                b'c' => self
+                    .create_task(t, ev.payload)
+                    .map_err(EventProblem::OpenMp),
+                b'x' | b'e' => self
+                    .run_task(t, row, v == b'x', ev.payload)
+                    .map_err(EventProblem::OpenMp),
+                _ => omp(OpenMpProblem::UnexpectedTaskValue),
+            },
+            b'O' => self.create_type(t, v, ev).map_err(EventProblem::OpenMp),
+            b'Q' => match v {
+                b'x' | b'e' => self
+                    .worksharing(t, row, v == b'x', ev.payload)
+                    .map_err(EventProblem::OpenMp),
+                _ => omp(OpenMpProblem::UnexpectedWorksharingValue(v)),
+            },
+            _ => omp(OpenMpProblem::UnknownCategory),
+        }
+    }
+
+    fn proc_mut(&mut self, t: usize) -> Option<&mut Proc> {
+        let p = self.proc_of.get(t).copied()?;
+        self.procs.get_mut(p)
+    }
+
+    /// Pushes (or pops, checking the top) `value` on channel `ch` of thread `t`.
+    fn stack_op(
+        &mut self,
+        t: usize,
+        row: usize,
+        ch: usize,
+        push: bool,
+        value: i64,
+    ) -> Result<Option<i64>, ChanFailure> {
+        let chan = || Self::chan_name(row, ch);
+        let Some(stack) = self.threads.get_mut(t).and_then(|th| th.stacks.get_mut(ch)) else {
+            return Ok(None);
+        };
+        if push {
+            if stack.len() >= MAX_STACK {
+                return Err(ChanFailure::Full { chan: chan() });
+            }
+            stack.push(value);
+        } else {
+            match stack.last() {
+                None => return Err(ChanFailure::Empty { chan: chan() }),
+                Some(&top) if top != value => {
+                    return Err(ChanFailure::Mismatch {
+                        chan: chan(),
+                        value,
+                        top,
+                    })
+                }
+                Some(_) => {
+                    stack.pop();
+                }
+            }
+        }
+        Ok(stack.last().copied())
+    }
+
+    fn create_task(&mut self, t: usize, payload: &[u8]) -> Result<Applied, OpenMpProblem> {
+        if payload.len() != 8 {
+            return Err(OpenMpProblem::CreatePayloadSize);
+        }
+        let task = u32_at(payload, 0).unwrap_or(0);
+        let ty = u32_at(payload, 4).unwrap_or(0);
+        if task == 0 {
+            return Err(OpenMpProblem::TaskIdZero { create: true });
+        }
+        if ty == 0 {
+            return Err(OpenMpProblem::TypeIdZero);
+        }
+        let Some(proc) = self.proc_mut(t) else {
+            return Ok(Applied::default());
+        };
+        if proc.tasks.contains_key(&task) {
+            return Err(OpenMpProblem::TaskExists(task));
+        }
+        let Some(&ty) = proc.type_by_id.get(&ty) else {
+            return Err(OpenMpProblem::UnknownType(ty));
+        };
+        let new = Task {
+            ty,
+            state: None,
+            on: None,
+        };
+        proc.tasks.insert(task, new);
+        Ok(Applied::default())
+    }
+
+    fn run_task(
+        &mut self,
+        t: usize,
+        row: usize,
+        execute: bool,
+        payload: &[u8],
+    ) -> Result<Applied, OpenMpProblem> {
+        let Some(id) = u32_at(payload, 0) else {
+            return Err(OpenMpProblem::MissingTaskId);
+        };
+        if id == 0 {
+            return Err(OpenMpProblem::TaskIdZero { create: false });
+        }
+        let Some(p) = self.proc_of.get(t).copied() else {
+            return Ok(Applied::default());
+        };
+        let Some(proc) = self.procs.get_mut(p) else {
+            return Ok(Applied::default());
+        };
+        let Some(task) = proc.tasks.get_mut(&id) else {
+            return Err(OpenMpProblem::TaskNotFound(id));
+        };
+        let label = i64::from(proc.types.get(task.ty).map_or(0, |ty| ty.value));
+        let Some(thread) = self.threads.get_mut(t) else {
+            return Ok(Applied::default());
+        };
+        let mut warning = None;
+        if execute {
+            match task.state {
+                None | Some(TaskState::Dead) => {}
+                Some(state) => return Err(OpenMpProblem::NotCreated { task: id, state }),
+            }
+            if let Some(&top) = thread.tasks.last() {
+                warning = Some(format!(
+                    "deprecated nesting body(id=1,taskid={id}) over already running body(id=1,taskid={top})"
+                ));
+            }
+            task.state = Some(TaskState::Running);
+            task.on = Some(t);
+            thread.tasks.push(id);
+        } else {
+            match task.state {
+                None => return Err(OpenMpProblem::NeverRan { task: id }),
+                Some(TaskState::Running) => {}
+                Some(state) => return Err(OpenMpProblem::EndNotRunning { task: id, state }),
+            }
+            if task.on != Some(t) {
+                return Err(OpenMpProblem::EndOtherThread { task: id });
+            }
+            if thread.tasks.last() != Some(&id) {
+                return Err(OpenMpProblem::EndNotOnTop { task: id });
+            }
+            task.state = Some(TaskState::Dead);
+            task.on = None;
+            thread.tasks.pop();
+        }
+        let fail = |label: bool| {
+            move |failure| OpenMpProblem::TaskChannel {
+                execute,
+                label,
+                failure,
+            }
+        };
+        let top_id = self
+            .stack_op(t, row, CH_TASKID, execute, i64::from(id))
+            .map_err(fail(false))?;
+        let top_label = self
+            .stack_op(t, row, CH_LABEL, execute, label)
+            .map_err(fail(true))?;
+        Ok(Applied {
+            changes: vec![(CH_TASKID, top_id), (CH_LABEL, top_label)],
+            warning,
+        })
+    }
+
+    fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result<Applied, OpenMpProblem> {
+        if v != b'c' {
+            return Err(OpenMpProblem::UnexpectedTypeValue(v));
+        }
+        let Some(data) = ev.jumbo_data() else {
+            return Err(OpenMpProblem::NotJumbo);
+        };
+        let (Some(id), Some(rest)) = (u32_at(data, 0), data.get(4..)) else {
+            return Err(OpenMpProblem::MalformedType);
+        };
+        let Some(end) = rest.iter().position(|&b| b == 0) else {
+            return Err(OpenMpProblem::MalformedType);
+        };
+        let label = rest.get(..end).unwrap_or_default();
+        let Some(proc) = self.proc_mut(t) else {
+            return Ok(Applied::default());
+        };
+        if proc.type_by_id.contains_key(&id) {
+            return Err(OpenMpProblem::TypeExists(id));
+        }
+        if id == 0 {
+            return Err(OpenMpProblem::TypeIdZero);
+        }
+        let label = if label.is_empty() {
+            format!("(unlabeled task type {id})").into_bytes()
+        } else {
+            label.to_vec()
+        };
+        if label.len() >= MAX_LABEL {
+            return Err(OpenMpProblem::LabelTooLong(id));
+        }
+        proc.type_by_id.insert(id, proc.types.len());
+        proc.types.push(TaskType {
+            value: label_value(&label),
+            label: String::from_utf8_lossy(&label).into_owned(),
+        });
+        Ok(Applied::default())
+    }
+
+    fn worksharing(
+        &mut self,
+        t: usize,
+        row: usize,
+        enter: bool,
+        payload: &[u8],
+    ) -> Result<Applied, OpenMpProblem> {
+        let Some(ty) = u32_at(payload, 0) else {
+            return Err(OpenMpProblem::MissingWorksharingType);
+        };
+        if ty == 0 {
+            return Err(OpenMpProblem::WorksharingTypeZero);
+        }
+        let Some(proc) = self.proc_mut(t) else {
+            return Ok(Applied::default());
+        };
+        let Some(&i) = proc.type_by_id.get(&ty) else {
+            return Err(OpenMpProblem::WorksharingTypeNotFound(ty));
+        };
+        let label = i64::from(proc.types.get(i).map_or(0, |ty| ty.value));
+        let top = self
+            .stack_op(t, row, CH_LABEL, enter, label)
+            .map_err(|failure| OpenMpProblem::WorksharingChannel { enter, failure })?;
+        Ok(Applied {
+            changes: vec![(CH_LABEL, top)],
+            warning: None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_ovniemus() {
+        // From the original's Paraver files.
+        assert_eq!(label_value(b"task.1"), 54_144_132);
+    }
+
+    #[test]
+    fn every_simple_event_of_the_table_is_known() {
+        let table = crate::events::EventTable::builtin();
+        for (c, v) in (0..=255u8).flat_map(|c| (0..=255u8).map(move |v| (c, v))) {
+            if matches!(c, b'P' | b'O' | b'Q') {
+                continue;
+            }
+            let known = table.event(crate::Mcv([b'P', c, v])).is_some();
+            assert_eq!(
+                known,
+                subsystem(c, v).is_some(),
+                "P{}{}",
+                c as char,
+                v as char
+            );
+        }
+    }
+}

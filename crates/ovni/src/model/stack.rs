@@ -1,0 +1,252 @@
+//! Models whose whole state is one stack of values per thread, pushed and popped by paired
+//! events: mpi (the MPI function being called), tampi (the TAMPI subsystem) and kernel (out
+//! of the CPU after a context switch). ovniemu 1.14 keeps that stack in a stack channel, so
+//! the checks are its channel's: a push of the value already on top is rejected ("same value
+//! as last_value"), a pop must name the value on top, and a stack holds at most 512 values.
+//! mpi and tampi only accept events from a running thread.
+//!
+//! A model is described once by a [`StackModel`] (its events, messages and Paraver view); the
+//! linter and the emulator run the same [`Stacks`].
+
+use super::problem::EventProblem;
+
+/// Depth of a stack channel in ovniemu (`MAX_CHAN_STACK`).
+const MAX_STACK: usize = 512;
+
+/// What an event does to its thread's stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StackOp {
+    /// Enter: push the value.
+    Push(i64),
+    /// Leave: pop the value, which must be on top.
+    Pop(i64),
+}
+
+/// Which thread state lets the thread's Paraver row show the value (ovniemu's tracking mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Track {
+    /// Only while the thread is running ("of the RUNNING thread").
+    Running,
+    /// While the thread is running, cooling or warming ("of the ACTIVE thread").
+    Active,
+    /// Always: the row shows the thread's own value, whatever its state.
+    Any,
+}
+
+impl Track {
+    /// The suffix ovniemu appends to the `.pcf` type label.
+    pub(crate) fn suffix(self) -> &'static str {
+        match self {
+            Self::Running => "of the RUNNING thread",
+            Self::Active => "of the ACTIVE thread",
+            Self::Any => "",
+        }
+    }
+
+    /// True if a thread in ovni state code `state` (0 unknown .. 5 warming) is selected.
+    pub(crate) fn selects(self, state: Option<i64>) -> bool {
+        match self {
+            Self::Running => state == Some(1),
+            Self::Active => matches!(state, Some(1 | 4 | 5)),
+            Self::Any => true,
+        }
+    }
+}
+
+/// Everything that describes one stack model, as ovniemu 1.14 defines it.
+#[derive(Debug)]
+pub(crate) struct StackModel {
+    /// Model character.
+    pub(crate) id: u8,
+    /// Model name (`ovni.require` key, channel prefix).
+    pub(crate) name: &'static str,
+    /// Channel name (`<name>.thread<row>.<chan>` in messages).
+    pub(crate) chan: &'static str,
+    /// The stack operation of event `<id><category><value>`, `None` if it has none.
+    pub(crate) op: fn(u8, u8) -> Option<StackOp>,
+    /// ovniemu's message when the operation fails.
+    pub(crate) event_failed: &'static str,
+    /// ovniemu's line (function and message) for an event of the model it does not know,
+    /// by category.
+    pub(crate) unknown_event: fn(u8) -> &'static str,
+    /// Events are only accepted from a running thread.
+    pub(crate) needs_running: bool,
+    /// What the values are, in the `-l` end check message ("stacked mpi functions"); `None`
+    /// if the model has no such check.
+    pub(crate) stacked: Option<&'static str>,
+    /// Paraver record type.
+    pub(crate) prv_type: u32,
+    /// `.pcf` type label before the tracking suffix.
+    pub(crate) pcf_prefix: &'static str,
+    /// `.pcf` value labels, in ovniemu's order.
+    pub(crate) labels: &'static [(i64, &'static str)],
+    /// Tracking of the thread view (the CPU view always shows the running thread).
+    pub(crate) thread_track: Track,
+}
+
+impl StackModel {
+    /// The name ovniemu gives the stack channel of the thread in row `row`.
+    pub(crate) fn chan_name(&self, row: usize) -> String {
+        format!("{}.thread{row}.{}", self.name, self.chan)
+    }
+}
+
+/// The stack of every thread for one model.
+#[derive(Debug)]
+pub(crate) struct Stacks {
+    model: &'static StackModel,
+    stacks: Vec<Vec<i64>>,
+}
+
+impl Stacks {
+    pub(crate) fn new(model: &'static StackModel, nthreads: usize) -> Self {
+        Self {
+            model,
+            stacks: vec![Vec::new(); nthreads],
+        }
+    }
+
+    pub(crate) fn model(&self) -> &'static StackModel {
+        self.model
+    }
+
+    /// Applies event `c`,`v` of thread `t` (`tid`, ovniemu row `row`, `running` or not), in
+    /// ovniemu's order of checks; returns the new top of the stack.
+    pub(crate) fn event(
+        &mut self,
+        t: usize,
+        row: usize,
+        tid: i64,
+        running: bool,
+        c: u8,
+        v: u8,
+    ) -> Result<Option<i64>, EventProblem> {
+        if self.model.needs_running && !running {
+            return Err(EventProblem::ThreadNotRunning { tid });
+        }
+        let Some(op) = (self.model.op)(c, v) else {
+            return Err(EventProblem::UnknownEvent {
+                model: self.model.name.to_string(),
+            });
+        };
+        let chan = || self.model.chan_name(row);
+        let Some(stack) = self.stacks.get_mut(t) else {
+            return Ok(None);
+        };
+        match op {
+            StackOp::Push(value) => {
+                // The channel's last value is its top after the last event that changed it,
+                // which is the top now.
+                if stack.last() == Some(&value) {
+                    return Err(EventProblem::ChannelSameValue {
+                        chan: chan(),
+                        value,
+                    });
+                }
+                if stack.len() >= MAX_STACK {
+                    return Err(EventProblem::ChannelStackFull { chan: chan() });
+                }
+                stack.push(value);
+            }
+            StackOp::Pop(value) => match stack.last() {
+                None => return Err(EventProblem::ChannelStackEmpty { chan: chan() }),
+                Some(&top) if top != value => {
+                    return Err(EventProblem::ChannelPopMismatch {
+                        chan: chan(),
+                        value,
+                        top,
+                    })
+                }
+                Some(_) => {
+                    stack.pop();
+                }
+            },
+        }
+        Ok(stack.last().copied())
+    }
+
+    /// Values left on the stack of thread `t`.
+    pub(crate) fn depth(&self, t: usize) -> usize {
+        self.stacks.get(t).map_or(0, Vec::len)
+    }
+}
+
+/// The stack models ovniemu emulates here, by model character.
+pub(crate) fn stack_model(id: u8) -> Option<&'static StackModel> {
+    match id {
+        b'M' => Some(&super::mpi::MPI),
+        b'T' => Some(&super::tampi::TAMPI),
+        b'K' => Some(&super::kernel::KERNEL),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stacks() -> Stacks {
+        Stacks::new(stack_model(b'M').unwrap(), 1)
+    }
+
+    #[test]
+    fn pushes_and_pops_in_order() {
+        let mut s = stacks();
+        assert_eq!(s.event(0, 0, 7, true, b'U', b'i'), Ok(Some(1)));
+        assert_eq!(s.event(0, 0, 7, true, b'W', b'['), Ok(Some(4)));
+        assert_eq!(s.event(0, 0, 7, true, b'W', b']'), Ok(Some(1)));
+        assert_eq!(s.event(0, 0, 7, true, b'U', b'I'), Ok(None));
+        assert_eq!(s.depth(0), 0);
+    }
+
+    #[test]
+    fn rejects_what_the_channel_rejects() {
+        let mut s = stacks();
+        assert_eq!(
+            s.event(0, 0, 7, false, b'U', b'i'),
+            Err(EventProblem::ThreadNotRunning { tid: 7 })
+        );
+        assert!(matches!(
+            s.event(0, 0, 7, true, b'U', b'I'),
+            Err(EventProblem::ChannelStackEmpty { .. })
+        ));
+        s.event(0, 0, 7, true, b'U', b't').unwrap();
+        assert_eq!(
+            s.event(0, 3, 7, true, b'U', b't'),
+            Err(EventProblem::ChannelSameValue {
+                chan: "mpi.thread3.function".into(),
+                value: 2
+            })
+        );
+        assert!(matches!(
+            s.event(0, 0, 7, true, b'U', b'F'),
+            Err(EventProblem::ChannelPopMismatch {
+                value: 3,
+                top: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            s.event(0, 0, 7, true, b'U', b'x'),
+            Err(EventProblem::UnknownEvent { .. })
+        ));
+        assert_eq!(s.depth(0), 1);
+    }
+
+    #[test]
+    fn a_stack_holds_512_values() {
+        let mut s = stacks();
+        for i in 0..512 {
+            let (c, v) = if i % 2 == 0 {
+                (b'W', b'[')
+            } else {
+                (b'T', b'[')
+            };
+            s.event(0, 0, 7, true, c, v).unwrap();
+        }
+        assert!(matches!(
+            s.event(0, 0, 7, true, b'U', b'i'),
+            Err(EventProblem::ChannelStackFull { .. })
+        ));
+    }
+}
