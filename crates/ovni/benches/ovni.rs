@@ -479,15 +479,21 @@ fn side_by_side(dir: &std::path::Path, original: &std::path::Path, events: u64) 
         let (ours, ours_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - cpu0);
         assert!(outcome.ok, "{:?}", rep.0);
         let (child0, t) = (children_cpu_time(), Instant::now());
-        let status = std::process::Command::new(original)
+        let run = std::process::Command::new(original)
             .arg(dir)
             .current_dir(dir)
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
+            .stderr(std::process::Stdio::piped())
+            .output()
             .unwrap_or_else(|e| panic!("{}: {e}", original.display()));
         let (theirs, theirs_cpu) = (t.elapsed().as_secs_f64(), children_cpu_time() - child0);
-        assert!(status.success(), "{}: {status}", original.display());
+        assert!(
+            run.status.success(),
+            "{}: {}\n{}",
+            original.display(),
+            run.status,
+            String::from_utf8_lossy(&run.stderr)
+        );
         ratios.push(theirs_cpu / ours_cpu);
         println!(
             "    {round:>5}  {ours:8.2} s {ours_cpu:7.2} s  {theirs:11.2} s  {theirs_cpu:10.2} s  {:8.2}x  {:9.2}x",
