@@ -108,10 +108,28 @@ impl std::fmt::Display for Unrecoverable {
 /// How a candidate at `level` is recovered by every rank, given what each holds, or why it
 /// cannot be: the one rule both the restart and the inventory (`fti list`, `fti prune`) apply.
 pub fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Result<Plan, Unrecoverable> {
-    if holds.iter().all(|h| h.own) {
-        return Ok(Plan::Own);
-    }
     let place = |r: u32| topology.place(r).ok_or(Unrecoverable::Unplaced { rank: r });
+    if holds.iter().all(|h| h.own) {
+        // Every own file is there: redundancy files lost or corrupt are made again (a
+        // repair), so that the checkpoint survives losing a node as when it was written, as
+        // FTI 1.1's recovery does. A rank without a partner keeps no redundancy file.
+        let mut copies = Vec::new();
+        if matches!(level, Level::L2 | Level::L3) {
+            for (r, h) in holds.iter().enumerate() {
+                if !h.copy && place(r as u32)?.group.len() > 1 {
+                    copies.push(r as u32);
+                }
+            }
+        }
+        return Ok(if copies.is_empty() {
+            Plan::Own
+        } else {
+            Plan::Rebuild {
+                files: Vec::new(),
+                copies,
+            }
+        });
+    }
     let lacking = |f: fn(&Holds) -> bool| {
         (0..holds.len() as u32)
             .filter(|&r| f(&holds[r as usize]))
@@ -170,21 +188,6 @@ pub fn plan(level: Level, holds: &[Holds], topology: &Topology) -> Result<Plan, 
     }
 }
 
-/// Whether this rank's redundancy file of a candidate at `level` must be verified, given who
-/// verified their own file (`owns`): an L2 copy when its left partner lacks its file, an L3
-/// `RSed` file when any rank of its group does.
-pub(crate) fn copy_needed(level: Level, owns: &[Holds], topology: &Topology, rank: u32) -> bool {
-    let lacks = |r: &u32| owns.get(*r as usize).is_some_and(|h| !h.own);
-    let Some(place) = topology.place(rank) else {
-        return false;
-    };
-    match level {
-        Level::L2 => lacks(&place.left()),
-        Level::L3 => place.group.iter().any(lacks),
-        _ => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,13 +220,40 @@ mod tests {
     }
 
     #[test]
-    fn every_own_file_there_is_recovered_as_is_at_any_level() {
+    fn every_file_there_is_recovered_as_is_at_any_level() {
         for level in Level::ALL {
+            assert_eq!(
+                plan(level, &holds("bbbb"), &topology(4, 4)),
+                Some(Plan::Own)
+            );
+        }
+        for level in [Level::L1, Level::L4] {
             assert_eq!(
                 plan(level, &holds("oooo"), &topology(4, 4)),
                 Some(Plan::Own)
             );
         }
+    }
+
+    #[test]
+    fn own_files_all_there_and_copies_missing_plan_a_repair() {
+        for level in [Level::L2, Level::L3] {
+            assert_eq!(
+                plan(level, &holds("oooo"), &topology(4, 4)),
+                rebuild(&[], &[0, 1, 2, 3]),
+                "{level}"
+            );
+            assert_eq!(
+                plan(level, &holds("bbob"), &topology(4, 4)),
+                rebuild(&[], &[2]),
+                "{level}"
+            );
+        }
+        // A group of one keeps no redundancy: nothing to repair.
+        assert_eq!(
+            plan(Level::L2, &holds("o"), &topology(1, 1)),
+            Some(Plan::Own)
+        );
     }
 
     #[test]
@@ -247,8 +277,8 @@ mod tests {
         assert_eq!(plan(Level::L2, &holds("b-ob"), &t), None);
         // Two neighbours lost: rank 1's copy went with rank 2.
         assert_eq!(plan(Level::L2, &holds("b--b"), &t), None);
-        // Every own file there, a copy lost: it is rebuilt.
-        assert_eq!(plan(Level::L2, &holds("bbob"), &t), Some(Plan::Own));
+        // Every own file there, a copy lost: it is made again.
+        assert_eq!(plan(Level::L2, &holds("bbob"), &t), rebuild(&[], &[2]));
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod levels;
 mod mpi;
 mod power_loss;
 mod regression;
+mod repair;
 mod runtime;
 mod topology;
 mod trace;

@@ -4,8 +4,8 @@
 //!
 //! 1. collect: the candidates any rank holds a file of (collective, once);
 //! 2. verify own: this rank's file of the candidate (local);
-//! 3. gather holdings: who verified its own file (collective); the redundancy file this rank
-//!    keeps is verified when a rank needs it (local), then gathered too (collective);
+//! 3. gather holdings: the redundancy file this rank keeps is verified (local; a lost or
+//!    corrupt one is repaired), then what every rank holds is gathered (collective);
 //! 4. plan: own files, a rebuild, or unrecoverable, a pure function of the holdings
 //!    ([`crate::restart_plan::plan`]);
 //! 5. execute: the level's rebuild (collective, the same on every rank since the plan is);
@@ -47,8 +47,15 @@ pub(crate) fn search(team: Team<'_>, messages: &Messages, wanted: Option<i32>) -
         team,
         messages,
         skipped: Vec::new(),
+        copies_verified_in: std::time::Duration::ZERO,
     };
     let chosen = search.run(wanted);
+    if !search.copies_verified_in.is_zero() {
+        messages.info(&format!(
+            "redundancy files (partner copies, RSed files) verified in {:.3} s",
+            search.copies_verified_in.as_secs_f64()
+        ));
+    }
     Searched {
         chosen,
         skipped: search.skipped,
@@ -92,6 +99,8 @@ struct Search<'a> {
     team: Team<'a>,
     messages: &'a Messages,
     skipped: Vec<Skipped>,
+    /// Time spent verifying redundancy files (the cost of repairing them at restart).
+    copies_verified_in: std::time::Duration,
 }
 
 impl Search<'_> {
@@ -106,10 +115,10 @@ impl Search<'_> {
             .collect();
         for (id, level) in collective::candidates(self.team.comm, &mine) {
             let mut local = self.verify_own(&holdings, id, level);
-            let owns = collective::gather_holds(self.team.comm, local.holds());
-            let needed =
-                restart_plan::copy_needed(level, &owns, self.team.topology, self.team.rank);
-            self.verify_copy(&mut local, id, level, needed);
+            // Every redundancy file is verified, so that a lost or corrupt one is repaired.
+            let started = std::time::Instant::now();
+            self.verify_copy(&mut local, id, level);
+            self.copies_verified_in += started.elapsed();
             let holds = collective::gather_holds(self.team.comm, local.holds());
             let Ok(plan) = restart_plan::plan(level, &holds, self.team.topology) else {
                 self.report_missing(id, level, &holds, local.said_why);
@@ -171,11 +180,11 @@ impl Search<'_> {
         local
     }
 
-    /// Step 3 (local, between two gatherings): the redundancy file this rank keeps is
-    /// verified only when a rank needs it; otherwise it counts if it is there.
-    fn verify_copy(&mut self, local: &mut Local<'_>, id: i32, level: Level, needed: bool) {
+    /// Step 3 (local): the redundancy file this rank keeps (L2 partner copy, L3 `RSed` file)
+    /// is verified: a corrupt one is repaired like a lost one.
+    fn verify_copy(&mut self, local: &mut Local<'_>, id: i32, level: Level) {
         local.copy_ok = match local.copy {
-            Some(c) if needed => {
+            Some(c) if matches!(level, Level::L2 | Level::L3) => {
                 let checked = if level == Level::L3 {
                     level::l3::verify_rsed(&c.path).map(|_| ())
                 } else {
@@ -271,6 +280,14 @@ impl Local<'_> {
 fn note(level: Level, plan: &Plan) -> String {
     let how = match plan {
         Plan::Own => "every rank from its own file".to_owned(),
+        Plan::Rebuild { files, copies } if files.is_empty() => format!(
+            "every rank from its own file; {} of rank(s) {copies:?} made again",
+            if level == Level::L3 {
+                "RSed files"
+            } else {
+                "partner copies"
+            }
+        ),
         Plan::Rebuild { files, copies } if level == Level::L3 => format!(
             "rank(s) {files:?} rebuilt by Reed-Solomon decoding{}",
             if copies.is_empty() {
