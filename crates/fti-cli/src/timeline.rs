@@ -1,13 +1,14 @@
 //! `fti trace-summary` and the demo's timeline: the runtime's ovni trace as a table of
 //! checkpoint time per process, level and phase, and as an HTML page (`ovni-view`).
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result};
 use clap::ValueEnum;
-use ovni_view::runtime::{checkpoint_runs, level_table};
+use ovni_view::runtime::{checkpoint_runs, level_table, CheckpointRun, LevelRow};
+use ovni_view::CheckpointRow;
 use ovni_view::{page::human_ns, summary::checkpoint_table, Model, PageOptions};
 
 pub const ABOUT: &str =
@@ -87,33 +88,45 @@ pub fn trace_summary(args: &SummaryArgs) -> Result<ExitCode> {
     let runs = checkpoint_runs(&model);
     let levels = level_table(&runs);
     let mut out = std::io::stdout().lock();
-    if let Format::Json = args.format {
-        let list = |rows: Vec<serde_json::Value>| serde_json::Value::Array(rows);
-        let mut v = serde_json::json!({
-            "schema": JSON_SCHEMA,
-            "levels": list(levels.iter().map(|r| r.to_json()).collect()),
-            "phases": list(phases.iter().map(|r| r.to_json()).collect()),
-        });
-        if args.per_checkpoint {
-            v["checkpoints"] = list(runs.iter().map(|r| r.to_json()).collect());
+    match args.format {
+        Format::Json => {
+            let list = |rows: Vec<serde_json::Value>| serde_json::Value::Array(rows);
+            let mut v = serde_json::json!({
+                "schema": JSON_SCHEMA,
+                "levels": list(levels.iter().map(|r| r.to_json()).collect()),
+                "phases": list(phases.iter().map(|r| r.to_json()).collect()),
+            });
+            if args.per_checkpoint {
+                v["checkpoints"] = list(runs.iter().map(|r| r.to_json()).collect());
+            }
+            writeln!(out, "{v}")?;
         }
-        writeln!(out, "{v}")?;
-        out.flush()?;
-        return Ok(ExitCode::SUCCESS);
+        Format::Text => {
+            if phases.is_empty() && runs.is_empty() {
+                eprintln!(
+                    "fti: {}: no fti-rs runtime marks (\"FTI level\", \"FTI phase\") in this trace",
+                    args.dir.display()
+                );
+            }
+            write_levels(&mut out, &levels)?;
+            write_phases(&mut out, &phases)?;
+            if args.per_checkpoint {
+                write_runs(&mut out, &runs)?;
+            }
+        }
     }
-    if phases.is_empty() && runs.is_empty() {
-        eprintln!(
-            "fti: {}: no fti-rs runtime marks (\"FTI level\", \"FTI phase\") in this trace",
-            args.dir.display()
-        );
-    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_levels(out: &mut impl Write, levels: &[LevelRow]) -> std::io::Result<()> {
     writeln!(out, "checkpoints")?;
     writeln!(
         out,
         "{:>8} {:>5} {:>5}  {:>11} {:>12} {:>12}",
         "pid", "rank", "level", "checkpoints", "stopped", "background"
     )?;
-    for r in &levels {
+    for r in levels {
         writeln!(
             out,
             "{:>8} {:>5} {:>5}  {:>11} {:>12} {:>12}",
@@ -125,13 +138,17 @@ pub fn trace_summary(args: &SummaryArgs) -> Result<ExitCode> {
             human_ns(r.background_ns)
         )?;
     }
+    Ok(())
+}
+
+fn write_phases(out: &mut impl Write, phases: &[CheckpointRow]) -> std::io::Result<()> {
     writeln!(out, "\nphases")?;
     writeln!(
         out,
         "{:>8} {:>5} {:<11} {:>5}  {:<44} {:>6} {:>12}",
         "pid", "rank", "thread", "level", "phase", "count", "total"
     )?;
-    for r in &phases {
+    for r in phases {
         writeln!(
             out,
             "{:>8} {:>5} {:<11} {:>5}  {:<44} {:>6} {:>12}",
@@ -144,29 +161,30 @@ pub fn trace_summary(args: &SummaryArgs) -> Result<ExitCode> {
             human_ns(r.total_ns)
         )?;
     }
-    if args.per_checkpoint {
-        writeln!(out, "\nper checkpoint")?;
+    Ok(())
+}
+
+fn write_runs(out: &mut impl Write, runs: &[CheckpointRun]) -> std::io::Result<()> {
+    writeln!(out, "\nper checkpoint")?;
+    writeln!(
+        out,
+        "{:>8} {:>5} {:>5} {:>6} {:>20} {:>12} {:>12}",
+        "pid", "rank", "level", "id", "start", "stopped", "background"
+    )?;
+    for r in runs {
         writeln!(
             out,
             "{:>8} {:>5} {:>5} {:>6} {:>20} {:>12} {:>12}",
-            "pid", "rank", "level", "id", "start", "stopped", "background"
+            r.pid,
+            rank_text(r.rank),
+            level_text(r.level),
+            r.id,
+            r.start,
+            human_ns(r.stopped_ns),
+            human_ns(r.background_ns)
         )?;
-        for r in &runs {
-            writeln!(
-                out,
-                "{:>8} {:>5} {:>5} {:>6} {:>20} {:>12} {:>12}",
-                r.pid,
-                rank_text(r.rank),
-                level_text(r.level),
-                r.id,
-                r.start,
-                human_ns(r.stopped_ns),
-                human_ns(r.background_ns)
-            )?;
-        }
     }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// Writes `<root>/timeline.html` with the traces below `dirs` (those that exist); returns

@@ -293,34 +293,7 @@ pub fn rank_count(seen: u64, topology_nodes: u64, node_size: u64) -> u64 {
 /// Groups the files found into checkpoints. Files that cannot belong (a second file of the
 /// same name and checkpoint on another node) are reported in `warnings`.
 pub fn checkpoints(scan: &Scan, sizes: Sizes, warnings: &mut Vec<String>) -> Result<Vec<Ckpt>> {
-    let mut by_exec: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
-    for e in &scan.entries {
-        by_exec.entry(&e.exec_id).or_default().push(e);
-    }
-    let mut topologies = BTreeMap::new();
-    for (exec, entries) in &by_exec {
-        let node_size = sizes.node_size.unwrap_or_else(|| {
-            infer_node_size(entries.iter().filter_map(|e| match e.node {
-                Node::Numbered(n) => Some((e.rank, n)),
-                _ => None,
-            }))
-        });
-        let seen = entries
-            .iter()
-            .map(|e| u64::from(e.rank) + 1)
-            .max()
-            .unwrap_or(0);
-        let nodes = scan.topology_nodes.get(*exec).copied().map_or(0, u64::from);
-        let count = match rank_count(seen, nodes, u64::from(node_size)) {
-            // A Topology.fti listing more nodes than believable is ignored.
-            n if n > u64::from(MAX_RANKS) => seen,
-            n => n,
-        } as u32;
-        let order: Vec<u32> = (0..count).collect();
-        let topology = Topology::new(&order, node_size, sizes.group_size)?;
-        topologies.insert(*exec, (topology, node_size));
-    }
-
+    let topologies = topologies(scan, sizes)?;
     type Key<'a> = (&'a str, i32, Level, bool, &'a Path);
     let mut by_ckpt: BTreeMap<Key<'_>, Vec<&Entry>> = BTreeMap::new();
     for e in &scan.entries {
@@ -336,66 +309,117 @@ pub fn checkpoints(scan: &Scan, sizes: Sizes, warnings: &mut Vec<String>) -> Res
     let mut out = Vec::new();
     for ((exec_id, id, level, archived, root), entries) in by_ckpt {
         let (topology, node_size) = &topologies[exec_id];
-        let mut ranks = Vec::with_capacity(topology.len());
-        let mut groups = BTreeSet::new();
-        for rank in 0..topology.len() as u32 {
-            let Some(place) = topology.place(rank) else {
-                return Err(Error::Topology("a rank without a place in its topology"));
-            };
-            if level == Level::L3 {
-                groups.insert(place.group.clone());
-            }
-            let l2 = level == Level::L2;
-            ranks.push(RankFiles {
-                rank,
-                rank_file: Slot::default(),
-                pcof: l2.then(Slot::default),
-                copy_of: l2.then(|| place.left()),
-                copied_by: l2.then(|| place.right()),
-                rsed: (level == Level::L3).then(Slot::default),
-            });
-        }
-        for e in entries {
-            let Some(files) = ranks.get_mut(e.rank as usize) else {
-                continue;
-            };
-            let slot = match e.kind {
-                Kind::Rank => Some(&mut files.rank_file),
-                Kind::Pcof => files.pcof.as_mut(),
-                Kind::Rsed => files.rsed.as_mut(),
-            };
-            let Some(slot) = slot else { continue };
-            if let Some(first) = &slot.file {
-                warnings.push(format!(
-                    "{}: a second {} file of rank {} in checkpoint {id} ({level}, {exec_id}), ignored (first: {})",
-                    e.path.display(),
-                    e.kind.tag(),
-                    e.rank,
-                    first.path.display()
-                ));
-                continue;
-            }
-            slot.file = Some(File {
-                path: e.path.clone(),
-                node: e.node.clone(),
-                size: e.size,
-                head: e.head,
-                ids: e.ids,
-            });
-            slot.status = Status::Unverified;
-        }
-        out.push(Ckpt {
+        let mut ckpt = Ckpt {
             exec_id: exec_id.to_owned(),
             id,
             level,
             archived,
             root: root.to_path_buf(),
-            ranks,
-            groups: groups.into_iter().collect(),
+            ranks: Vec::new(),
+            groups: Vec::new(),
             node_size: *node_size,
             group_size: sizes.group_size,
             topology: topology.clone(),
-        });
+        };
+        ckpt.lay_out_ranks()?;
+        for e in entries {
+            ckpt.place_file(e, warnings);
+        }
+        out.push(ckpt);
     }
     Ok(out)
+}
+
+/// Each execution's topology and node size: the rank count from its files and its
+/// `Topology.fti` ([`rank_count`]), the node size given or inferred from the `node<N>`
+/// directories.
+fn topologies(scan: &Scan, sizes: Sizes) -> Result<BTreeMap<&str, (Topology, u32)>> {
+    let mut by_exec: BTreeMap<&str, Vec<&Entry>> = BTreeMap::new();
+    for e in &scan.entries {
+        by_exec.entry(&e.exec_id).or_default().push(e);
+    }
+    let mut topologies = BTreeMap::new();
+    for (exec, entries) in by_exec {
+        let node_size = sizes.node_size.unwrap_or_else(|| {
+            infer_node_size(entries.iter().filter_map(|e| match e.node {
+                Node::Numbered(n) => Some((e.rank, n)),
+                _ => None,
+            }))
+        });
+        let seen = entries
+            .iter()
+            .map(|e| u64::from(e.rank) + 1)
+            .max()
+            .unwrap_or(0);
+        let nodes = scan.topology_nodes.get(exec).copied().map_or(0, u64::from);
+        let count = match rank_count(seen, nodes, u64::from(node_size)) {
+            // A Topology.fti listing more nodes than believable is ignored.
+            n if n > u64::from(MAX_RANKS) => seen,
+            n => n,
+        } as u32;
+        let order: Vec<u32> = (0..count).collect();
+        let topology = Topology::new(&order, node_size, sizes.group_size)?;
+        topologies.insert(exec, (topology, node_size));
+    }
+    Ok(topologies)
+}
+
+impl Ckpt {
+    /// A row of empty slots per rank of the topology, with its partners (L2) and groups (L3).
+    fn lay_out_ranks(&mut self) -> Result<()> {
+        let (l2, l3) = (self.level == Level::L2, self.level == Level::L3);
+        let mut groups = BTreeSet::new();
+        for rank in 0..self.topology.len() as u32 {
+            let Some(place) = self.topology.place(rank) else {
+                return Err(Error::Topology("a rank without a place in its topology"));
+            };
+            if l3 {
+                groups.insert(place.group.clone());
+            }
+            self.ranks.push(RankFiles {
+                rank,
+                rank_file: Slot::default(),
+                pcof: l2.then(Slot::default),
+                copy_of: l2.then(|| place.left()),
+                copied_by: l2.then(|| place.right()),
+                rsed: l3.then(Slot::default),
+            });
+        }
+        self.groups = groups.into_iter().collect();
+        Ok(())
+    }
+
+    /// Puts a file found into its rank's slot; a second one for the same slot is reported.
+    fn place_file(&mut self, e: &Entry, warnings: &mut Vec<String>) {
+        let Some(files) = self.ranks.get_mut(e.rank as usize) else {
+            return;
+        };
+        let slot = match e.kind {
+            Kind::Rank => Some(&mut files.rank_file),
+            Kind::Pcof => files.pcof.as_mut(),
+            Kind::Rsed => files.rsed.as_mut(),
+        };
+        let Some(slot) = slot else { return };
+        if let Some(first) = &slot.file {
+            warnings.push(format!(
+                "{}: a second {} file of rank {} in checkpoint {} ({}, {}), ignored (first: {})",
+                e.path.display(),
+                e.kind.tag(),
+                e.rank,
+                self.id,
+                self.level,
+                self.exec_id,
+                first.path.display()
+            ));
+            return;
+        }
+        slot.file = Some(File {
+            path: e.path.clone(),
+            node: e.node.clone(),
+            size: e.size,
+            head: e.head,
+            ids: e.ids,
+        });
+        slot.status = Status::Unverified;
+    }
 }

@@ -157,12 +157,13 @@ fn visit(scan: &mut Scan, stack: &mut Vec<Pending>, dir: &Pending, name: &OsStr)
         return Ok(());
     }
     let text = name.to_string_lossy();
+    let ids = (dir.id, DirId::of(&lstat));
     let leftover = |unpublished: bool, exec: &Path| Leftover {
         path: path.clone(),
         exec_id: file_name(exec).unwrap_or_default(),
         unpublished,
         modified: lstat.st_mtime,
-        ids: (dir.id, DirId::of(&lstat)),
+        ids,
     };
     if text == "Topology.fti" {
         scan.leftovers.push(leftover(false, &dir.named));
@@ -175,7 +176,7 @@ fn visit(scan: &mut Scan, stack: &mut Vec<Pending>, dir: &Pending, name: &OsStr)
         }
         return Ok(());
     }
-    let Some(ftiff::FileName { kind, id, rank }) = ftiff::FileName::parse(&text) else {
+    let Some(name) = ftiff::FileName::parse(&text) else {
         return Ok(());
     };
     if file_name(&dir.named).as_deref() == Some("tmp") {
@@ -183,18 +184,36 @@ fn visit(scan: &mut Scan, stack: &mut Vec<Pending>, dir: &Pending, name: &OsStr)
             scan.leftovers.push(leftover(true, exec));
         }
     }
+    checkpoint_file(scan, dir, path, name, ids);
+    Ok(())
+}
+
+/// A file named like a checkpoint file: an entry when it is a regular file (links
+/// followed) in a directory of its level, else skipped with the reason.
+fn checkpoint_file(
+    scan: &mut Scan,
+    dir: &Pending,
+    path: PathBuf,
+    name: ftiff::FileName,
+    ids: (DirId, DirId),
+) {
+    let ftiff::FileName { kind, id, rank } = name;
     // `stat` follows symbolic links and never blocks, even on a FIFO.
-    let size = match rustix::fs::statat(&dir.fd, name, AtFlags::empty()) {
+    let size = match rustix::fs::statat(
+        &dir.fd,
+        path.file_name().unwrap_or_default(),
+        AtFlags::empty(),
+    ) {
         Ok(s) if FileType::from_raw_mode(s.st_mode) == FileType::RegularFile => s.st_size as u64,
         _ => {
             scan.skipped.push((path, "not a regular file".to_owned()));
-            return Ok(());
+            return;
         }
     };
     if rank >= MAX_RANKS {
         let why = format!("rank number {rank} is not believable");
         scan.skipped.push((path, why));
-        return Ok(());
+        return;
     }
     match place(&dir.named, kind) {
         Ok(place) => {
@@ -211,12 +230,11 @@ fn visit(scan: &mut Scan, stack: &mut Vec<Pending>, dir: &Pending, name: &OsStr)
                 root: place.root,
                 size,
                 head,
-                ids: (dir.id, DirId::of(&lstat)),
+                ids,
             });
         }
         Err(why) => scan.skipped.push((path, why)),
     }
-    Ok(())
 }
 
 fn file_name(path: &Path) -> Option<String> {
