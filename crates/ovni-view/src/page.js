@@ -459,11 +459,42 @@
     if (markTable) fillRows(markTable, markRows);
     if (stateTable) fillRows(stateTable, stateRows);
   }
+  // The checkpoint table of the window: the checkpoints that start in it, each counted once
+  // (from the list of every checkpoint the page carries, exact whatever its size limit).
+  const ckptTable = document.getElementById("ov-ckpts");
+  const ckptRuns = ckptTable ? JSON.parse(document.getElementById("ovniview-checkpoints").textContent) : [];
+  const ckptWhole = ckptTable ? Array.prototype.slice.call(ckptTable.rows, 1).map(function (r) { return r.cloneNode(true); }) : [];
+  function windowCheckpoints(a, b) {
+    const per = new Map();
+    for (const r of ckptRuns) {
+      if (r[4] < a || r[4] >= b) continue;
+      const key = r[0] + "," + r[1] + "," + r[2];
+      let e = per.get(key);
+      if (!e) { e = [r[0], r[1], r[2], 0, 0, 0]; per.set(key, e); }
+      e[3] += 1; e[4] += r[5]; e[5] += r[6];
+    }
+    const rowsOut = Array.from(per.values()).sort(function (x, y) {
+      const n = function (v) { return v === null ? -1 : v; };
+      return x[0] - y[0] || n(x[1]) - n(y[1]) || n(x[2]) - n(y[2]);
+    }).map(function (e) {
+      return [[String(e[0])], [e[1] === null ? "-" : String(e[1])], [e[2] === null ? "-" : "L" + e[2]],
+        [String(e[3])], [humanNs(e[4])], [humanNs(e[5])], [String(e[4])], [String(e[5])]];
+    });
+    fillRows(ckptTable, rowsOut);
+  }
   function updateTables() {
     const key = Math.round(v0) + "," + Math.round(v1);
     if (key === tablesFor || !scope) return;
     tablesFor = key;
     const whole = v0 <= 0 && v1 >= DUR;
+    if (ckptTable) {
+      if (whole) {
+        while (ckptTable.rows.length > 1) ckptTable.deleteRow(1);
+        for (const r of ckptWhole) ckptTable.tBodies[0].appendChild(r.cloneNode(true));
+      } else {
+        windowCheckpoints(v0, v1);
+      }
+    }
     if (whole || !D.complete) {
       [markTable, stateTable].forEach(function (t, i) {
         if (!t) return;
@@ -475,7 +506,9 @@
       return;
     }
     windowTables(v0, v1);
-    scope.textContent = (afterCheckpoints ? "The checkpoint table above is of the whole trace. " : "") +
+    scope.textContent = (afterCheckpoints ? "The checkpoint table above counts the checkpoints that " +
+      "start in the window; the phase table is of the whole trace (the mark table below has each " +
+      "thread's phases in the window). " : "") +
       "The tables below are of the window shown, " + fmt(v0) + " \u2013 " + fmt(v1) +
       " (" + fmt(v1 - v0) + "): counts are intervals in the window, times their parts in it. Key 0: whole trace.";
   }

@@ -303,9 +303,29 @@ fn rank_text(r: Option<i64>) -> String {
 
 /// The summary tables (static HTML).
 fn tables(model: &Model, out: &mut String) {
-    let levels = level_table(&checkpoint_runs(model));
+    let runs = checkpoint_runs(model);
+    let levels = level_table(&runs);
     if !levels.is_empty() {
-        out.push_str("<h2>Checkpoints (fti-rs runtime marks)</h2>\n<p>Each checkpoint counted once; stopped: the application's time in them (staging and waits when asynchronous), background: the background thread's work on them.</p>\n<table class=\"num\"><tr><th>pid</th><th>rank</th><th>level</th><th>checkpoints</th><th>stopped</th><th>background</th><th>stopped ns</th><th>background ns</th></tr>\n");
+        // Every checkpoint, for the page's script to count those of the window shown:
+        // [pid, rank, level, id, start (ns from the trace's start), stopped ns, background ns].
+        let list: Vec<serde_json::Value> = runs
+            .iter()
+            .map(|r| {
+                serde_json::json!([
+                    r.pid,
+                    r.rank,
+                    r.level,
+                    r.id,
+                    r.start.saturating_sub(model.start),
+                    r.stopped_ns,
+                    r.background_ns
+                ])
+            })
+            .collect();
+        out.push_str("<script type=\"application/json\" id=\"ovniview-checkpoints\">");
+        out.push_str(&script_json(&serde_json::Value::Array(list).to_string()));
+        out.push_str("</script>\n");
+        out.push_str("<h2>Checkpoints (fti-rs runtime marks)</h2>\n<p>Each checkpoint counted once; stopped: the application's time in them (staging and waits when asynchronous), background: the background thread's work on them.</p>\n<table class=\"num\" id=\"ov-ckpts\"><tr><th>pid</th><th>rank</th><th>level</th><th>checkpoints</th><th>stopped</th><th>background</th><th>stopped ns</th><th>background ns</th></tr>\n");
         for r in &levels {
             let level = r.level.map_or_else(|| "-".to_owned(), |l| format!("L{l}"));
             let _ = writeln!(
@@ -325,7 +345,7 @@ fn tables(model: &Model, out: &mut String) {
     }
     let ckpt = checkpoint_table(model);
     if !ckpt.is_empty() {
-        out.push_str("<h2>Checkpoint phases (fti-rs runtime marks)</h2>\n<table class=\"num\"><tr><th>pid</th><th>rank</th><th>thread</th><th>level</th><th>phase</th><th>count</th><th>total</th><th>total ns</th></tr>\n");
+        out.push_str("<h2>Checkpoint phases (fti-rs runtime marks)</h2>\n<table class=\"num\" id=\"ov-ckpt-phases\"><tr><th>pid</th><th>rank</th><th>thread</th><th>level</th><th>phase</th><th>count</th><th>total</th><th>total ns</th></tr>\n");
         for r in &ckpt {
             let level = r.level.map_or_else(|| "-".to_owned(), |l| format!("L{l}"));
             let _ = writeln!(

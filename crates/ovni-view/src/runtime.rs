@@ -35,14 +35,15 @@ impl Role {
     }
 }
 
-/// Each thread's role, by index in `model.threads`: per process, the thread whose first event
-/// comes first is the application's (the runtime starts its background thread later, from
-/// the application's first call).
+/// Each thread's role, by index in `model.threads`: per process and rank (ranks may be threads
+/// of one process), the thread whose first event comes first is the application's (the
+/// runtime starts its background thread later, from the application's first call, and gives
+/// its stream the rank).
 pub fn roles(model: &Model) -> Vec<Role> {
-    let mut first: BTreeMap<i64, (u64, usize)> = BTreeMap::new();
+    let mut first: BTreeMap<(i64, Option<i64>), (u64, usize)> = BTreeMap::new();
     for (i, th) in model.threads.iter().enumerate() {
         let key = (th.first.unwrap_or(u64::MAX), i);
-        let e = first.entry(th.pid).or_insert(key);
+        let e = first.entry((th.pid, th.rank)).or_insert(key);
         *e = (*e).min(key);
     }
     model
@@ -50,7 +51,10 @@ pub fn roles(model: &Model) -> Vec<Role> {
         .iter()
         .enumerate()
         .map(|(i, th)| {
-            if first.get(&th.pid).is_some_and(|&(_, app)| app == i) {
+            if first
+                .get(&(th.pid, th.rank))
+                .is_some_and(|&(_, app)| app == i)
+            {
                 Role::Application
             } else {
                 Role::Background
@@ -59,7 +63,7 @@ pub fn roles(model: &Model) -> Vec<Role> {
         .collect()
 }
 
-/// One checkpoint of one process, counted once.
+/// One checkpoint of one process and rank, counted once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointRun {
     /// Process id.
@@ -103,7 +107,7 @@ pub fn checkpoint_runs(model: &Model) -> Vec<CheckpointRun> {
     let level_ty = model.type_titled(FTI_LEVEL_TITLE);
     let phase_ty = model.type_titled(FTI_PHASE_TITLE);
     let roles = roles(model);
-    let mut runs: BTreeMap<(i64, Option<i64>, i64), CheckpointRun> = BTreeMap::new();
+    let mut runs: BTreeMap<(i64, Option<i64>, Option<i64>, i64), CheckpointRun> = BTreeMap::new();
     for (th, &role) in model.threads.iter().zip(&roles) {
         let levels = spans(th, level_ty);
         let ckpts = spans(th, Some(ckpt_ty));
@@ -118,7 +122,7 @@ pub fn checkpoint_runs(model: &Model) -> Vec<CheckpointRun> {
                 .min_by_key(|l| l.dur())
                 .map(|l| l.value);
             let run = runs
-                .entry((th.pid, level, c.value))
+                .entry((th.pid, th.rank, level, c.value))
                 .or_insert_with(|| CheckpointRun {
                     pid: th.pid,
                     rank: th.rank,
@@ -154,11 +158,11 @@ pub fn checkpoint_runs(model: &Model) -> Vec<CheckpointRun> {
         }
     }
     let mut out: Vec<CheckpointRun> = runs.into_values().collect();
-    out.sort_by_key(|r| (r.pid, r.start, r.id));
+    out.sort_by_key(|r| (r.pid, r.rank, r.start, r.id));
     out
 }
 
-/// Checkpoints of one process and level, each counted once.
+/// Checkpoints of one process, rank and level, each counted once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LevelRow {
     /// Process id.
@@ -189,18 +193,20 @@ impl LevelRow {
     }
 }
 
-/// [`checkpoint_runs`] summed per process and level.
+/// [`checkpoint_runs`] summed per process, rank and level.
 pub fn level_table(runs: &[CheckpointRun]) -> Vec<LevelRow> {
-    let mut rows: BTreeMap<(i64, Option<i64>), LevelRow> = BTreeMap::new();
+    let mut rows: BTreeMap<(i64, Option<i64>, Option<i64>), LevelRow> = BTreeMap::new();
     for r in runs {
-        let row = rows.entry((r.pid, r.level)).or_insert_with(|| LevelRow {
-            pid: r.pid,
-            rank: r.rank,
-            level: r.level,
-            checkpoints: 0,
-            stopped_ns: 0,
-            background_ns: 0,
-        });
+        let row = rows
+            .entry((r.pid, r.rank, r.level))
+            .or_insert_with(|| LevelRow {
+                pid: r.pid,
+                rank: r.rank,
+                level: r.level,
+                checkpoints: 0,
+                stopped_ns: 0,
+                background_ns: 0,
+            });
         row.checkpoints += 1;
         row.stopped_ns = row.stopped_ns.saturating_add(r.stopped_ns);
         row.background_ns = row.background_ns.saturating_add(r.background_ns);

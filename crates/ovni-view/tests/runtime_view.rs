@@ -234,20 +234,37 @@ fn threads_are_shown_under_their_process_rank() {
 }
 
 #[test]
-fn the_legend_names_the_states_and_the_runtime_marks_and_the_checkpoint_table_stays_whole() {
+fn the_legend_names_the_states_and_the_runtime_marks_and_the_checkpoint_table_follows_the_window() {
     let tmp = tempfile::tempdir().unwrap();
     let trace = runtime_trace(tmp.path(), false);
     let file = tmp.path().join("t.html");
     page(&trace, &file);
-    let s = ovni_view::Summary::of(&Model::build(&ovni::Trace::open(&trace).unwrap()));
-    let middle = format!("#t0={}&t1={}", s.start_ns + 1000, s.end_ns - 1000);
-    let Some(dom) = chromium(&middle, &file) else {
+    let model = Model::build(&ovni::Trace::open(&trace).unwrap());
+    // A window from the second checkpoint's start to just before the last one's, per rank.
+    let runs = ovni_view::runtime::checkpoint_runs(&model);
+    let mut starts: Vec<u64> = runs.iter().map(|r| r.start).collect();
+    starts.sort_unstable();
+    starts.dedup();
+    assert!(starts.len() >= 6, "{runs:?}");
+    let (t0, t1) = (starts[2], starts[starts.len() - 2]);
+    let inside: Vec<_> = runs
+        .iter()
+        .filter(|r| r.start >= t0 && r.start < t1)
+        .collect();
+    let window = format!("#t0={t0}&t1={t1}");
+    let Some(dom) = chromium(&window, &file) else {
         return;
     };
-    // The checkpoint table stays that of the whole trace, and the page says so.
+    // The checkpoint table counts those that start in the window, per process and level.
+    let rows = table(&dom, "ov-ckpts");
+    let shown: u64 = rows.iter().map(|r| r[3].parse::<u64>().unwrap()).sum();
+    assert_eq!(shown, inside.len() as u64, "{rows:?}");
+    let stopped: u64 = rows.iter().map(|r| r[6].parse::<u64>().unwrap()).sum();
+    assert_eq!(stopped, inside.iter().map(|r| r.stopped_ns).sum::<u64>());
+    assert!(inside.len() < runs.len(), "the window leaves some out");
     let scope = element(&dom, "p", "ov-table-scope");
     assert!(
-        scope.contains("checkpoint table above is of the whole trace"),
+        scope.contains("checkpoint table above counts the checkpoints that start in the window"),
         "{scope}"
     );
     assert!(scope.contains("window shown"), "{scope}");
