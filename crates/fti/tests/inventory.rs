@@ -4,23 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::util::on_ranks;
 use fti::inventory::{self, Ckpt, Sizes};
-use fti::{Comm, Config, Error, Fti, Level, Status, Threads, Var};
+use fti::{Config, Error, Fti, Level, Status, Var};
 use proptest::prelude::*;
-
-/// Runs `f` on `n` ranks (threads); results by rank.
-fn on_ranks<T: Send>(n: u32, f: impl Fn(Box<dyn Comm>) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = Threads::new(n, "host")
-            .into_iter()
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || f(Box::new(c)))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
 
 fn config(root: &Path, group_size: u32) -> Config {
     Config {

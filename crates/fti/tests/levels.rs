@@ -11,26 +11,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trees::{assert_same_but_unreproducible, copy_tree, tree};
 
-use fti::{Comm, Config, Fti, Level, Status, Threads, Var};
+use crate::util::on_ranks;
+use fti::{Config, Fti, Level, Status, Var};
 
 const FTI_EXEC: &str = "2026-11-22_04-12-33";
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/levels")
-}
-
-/// Runs `f` on `n` ranks (threads); results by rank.
-fn on_ranks<T: Send>(n: u32, f: impl Fn(Box<dyn Comm>) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = Threads::new(n, "host")
-            .into_iter()
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || f(Box::new(c)))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
 }
 
 fn config(root: &Path, group_size: u32) -> Config {

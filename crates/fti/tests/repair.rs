@@ -4,21 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use fti::{Comm, Config, Fti, Level, Status, Threads, Var};
-
-/// Runs `f` on `n` ranks (threads); results by rank.
-fn on_ranks<T: Send>(n: u32, f: impl Fn(Box<dyn Comm>) -> T + Sync) -> Vec<T> {
-    std::thread::scope(|s| {
-        let handles: Vec<_> = Threads::new(n, "host")
-            .into_iter()
-            .map(|c| {
-                let f = &f;
-                s.spawn(move || f(Box::new(c)))
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
-    })
-}
+use crate::util::on_ranks;
+use fti::{Config, Fti, Level, Status, Var};
 
 fn config(root: &Path) -> Config {
     Config {
