@@ -167,4 +167,24 @@ mod tests {
         // A group of one has no code.
         assert_eq!(plan(Level::L3, &holds("-"), &topology(1, 1)), None);
     }
+
+    #[test]
+    fn a_redundancy_file_is_verified_only_when_a_rank_it_serves_lacks_its_file() {
+        let t = topology(8, 4);
+        let owns = holds("o-oooooo");
+        // L2: rank 2 keeps rank 1's copy (its left partner); rank 3 keeps rank 2's.
+        assert!(copy_needed(Level::L2, &owns, &t, 2));
+        assert!(!copy_needed(Level::L2, &owns, &t, 3));
+        // L3: every rank of rank 1's group (0..4), none of the other group.
+        for r in 0..4 {
+            assert!(copy_needed(Level::L3, &owns, &t, r), "{r}");
+        }
+        for r in 4..8 {
+            assert!(!copy_needed(Level::L3, &owns, &t, r), "{r}");
+        }
+        // L1 and L4 keep none; a rank outside the topology serves no one.
+        assert!(!copy_needed(Level::L1, &owns, &t, 2));
+        assert!(!copy_needed(Level::L4, &owns, &t, 2));
+        assert!(!copy_needed(Level::L2, &owns, &t, 8));
+    }
 }
