@@ -240,6 +240,11 @@ impl Error {
         &self.kind
     }
 
+    /// What is wrong, taken out of the error (an I/O error is handed on as it was).
+    pub fn into_kind(self) -> ErrorKind {
+        *self.kind
+    }
+
     /// The file, when known.
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()

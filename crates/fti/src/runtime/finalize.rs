@@ -32,7 +32,7 @@ impl Fti {
         let last = self
             .last
             .clone()
-            .or_else(|| self.restart.as_ref().map(|r| r.info.clone()));
+            .or_else(|| self.recovery.restart.as_ref().map(|r| r.info.clone()));
         if self.cfg.keep_last_ckpt {
             if let Some(last) = last {
                 // The local files go only once every rank's copy is in L4: a crash in between
@@ -47,13 +47,13 @@ impl Fti {
                 };
                 agree(&*self.comm, Step::KeepLast, flushed)?;
                 store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
-                self.restart = None;
+                self.recovery.restart = None;
                 store::remove_rank_files(&self.dirs, true)?;
                 self.record_in_config(2)?;
                 return Ok(());
             }
         }
-        self.restart = None;
+        self.recovery.restart = None;
         // The record says "fresh" before any file goes: a crash in between leaves a fresh
         // start with files to spare, never a restart record with nothing to restart from.
         let recorded = self.record_in_config(0);

@@ -26,7 +26,7 @@ impl Fti {
         if self.icp.is_some() {
             return Err(Error::State(Misuse::IncrementalAlreadyOpen));
         }
-        if matches!(self.status, Status::Restart(_)) {
+        if matches!(self.recovery.status, Status::Restart(_)) {
             return Err(Error::State(Misuse::NotRecovered));
         }
         let layout = Layout::plan(self.layout.as_ref(), vars)?;

@@ -21,7 +21,7 @@ use super::background::Background;
 use super::exec::fresh_exec_id;
 use super::restart::{check_rank_count, newest_exec_with_checkpoints};
 use super::snapshot::SnapshotTimer;
-use super::{Fti, Options, Status};
+use super::{Fti, Options, Recovery};
 
 /// Phase 1: the config as this rank's, its remarks said.
 pub(super) struct Configured {
@@ -246,11 +246,9 @@ impl Traced {
             messages,
             dirs: Dirs::on(storage, &cfg, &exec_id),
             exec_id,
-            status: Status::Fresh,
-            restart: None,
+            recovery: Recovery::default(),
             layout: None,
             last: None,
-            skipped: Vec::new(),
             next_id: 1,
             timer: SnapshotTimer {
                 start: Instant::now(),
@@ -263,9 +261,7 @@ impl Traced {
             comm,
             topology,
             node_names,
-            recovery_note: None,
             restart_record_pending: true,
-            verified: None,
             background: Background::new(bg_comm),
             cfg,
         }
@@ -281,7 +277,7 @@ impl Traced {
             fti.find_restart();
             trace::with(&mut fti.tracer, &fti.messages, |t| t.end(Phase::Verify));
         }
-        let topology = if fti.restart.is_none() && fti.cfg.rank == 0 {
+        let topology = if fti.recovery.restart.is_none() && fti.cfg.rank == 0 {
             fti.write_topology()
         } else {
             Ok(())

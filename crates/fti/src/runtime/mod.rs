@@ -134,13 +134,9 @@ pub struct Fti {
     messages: Messages,
     exec_id: String,
     dirs: Dirs,
-    status: Status,
-    restart: Option<Restart>,
     /// Structure of the last checkpoint written or recovered, continued by the next one.
     layout: Option<Layout>,
     last: Option<CheckpointInfo>,
-    /// Why newer checkpoints were passed over at restart.
-    skipped: Vec<Skipped>,
     next_id: i32,
     timer: SnapshotTimer,
     tracer: Option<Tracer>,
@@ -154,15 +150,39 @@ pub struct Fti {
     topology: Topology,
     /// Node names by node index (`Topology.fti`).
     node_names: Vec<String>,
-    /// How the restart's checkpoint was obtained, for the user.
-    recovery_note: Option<String>,
-    /// The last checkpoint file verified in full for single-variable recovery.
-    verified: Option<VerifiedFile>,
+    /// The restart and what recovery keeps.
+    recovery: Recovery,
     /// The config file does not yet say `failure = 1` for this execution (a fresh run
     /// before its first checkpoint was recorded).
     restart_record_pending: bool,
     /// The background thread's work: post-processing, asynchronous checkpoints.
     background: Background,
+}
+
+/// The restart and what recovery keeps between calls.
+struct Recovery {
+    /// Fresh run, restart, or restart recovered.
+    status: Status,
+    /// The restart's checkpoint, verified and mapped, until it is recovered.
+    restart: Option<Restart>,
+    /// Why newer checkpoints were passed over at restart.
+    skipped: Vec<Skipped>,
+    /// How the restart's checkpoint was obtained, for the user.
+    note: Option<String>,
+    /// The last checkpoint file verified in full for single-variable recovery.
+    verified: Option<VerifiedFile>,
+}
+
+impl Default for Recovery {
+    fn default() -> Self {
+        Recovery {
+            status: Status::Fresh,
+            restart: None,
+            skipped: Vec::new(),
+            note: None,
+            verified: None,
+        }
+    }
 }
 
 /// An incremental checkpoint between `init_icp` and `finalize_icp`.
@@ -207,7 +227,7 @@ impl Fti {
     /// How the restart's checkpoint was obtained: its level, and whether files were rebuilt
     /// from partner copies (`None` on a fresh run).
     pub fn recovery_note(&self) -> Option<&str> {
-        self.recovery_note.as_deref()
+        self.recovery.note.as_deref()
     }
 
     /// The communicator of the run (for an application's own collective steps).
@@ -222,7 +242,7 @@ impl Fti {
 
     /// Fresh run or restart.
     pub fn status(&self) -> &Status {
-        &self.status
+        &self.recovery.status
     }
 
     /// The execution id (`YYYY-MM-DD_HH-MM-SS`, UTC) naming this run's directories.
@@ -238,7 +258,7 @@ impl Fti {
     /// Why newer checkpoints were not used at restart, newest first (each displays as one
     /// line).
     pub fn skipped(&self) -> &[Skipped] {
-        &self.skipped
+        &self.recovery.skipped
     }
 
     /// The last checkpoint written (or recovered) in this run.
@@ -249,7 +269,7 @@ impl Fti {
     /// The size of variable `id` in the restart's checkpoint (to size a buffer before
     /// [`Fti::recover`], as `FTI_GetStoredSize` and `FTI_Realloc` do), or in the last checkpoint.
     pub fn stored_size(&self, id: i32) -> Option<u64> {
-        if let Some(r) = &self.restart {
+        if let Some(r) = &self.recovery.restart {
             return r.ckpt().ok()?.var(id).ok().map(|v| v.size);
         }
         let layout = self.layout.as_ref()?;
@@ -308,7 +328,7 @@ impl Fti {
     /// and rewrite it in place (`docs/crash-safety.md`, *Memory maps*). The restart's own map
     /// is gone already: no checkpoint is taken before the restart is recovered.
     fn release_maps(&mut self) {
-        self.verified = None;
+        self.recovery.verified = None;
     }
 
     /// A checkpoint that failed midway: its open trace marks are closed, FTI's warning is
@@ -333,7 +353,7 @@ impl Fti {
         if self.icp.is_some() {
             return Err(Error::State(Misuse::IncrementalOpen));
         }
-        if matches!(self.status, Status::Restart(_)) {
+        if matches!(self.recovery.status, Status::Restart(_)) {
             return Err(Error::State(Misuse::NotRecovered));
         }
         check_unique_ids(vars)

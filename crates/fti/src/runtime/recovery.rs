@@ -19,6 +19,7 @@ impl Fti {
     /// [`Fti::init`] chose it.
     pub fn recover(&mut self, vars: &mut [Var<'_>]) -> Result<CheckpointInfo> {
         let restart = self
+            .recovery
             .restart
             .as_ref()
             .ok_or(Error::State(Misuse::NotARestart("recover")))?;
@@ -60,6 +61,7 @@ impl Fti {
     /// restart status alone, as `FTI_RecoverVar` does.
     pub fn recover_var(&mut self, var: &mut Var<'_>) -> Result<()> {
         let restart = self
+            .recovery
             .restart
             .as_ref()
             .ok_or(Error::State(Misuse::NotARestart("recover_var")))?;
@@ -110,7 +112,12 @@ impl Fti {
         var: &mut Var<'_>,
     ) -> Result<CheckpointInfo> {
         // The restart's checkpoint was verified in full at init: its mapped bytes are used.
-        if let Some(r) = self.restart.as_ref().filter(|r| r.info.path == found.path) {
+        if let Some(r) = self
+            .recovery
+            .restart
+            .as_ref()
+            .filter(|r| r.info.path == found.path)
+        {
             let ckpt = r.ckpt()?;
             matching_var(&ckpt, var)?;
             ckpt.copy_var_into(var.id, var.bytes)
@@ -119,16 +126,17 @@ impl Fti {
         }
         let key = FileKey::of(&found.path);
         let cached = self
+            .recovery
             .verified
             .as_ref()
             .is_some_and(|v| Some(&v.key) == key.as_ref());
         if !cached {
-            self.verified = None;
+            self.recovery.verified = None;
             let file = open_verified(found, &|_| {})
                 .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-            self.verified = key.map(|key| VerifiedFile { key, file });
+            self.recovery.verified = key.map(|key| VerifiedFile { key, file });
         }
-        let Some(v) = &self.verified else {
+        let Some(v) = &self.recovery.verified else {
             return Err(Error::Io {
                 path: found.path.clone(),
                 err: std::io::Error::other("the file changed while it was read"),
@@ -142,7 +150,7 @@ impl Fti {
     }
 
     pub(super) fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
-        if let Some(r) = self.restart.take() {
+        if let Some(r) = self.recovery.restart.take() {
             self.layout = Some(r.ckpt()?.layout());
         }
         // Restarting from a chosen older checkpoint abandons the newer ones: they belong to
@@ -164,7 +172,7 @@ impl Fti {
         self.last = Some(info.clone());
         // The config already names this execution for a restart.
         self.restart_record_pending = false;
-        self.status = Status::Recovered(info.clone());
+        self.recovery.status = Status::Recovered(info.clone());
         self.messages.info(&format!(
             "recovered checkpoint {} from {}",
             info.id, info.level

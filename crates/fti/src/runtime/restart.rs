@@ -27,7 +27,7 @@ impl Fti {
             rank: self.cfg.rank,
         };
         let searched = schedule::restart::search(team, &self.messages, wanted);
-        self.skipped.extend(searched.skipped);
+        self.recovery.skipped.extend(searched.skipped);
         if let Some(chosen) = searched.chosen {
             let Chosen {
                 restart,
@@ -43,10 +43,10 @@ impl Fti {
                 "restarting from checkpoint {id} ({note}; {})",
                 restart.info.path.display()
             ));
-            self.recovery_note = Some(note);
+            self.recovery.note = Some(note);
             self.next_id = id.saturating_add(1);
-            self.status = Status::Restart(restart.info.clone());
-            self.restart = Some(restart);
+            self.recovery.status = Status::Restart(restart.info.clone());
+            self.recovery.restart = Some(restart);
             return;
         }
         // The fresh run gets its own execution: the files of the one that could not be

@@ -22,7 +22,7 @@ impl Fti {
     /// checkpoint when a level's interval (`ckpt_lK` minutes or `ckpt_lK_secs`) has passed,
     /// the highest due level winning, with ids 1, 2, ... (continuing after a restart's id).
     pub fn snapshot(&mut self, vars: &mut [Var<'_>]) -> Result<Snapshot> {
-        if matches!(self.status, Status::Restart(_)) {
+        if matches!(self.recovery.status, Status::Restart(_)) {
             return self.recover(vars).map(Snapshot::Recovered);
         }
         let worked = self

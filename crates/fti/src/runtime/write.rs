@@ -80,8 +80,8 @@ impl Fti {
         if !all.iter().any(|f| f.level >= level && f.path != found.path) {
             return None;
         }
-        let file = ftiff::open_regular(&found.path).ok()?;
-        let fb = ftiff::raw::FileBlock::read_from(&file, 0).ok()?;
+        let file = self.dirs.storage.open(&found.path, false).ok()?;
+        let fb = FileBlock::read_from(&*file, 0).ok()?;
         (fb == base.fb).then_some((found.path, base))
     }
 

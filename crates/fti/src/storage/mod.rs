@@ -149,7 +149,7 @@ impl Storage for Disk {
             }
             file
         } else {
-            ftiff::open_regular(path).map_err(|e| io::Error::other(e.to_string()))?
+            ftiff::open_regular(path).map_err(open_error)?
         };
         Ok(Box::new(DiskFile(file)))
     }
@@ -191,6 +191,15 @@ impl Storage for Disk {
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         File::open(dir)?.sync_all()
+    }
+}
+
+/// A refused open as an I/O error: the operating system's as it was (its kind kept), or what
+/// the format library refused (not a regular file), without the path: the caller names it.
+fn open_error(e: ftiff::Error) -> io::Error {
+    match e.into_kind() {
+        ftiff::ErrorKind::Io(e) => e,
+        refused => io::Error::new(io::ErrorKind::InvalidInput, refused.to_string()),
     }
 }
 

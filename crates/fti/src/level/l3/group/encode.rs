@@ -1,6 +1,17 @@
 //! Encoding a group: its Rank files get `maxFs`, its `RSed` files are written.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use ftiff::hash::{self, Md5Stream};
+use ftiff::l3::{apply, rsed_trailer, Code, Matrix};
+use ftiff::raw::{fb, FileBlock};
+use ftiff::{write, Checkpoint, Integrity, MappedFile, Sink as _};
+use ftiff::{Error, ErrorKind, FileKind, Record, Result};
+use rayon::prelude::*;
+
+use crate::storage::{Storage, StorageFile};
+
+use super::Group;
 
 /// Values of the files written that are not derived from the data, and durability.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,17 +12,11 @@ mod rebuild;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use ftiff::l3::{apply, restore_last_byte, rsed_trailer, Code, Matrix, Shard};
-use ftiff::raw::{fb, FileBlock};
-use ftiff::{hash, write, Checkpoint, Integrity, MappedFile, RsedFile, Sink as _};
-use ftiff::{Error, ErrorKind, FileKind, FileName, Record, Result};
-use hash::Md5Stream;
-use rayon::prelude::*;
+use ftiff::{Error, ErrorKind, FileKind, FileName, Result};
 
-use crate::storage::{Kind, Storage, StorageFile};
+use crate::storage::{Kind, Storage};
 
 pub use encode::{encode_group, Encoded, Options};
-use encode::{for_each_output, open_rank, prefix, publish, write_code, TempFile};
 pub use rebuild::{FileState, FileStatus, LastByte, Rebuilt, RebuiltFile, Survey};
 
 /// A group: its directory, checkpoint id and global ranks in group order (group rank = index).

@@ -1,6 +1,17 @@
 //! Surveying a group's files and rebuilding the lost or damaged ones.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use ftiff::l3::{apply, restore_last_byte, Code, Shard};
+use ftiff::raw::{fb, FileBlock};
+use ftiff::{Checkpoint, MappedFile, RsedFile, Sink as _};
+use ftiff::{Error, ErrorKind, FileKind, Record, Result};
+use rayon::prelude::*;
+
+use crate::storage::Storage;
+
+use super::encode::{for_each_output, open_rank, prefix, publish, write_code, Options, TempFile};
+use super::Group;
 
 /// The state of one file of a group.
 #[derive(Debug)]
