@@ -95,14 +95,19 @@ execute(int32_t cpu, int32_t creator, uint64_t tag)
 	emit("OHx", p, sizeof(p));
 }
 
-/* The data of a jumbo VYc event (u32 typeid, NUL-terminated label). */
+/* The data of a jumbo VYc event (u32 typeid, NUL-terminated label): type id seed + 1 (the
+ * nosv model refuses type id 0), a short label unique to the seed ("type <seed>"), then
+ * letters that only fill the event after the label's NUL. */
 static void
 jumbo_data(uint8_t *buf, uint32_t seed, uint32_t size)
 {
-	memcpy(buf, &seed, 4);
+	uint32_t typeid = seed + 1;
+	memcpy(buf, &typeid, 4);
 	for (uint32_t i = 4; i + 1 < size; i++)
 		buf[i] = (uint8_t) ('a' + (seed + i) % 26);
 	buf[size - 1] = 0;
+	if (size > 16)
+		snprintf((char *) buf + 4, 12, "type %u", seed);
 }
 
 static void

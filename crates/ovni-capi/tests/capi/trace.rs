@@ -43,11 +43,16 @@ impl Ev {
     }
 }
 
-/// `jumbo_data()` of threads.c.
+/// `jumbo_data()` of threads.c: type id seed + 1, the label `type <seed>`, filling letters.
 fn jumbo_data(seed: u32, size: u32) -> Vec<u8> {
-    let mut d = seed.to_le_bytes().to_vec();
+    let mut d = (seed + 1).to_le_bytes().to_vec();
     d.extend((4..size.saturating_sub(1)).map(|i| b'a' + ((seed + i) % 26) as u8));
     d.push(0);
+    if size > 16 {
+        let label = format!("type {seed}");
+        d[4..4 + label.len()].copy_from_slice(label.as_bytes());
+        d[4 + label.len()] = 0;
+    }
     d
 }
 
