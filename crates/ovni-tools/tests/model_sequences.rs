@@ -1,4 +1,5 @@
-//! Random sequences of mpi, tampi, openmp, nosv and kernel events: the emulator never panics on them, and
+//! Random sequences of mpi, tampi, openmp, nosv, nanos6 and kernel events: the emulator never
+//! panics on them, and
 //! when their payloads fit the events' signatures `ovnilint` accepts exactly the traces
 //! `ovniemu` emulates without error.
 
@@ -27,14 +28,14 @@ impl Rng {
     }
 }
 
-/// Every event of the mpi, tampi, openmp, nosv and kernel models (the table's keys, found
+/// Every event of the mpi, tampi, openmp, nosv, nanos6 and kernel models (the table's keys, found
 /// once).
 fn model_events() -> &'static [Mcv] {
     static EVENTS: OnceLock<Vec<Mcv>> = OnceLock::new();
     EVENTS.get_or_init(|| {
         let table = EventTable::builtin();
         let mut v = Vec::new();
-        for m in [b'M', b'T', b'P', b'V', b'K'] {
+        for m in [b'M', b'T', b'P', b'V', b'6', b'K'] {
             for c in 0..=255u8 {
                 for val in 0..=255u8 {
                     if table.event(Mcv([m, c, val])).is_some() {
@@ -93,6 +94,7 @@ fn leave_of(mcv: Mcv) -> Option<Mcv> {
     let typed = match m {
         b'P' => matches!(c, b'P' | b'O' | b'Q'),
         b'V' => matches!(c, b'T' | b'Y' | b'W' | b'P'),
+        b'6' => matches!(c, b'T' | b'Y' | b'P'),
         _ => false,
     };
     (!typed).then_some(())?;
@@ -108,7 +110,11 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
         .collect();
     let all = model_events();
     let ty = [&1u32.to_le_bytes()[..], b"t\0"].concat();
-    let mut out: Vec<(Mcv, Vec<u8>)> = vec![(Mcv(*b"POc"), ty.clone()), (Mcv(*b"VYc"), ty)];
+    let mut out: Vec<(Mcv, Vec<u8>)> = vec![
+        (Mcv(*b"POc"), ty.clone()),
+        (Mcv(*b"VYc"), ty.clone()),
+        (Mcv(*b"6Yc"), ty),
+    ];
     let mut open: Vec<(Mcv, Vec<u8>)> = Vec::new();
     let mut task = 0u32;
     for _ in 0..n {
@@ -136,6 +142,17 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
                 out.push((Mcv(*b"VTc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
                 out.push((Mcv(*b"VTx"), body.clone()));
                 open.push((Mcv(*b"VTe"), body));
+            }
+            8 => {
+                task += 1;
+                let id = task.to_le_bytes();
+                out.push((Mcv(*b"6Tc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
+                out.push((Mcv(*b"6Tx"), id.to_vec()));
+                if rng.below(3) == 0 {
+                    out.push((Mcv(*b"6Tp"), id.to_vec()));
+                    out.push((Mcv(*b"6Tr"), id.to_vec()));
+                }
+                open.push((Mcv(*b"6Te"), id.to_vec()));
             }
             _ => {
                 let (enter, leave) = pairs[rng.below(pairs.len() as u64) as usize];
@@ -171,6 +188,7 @@ fn write_trace(dir: &Path, seed: u64, n: usize, fit: bool) {
         ("tampi", "1.0.0"),
         ("openmp", "1.2.1"),
         ("nosv", "2.7.0"),
+        ("nanos6", "1.1.0"),
         ("kernel", "1.0.0"),
     ];
     for (m, v) in models {

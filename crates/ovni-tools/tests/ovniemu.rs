@@ -153,16 +153,16 @@ fn other_models_are_refused_before_any_output() {
     let text = fs::read_to_string(&json).unwrap();
     let text = text.replace(
         "\"ovni\": \"1.1.0\"",
-        "\"ovni\": \"1.1.0\",\n            \"nanos6\": \"1.1.0\"",
+        "\"ovni\": \"1.1.0\",\n            \"nodes\": \"1.0.0\"",
     );
-    assert!(text.contains("nanos6"));
+    assert!(text.contains("nodes"));
     fs::write(&json, text).unwrap();
     let out = run(&["ovni"], tmp.path());
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     let errors: Vec<&str> = err.lines().filter(|l| l.contains("ERROR")).collect();
     assert_eq!(errors.len(), 1, "{err}");
-    assert!(errors[0].contains("nanos6"), "{err}");
+    assert!(errors[0].contains("nodes"), "{err}");
     for f in FILES {
         assert!(!tmp.path().join("ovni").join(f).exists(), "{f} written");
     }

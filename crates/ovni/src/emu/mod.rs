@@ -24,6 +24,7 @@
 mod chan;
 mod layout;
 mod models;
+mod nanos6;
 mod nosv;
 mod openmp;
 mod output;

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 use super::chan::{Channels, TrackDef};
 use super::pcf::PcfType;
 use super::prv::Prv;
-use super::{nosv, openmp};
+use super::{nanos6, nosv, openmp};
 use crate::error::{EventProblem, ThreadState, TraceProblem};
 use crate::events::EventTable;
 use crate::metadata::System;
+use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
 use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
@@ -34,7 +35,7 @@ pub fn model_list() -> String {
 
 /// True if the emulator emulates model `id`.
 pub(super) fn emulated(id: u8) -> bool {
-    matches!(id, b'O' | b'P' | b'V') || stack_model(id).is_some()
+    matches!(id, b'O' | b'P' | b'V' | b'6') || stack_model(id).is_some()
 }
 
 /// The state of one enabled model.
@@ -43,6 +44,7 @@ enum State {
     OpenMp(OpenMp),
     /// The nosv model and the names of its hardware counters.
     Nosv(Nosv, Vec<String>),
+    Nanos6(Nanos6),
 }
 
 /// One enabled model: its state and the index of its first channel.
@@ -102,6 +104,12 @@ impl Models {
                     let n = crate::model::nosv::CHANNELS + hwc.len();
                     (State::Nosv(Nosv::new(proc_of, &procs, hwc.len()), hwc), n)
                 }
+                (None, b'6') => {
+                    let (procs, proc_of) = crate::model::nosv::processes(sys, row_thread);
+                    let ranks: Vec<Option<i64>> = procs.iter().map(|p| p.1).collect();
+                    let n = crate::model::nanos6::CHANNELS;
+                    (State::Nanos6(Nanos6::new(proc_of, &ranks)), n)
+                }
                 _ => continue,
             };
             by_id[usize::from(id)] = models.len() as u8;
@@ -130,6 +138,7 @@ impl Models {
                     prv_type: s.model().prv_type,
                     thread_track: s.model().thread_track,
                     skip_dup_null: false,
+                    emit_dup: false,
                     cpu_default: None,
                     before_ovni,
                 }),
@@ -137,10 +146,12 @@ impl Models {
                     prv_type: ty,
                     thread_track: Track::Active,
                     skip_dup_null: true,
+                    emit_dup: false,
                     cpu_default: None,
                     before_ovni,
                 })),
                 State::Nosv(_, hwc) => defs.extend(nosv::track_defs(hwc.len())),
+                State::Nanos6(_) => defs.extend(nanos6::track_defs()),
             }
         }
         if !defs.is_empty() {
@@ -148,8 +159,13 @@ impl Models {
         }
         // Every thread starts progressing (before the first event, so no row shows it).
         for m in &self.models {
-            if let State::Nosv(..) = m.state {
-                chans.track_init_all(m.base + CH_IDLE, Some(PROGRESSING));
+            match m.state {
+                State::Nosv(..) => chans.track_init_all(m.base + CH_IDLE, Some(PROGRESSING)),
+                State::Nanos6(_) => chans.track_init_all(
+                    m.base + crate::model::nanos6::CH_IDLE,
+                    Some(crate::model::nanos6::PROGRESSING),
+                ),
+                _ => {}
             }
         }
     }
@@ -208,6 +224,17 @@ impl Models {
                 );
                 let changes = model.event(t, row, tid, active, out, ev)?;
                 for (ch, v) in changes.0 {
+                    chans.track_set(row, m.base + ch, v);
+                }
+            }
+            State::Nanos6(model) => {
+                let active = matches!(
+                    state,
+                    ThreadState::Running | ThreadState::Cooling | ThreadState::Warming
+                );
+                let applied = model.event(t, row, tid, active, ev)?;
+                notes.extend(applied.warning);
+                for (ch, v) in applied.changes {
                     chans.track_set(row, m.base + ch, v);
                 }
             }
@@ -272,6 +299,11 @@ impl Models {
                     ));
                     errors.extend(lines.into_iter().map(|l| (m.id, l)));
                 }
+                State::Nanos6(model) => {
+                    let mut lines = Vec::new();
+                    v.extend(nanos6::pcf_types(model, thread, &mut lines));
+                    errors.extend(lines.into_iter().map(|l| (m.id, l)));
+                }
             }
         }
         v
@@ -313,6 +345,7 @@ impl Models {
                 },
                 State::OpenMp(o) => ("openmp", "stacked openmp functions", &|t| o.depth(t)),
                 State::Nosv(n, _) => ("nosv", "stacked nosv subsystems", &|t| n.depth(t)),
+                State::Nanos6(n) => ("nanos6", "stacked nanos6 subsystems", &|t| n.depth(t)),
             };
             for &t in row_thread {
                 let depth = depth(t);
@@ -373,6 +406,7 @@ impl Models {
                     labels: (c.first, c.second),
                 }),
             State::Nosv(n, _) if self.finished => nosv::finish_problem(n),
+            State::Nanos6(n) => nanos6::finish_problem(n),
             State::Stack(_) | State::Nosv(..) => None,
         })
     }
@@ -397,6 +431,7 @@ pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> 
     match mcv.model() {
         b'P' => return openmp::rejected_lines(mcv, p),
         b'V' => return nosv::rejected_lines(mcv, p),
+        b'6' => return nanos6::rejected_lines(mcv, p),
         _ => {}
     }
     let m: &StackModel = stack_model(mcv.model())?;

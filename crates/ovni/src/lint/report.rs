@@ -227,6 +227,7 @@ pub(super) fn event_code(p: &EventProblem) -> &'static str {
         | EventProblem::ChannelStackFull { .. } => "stack",
         EventProblem::OpenMp(_) => "openmp",
         EventProblem::Nosv(_) => "nosv",
+        EventProblem::Nanos6(_) => "nanos6",
     }
 }
 
