@@ -7,6 +7,7 @@ mod goldens;
 mod hostile;
 mod model_sequences;
 mod models;
+mod nanos6;
 mod nosv;
 mod openmp;
 mod ovniemu;

@@ -260,3 +260,56 @@ fn random_model_payloads_never_panic() {
         let _ = lint_dir(&dir, &LintOptions::default());
     }
 }
+
+/// With `OVNI_ORIGINAL_EMU` naming ovni 1.14's `ovniemu`, random well nested sequences (whose
+/// payloads fit their events: random payloads meet the documented deviations) get the same
+/// files, exit status and messages from ours as from the original; without it the test does
+/// nothing.
+#[test]
+fn random_model_events_match_the_original_when_it_is_given() {
+    let Some(original) = std::env::var_os("OVNI_ORIGINAL_EMU") else {
+        return;
+    };
+    let seeds: u64 = std::env::var("OVNI_ORIGINAL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let mut failures = Vec::new();
+    for seed in 0..seeds {
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = tmp.path().join("ours");
+        let theirs = tmp.path().join("theirs");
+        write_trace(&ours, seed, 5 + (seed as usize % 6) * 10, true);
+        crate::util::copy_dir(&ours, &theirs);
+        let a = crate::models::emu(&["ours"], tmp.path());
+        let b = std::process::Command::new(&original)
+            .arg("theirs")
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        let name = format!("seed {seed}");
+        if a.status.code() != b.status.code() {
+            failures.push(format!("{name}: exit {:?} vs {:?}", a.status, b.status));
+        }
+        let (ea, eb) = (
+            crate::models::stable(&a.stderr),
+            crate::models::stable(&b.stderr).replace("theirs", "ours"),
+        );
+        if ea != eb {
+            failures.push(format!("{name}: stderr\n--- ours\n{ea}--- original\n{eb}"));
+        }
+        for f in [
+            "cpu.prv",
+            "cpu.pcf",
+            "cpu.row",
+            "thread.prv",
+            "thread.pcf",
+            "thread.row",
+        ] {
+            if std::fs::read(ours.join(f)).ok() != std::fs::read(theirs.join(f)).ok() {
+                failures.push(format!("{name}: {f} differs"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -232,9 +232,9 @@ impl Models {
                     state,
                     ThreadState::Running | ThreadState::Cooling | ThreadState::Warming
                 );
-                let applied = model.event(t, row, tid, active, ev)?;
-                notes.extend(applied.warning);
-                for (ch, v) in applied.changes {
+                let changes = model.event(t, row, tid, active, ev);
+                notes.extend(model.take_warning());
+                for (ch, v) in changes? {
                     chans.track_set(row, m.base + ch, v);
                 }
             }

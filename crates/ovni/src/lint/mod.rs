@@ -581,15 +581,18 @@ impl Events<'_> {
             }
             return ControlFlow::Continue(());
         }
-        let Some(spec) = self.table.event(ev.mcv) else {
+        // ovniemu's nanos6 model still accepts the old task creation event, with a warning.
+        let old = ev.mcv.0 == *b"6TC" && self.nanos6.is_some();
+        let spec = self.table.event(ev.mcv);
+        if spec.is_none() && !old {
             let p = EventProblem::UnknownEvent {
                 model: model.name.clone(),
             };
             return self.once(m, p, sink);
-        };
+        }
         // `VWC` holds one value per hardware counter, which the nosv model checks.
         let counters = ev.mcv.0 == *b"VWC" && self.nosv.is_some();
-        if !counters {
+        if let (Some(spec), false) = (spec, counters) {
             if let Err(p) = check_payload(spec, ev) {
                 return sink.push(self.problem(m, p));
             }

@@ -175,22 +175,8 @@ struct Thread {
     tasks: Vec<u32>,
 }
 
-/// What an accepted event changed: channels with their new value, in ovniemu's order, and
-/// ovniemu's warning if it printed one.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Applied {
-    pub(crate) changes: Vec<(usize, Option<i64>)>,
-    pub(crate) warning: Option<String>,
-}
-
-impl Applied {
-    fn changes(changes: Vec<(usize, Option<i64>)>) -> Self {
-        Self {
-            changes,
-            warning: None,
-        }
-    }
-}
+/// What an accepted event changed: channels with their new value, in ovniemu's order.
+pub(crate) type Applied = Vec<(usize, Option<i64>)>;
 
 /// The state of the nanos6 model.
 #[derive(Debug)]
@@ -198,6 +184,9 @@ pub(crate) struct Nanos6 {
     procs: Vec<Proc>,
     threads: Vec<Thread>,
     proc_of: Vec<usize>,
+    /// ovniemu's warning of the last event, if it printed one (an event may warn and then be
+    /// rejected).
+    warning: Option<String>,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -230,7 +219,13 @@ impl Nanos6 {
                 })
                 .collect(),
             proc_of,
+            warning: None,
         }
+    }
+
+    /// ovniemu's warning of the last event, if any.
+    pub(crate) fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
     }
 
     /// The channel name ovniemu gives channel `ch` of the thread in row `row`.
@@ -267,10 +262,10 @@ impl Nanos6 {
                 self.simple(t, row, c, v).map_err(wrap)
             }
             b'T' => match v {
-                b'C' => Ok(Applied {
-                    changes: Vec::new(),
-                    warning: Some("got old 6TC event, ignoring".to_string()),
-                }),
+                b'C' => {
+                    self.warning = Some("got old 6TC event, ignoring".to_string());
+                    Ok(Vec::new())
+                }
                 b'c' => self.create_task(t, ev.payload).map_err(wrap),
                 b'x' | b'e' | b'p' | b'r' => self.update_task(t, row, v, ev.payload).map_err(wrap),
                 _ => Err(wrap(NosvProblem::UnexpectedTaskValue)),
@@ -334,10 +329,10 @@ impl Nanos6 {
             return Err(NosvProblem::UnknownSubsystemEvent);
         };
         let (types, push, value) = match op {
-            Simple::Ignore => return Ok(Applied::default()),
+            Simple::Ignore => return Ok(Vec::new()),
             Simple::Idle(value) => {
                 let Some(th) = self.threads.get_mut(t) else {
-                    return Ok(Applied::default());
+                    return Ok(Vec::new());
                 };
                 if th.idle == Some(value) {
                     return Err(NosvProblem::SameValue {
@@ -347,7 +342,7 @@ impl Nanos6 {
                     });
                 }
                 th.idle = Some(value);
-                return Ok(Applied::changes(vec![(CH_IDLE, Some(value))]));
+                return Ok(vec![(CH_IDLE, Some(value))]);
             }
             Simple::Push(types, s) => (types, true, s),
             Simple::Pop(types, s) => (types, false, s),
@@ -356,7 +351,7 @@ impl Nanos6 {
             .stack_op(t, row, types, push, value)
             .map_err(NosvProblem::Subsystem)?;
         let ch = if types { CH_THREAD } else { CH_SUBSYSTEM };
-        Ok(Applied::changes(vec![(ch, top)]))
+        Ok(vec![(ch, top)])
     }
 
     fn proc(&mut self, t: usize) -> Option<&mut Proc> {
@@ -369,7 +364,7 @@ impl Nanos6 {
             return Err(NosvProblem::CreatePayloadSize);
         };
         let Some(proc) = self.proc(t) else {
-            return Ok(Applied::default());
+            return Ok(Vec::new());
         };
         if proc.tasks.contains_key(&task) {
             return Err(NosvProblem::TaskExists(task));
@@ -385,7 +380,7 @@ impl Nanos6 {
                 on: None,
             },
         );
-        Ok(Applied::default())
+        Ok(Vec::new())
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result6 {
@@ -403,7 +398,7 @@ impl Nanos6 {
         };
         let label = rest.get(..end).unwrap_or_default();
         let Some(proc) = self.proc(t) else {
-            return Ok(Applied::default());
+            return Ok(Vec::new());
         };
         if proc.type_by_id.contains_key(&id) {
             return Err(NosvProblem::TypeExists(id));
@@ -424,7 +419,7 @@ impl Nanos6 {
             value: label_value(&label),
             label: String::from_utf8_lossy(&label).into_owned(),
         });
-        Ok(Applied::default())
+        Ok(Vec::new())
     }
 
     /// `6Tx`, `6Te`, `6Tp`, `6Tr`: the body's state, then the subsystem stack, then the task
@@ -440,10 +435,10 @@ impl Nanos6 {
             _ => BodyOp::Resume,
         };
         let Some(p) = self.proc_of.get(t).copied() else {
-            return Ok(Applied::default());
+            return Ok(Vec::new());
         };
         let (Some(proc), Some(thread)) = (self.procs.get_mut(p), self.threads.get_mut(t)) else {
-            return Ok(Applied::default());
+            return Ok(Vec::new());
         };
         let running_top = |tasks: &HashMap<u32, Task>, stack: &[u32]| {
             stack
@@ -469,7 +464,7 @@ impl Nanos6 {
             Some(_) if !on_top => Err(BodyFailure::NotOnTop),
             Some(_) => Ok(()),
         };
-        let mut warning = None;
+        let warning = &mut self.warning;
         match (op, task.state) {
             (BodyOp::Execute, state) => {
                 match state.unwrap_or(BodyState::Created) {
@@ -479,7 +474,7 @@ impl Nanos6 {
                     is => return Err(fail(wrong(BodyState::Created, is))),
                 }
                 if let Some(top) = prev {
-                    warning = Some(format!(
+                    *warning = Some(format!(
                         "deprecated nesting body(id=1,taskid={task_id}) over already running body(id=1,taskid={top})"
                     ));
                 }
@@ -532,7 +527,7 @@ impl Nanos6 {
             changes.push((CH_SUBSYSTEM, top));
         }
         let Some(thread) = self.threads.get_mut(t) else {
-            return Ok(Applied::changes(changes));
+            return Ok(changes);
         };
         // Nested transitions switch to the next task; the others start or stop one.
         let switch = match op {
@@ -543,7 +538,7 @@ impl Nanos6 {
         let running = matches!(op, BodyOp::Execute | BodyOp::Resume);
         let values = if switch || running {
             let Some((id, ty)) = next_info else {
-                return Ok(Applied::changes(changes));
+                return Ok(changes);
             };
             if id == 0 {
                 return Err(if switch {
@@ -574,7 +569,7 @@ impl Nanos6 {
                 changes.push((ch, value));
             }
         }
-        Ok(Applied { changes, warning })
+        Ok(changes)
     }
 }
 
