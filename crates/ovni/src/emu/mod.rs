@@ -1,5 +1,6 @@
-//! The emulator (`ovniemu`): plays a trace through the ovni model (and the nosv, tampi, mpi,
-//! kernel and openmp models when the trace requires them) and writes the Paraver views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
+//! The emulator (`ovniemu`): plays a trace through the ovni model (and the nanos6, nosv,
+//! tampi, mpi, kernel and openmp models when the trace requires them) and writes the Paraver
+//! views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
 //! directory (`docs/ovniemu.md`).
 //!
 //! The stages and their checks are ovniemu's, in its order (load, system, clock offsets,
@@ -11,8 +12,8 @@
 //!
 //! Differences from the original, by design:
 //!
-//! * the nanos6 and nodes models are not emulated: a trace that requires one is refused
-//!   before any output is opened (the original emulates it);
+//! * the nodes model is not emulated: a trace that requires it is refused before any output
+//!   is opened (the original emulates it);
 //! * no Paraver configuration folder (`cfg/`) is copied into the trace;
 //! * `-a`, `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
 //!   reject threads that end with marks still pushed or inside a model's stack.

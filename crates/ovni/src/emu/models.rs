@@ -1,9 +1,10 @@
-//! The models the emulator runs besides ovni (kernel, mpi, nosv, openmp, tampi), in
+//! The models the emulator runs besides ovni (kernel, mpi, nanos6, nosv, openmp, tampi), in
 //! ovniemu's order: which are enabled, their channels, `.pcf` types, events, end checks and
 //! messages. kernel, mpi and tampi are each described by a [`StackModel`]
-//! (`crates/ovni/src/model/{kernel,mpi,tampi}.rs`) and run by the shared [`Stacks`]; openmp
-//! and nosv are `crates/ovni/src/model/{openmp,nosv}.rs` (their views and messages in
-//! `emu/openmp.rs` and `emu/nosv.rs`). This file only connects them to the emulator.
+//! (`crates/ovni/src/model/{kernel,mpi,tampi}.rs`) and run by the shared [`Stacks`]; openmp,
+//! nosv and nanos6 are `crates/ovni/src/model/{openmp,nosv,nanos6}.rs` (their views and
+//! messages in `emu/openmp.rs`, `emu/nosv.rs` and `emu/nanos6.rs`). This file only connects
+//! them to the emulator.
 
 use std::collections::BTreeMap;
 
