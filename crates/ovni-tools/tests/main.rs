@@ -8,6 +8,7 @@ mod hostile;
 mod model_sequences;
 mod models;
 mod nanos6;
+mod nodes;
 mod nosv;
 mod openmp;
 mod ovniemu;

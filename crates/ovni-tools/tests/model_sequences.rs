@@ -1,6 +1,5 @@
-//! Random sequences of mpi, tampi, openmp, nosv, nanos6 and kernel events: the emulator never
-//! panics on them, and
-//! when their payloads fit the events' signatures `ovnilint` accepts exactly the traces
+//! Random sequences of mpi, tampi, openmp, nosv, nanos6, nodes and kernel events: the emulator
+//! never panics on them, and when their payloads fit the events' signatures `ovnilint` accepts exactly the traces
 //! `ovniemu` emulates without error.
 
 use std::path::Path;
@@ -28,14 +27,14 @@ impl Rng {
     }
 }
 
-/// Every event of the mpi, tampi, openmp, nosv, nanos6 and kernel models (the table's keys, found
+/// Every event of the mpi, tampi, openmp, nosv, nanos6, nodes and kernel models (the table's keys, found
 /// once).
 fn model_events() -> &'static [Mcv] {
     static EVENTS: OnceLock<Vec<Mcv>> = OnceLock::new();
     EVENTS.get_or_init(|| {
         let table = EventTable::builtin();
         let mut v = Vec::new();
-        for m in [b'M', b'T', b'P', b'V', b'6', b'K'] {
+        for m in [b'M', b'T', b'P', b'V', b'6', b'D', b'K'] {
             for c in 0..=255u8 {
                 for val in 0..=255u8 {
                     if table.event(Mcv([m, c, val])).is_some() {
@@ -189,6 +188,7 @@ fn write_trace(dir: &Path, seed: u64, n: usize, fit: bool) {
         ("openmp", "1.2.1"),
         ("nosv", "2.7.0"),
         ("nanos6", "1.1.0"),
+        ("nodes", "1.0.0"),
         ("kernel", "1.0.0"),
     ];
     for (m, v) in models {

@@ -28,7 +28,7 @@ fn cases() -> Vec<PathBuf> {
         .filter(|p| p.join("golden").is_dir())
         .collect();
     v.sort();
-    assert_eq!(v.len(), 24, "fixture set changed");
+    assert_eq!(v.len(), 25, "fixture set changed");
     v
 }
 
@@ -434,7 +434,7 @@ fn help_lists_the_emulated_models() {
     let out = emu(&["--help"], tmp.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("Available emulation models:\n  O  ovni      1.1.0\n  6  nanos6    1.1.0\n  V  nosv      2.7.0\n  T  tampi     1.0.0\n  M  mpi       1.0.0\n  K  kernel    1.0.0\n  P  openmp    1.2.1\n"),
+        text.contains("Available emulation models:\n  O  ovni      1.1.0\n  6  nanos6    1.1.0\n  V  nosv      2.7.0\n  D  nodes     1.0.0\n  T  tampi     1.0.0\n  M  mpi       1.0.0\n  K  kernel    1.0.0\n  P  openmp    1.2.1\n"),
         "{text}"
     );
 }

@@ -142,32 +142,6 @@ fn outputs_are_overwritten() {
     );
 }
 
-#[test]
-fn other_models_are_refused_before_any_output() {
-    let case = fixtures().join("traces/single");
-    let tmp = tempfile::tempdir().unwrap();
-    copy_dir(&case.join("ovni"), &tmp.path().join("ovni"));
-    let json = tmp
-        .path()
-        .join("ovni/loom.node0/proc.387/thread.387/stream.json");
-    let text = fs::read_to_string(&json).unwrap();
-    let text = text.replace(
-        "\"ovni\": \"1.1.0\"",
-        "\"ovni\": \"1.1.0\",\n            \"nodes\": \"1.0.0\"",
-    );
-    assert!(text.contains("nodes"));
-    fs::write(&json, text).unwrap();
-    let out = run(&["ovni"], tmp.path());
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    let errors: Vec<&str> = err.lines().filter(|l| l.contains("ERROR")).collect();
-    assert_eq!(errors.len(), 1, "{err}");
-    assert!(errors[0].contains("nodes"), "{err}");
-    for f in FILES {
-        assert!(!tmp.path().join("ovni").join(f).exists(), "{f} written");
-    }
-}
-
 /// A one-thread trace that pushes a stack mark it never pops.
 fn unpopped_trace(dir: &Path) {
     let p = Process::init(dir, 1, "node0", 100).unwrap();

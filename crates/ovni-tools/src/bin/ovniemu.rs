@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 
-/// Emulate an ovni trace (the ovni, nanos6, nosv, tampi, mpi, kernel and openmp models, as
-/// ovniemu 1.14 does) and
+/// Emulate an ovni trace (the ovni, nanos6, nosv, nodes, tampi, mpi, kernel and openmp
+/// models, as ovniemu 1.14 does) and
 /// write its Paraver views into the trace directory, replacing any there: cpu.prv, cpu.pcf,
 /// cpu.row (one row per CPU: running thread's TID and PID, number of running threads,
 /// flushes, marks, and the other models' channels) and thread.prv, thread.pcf, thread.row
@@ -18,8 +18,7 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 /// Messages on stderr are the original's. Exits 0 when the emulation finishes ok, 1 on any
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
-/// Differences from ovni 1.14's ovniemu: a trace that requires the nodes model is
-/// refused before any file is written; no Paraver configuration folder (cfg/)
+/// Differences from ovni 1.14's ovniemu: no Paraver configuration folder (cfg/)
 /// is copied; -a, -b and -d do not exist; a trace whose threads did not finish (a crashed
 /// program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
@@ -27,8 +26,8 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 #[command(name = "ovniemu", version)]
 struct Args {
     /// Linter mode: stricter end checks (also fail if a thread ends with marks still pushed,
-    /// or inside an MPI function or a TAMPI, OpenMP, nOS-V or Nanos6 subsystem); the files are still
-    /// written
+    /// or inside an MPI function or a TAMPI, NODES, OpenMP, nOS-V or Nanos6 subsystem); the
+    /// files are still written
     #[arg(short = 'l')]
     lint: bool,
     /// Clock offset table (default: DIR/clock-offsets.txt if present)

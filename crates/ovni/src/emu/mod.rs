@@ -1,5 +1,5 @@
 //! The emulator (`ovniemu`): plays a trace through the ovni model (and the nanos6, nosv,
-//! tampi, mpi, kernel and openmp models when the trace requires them) and writes the Paraver
+//! nodes, tampi, mpi, kernel and openmp models when the trace requires them) and writes the Paraver
 //! views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
 //! directory (`docs/ovniemu.md`).
 //!
@@ -12,8 +12,6 @@
 //!
 //! Differences from the original, by design:
 //!
-//! * the nodes model is not emulated: a trace that requires it is refused before any output
-//!   is opened (the original emulates it);
 //! * no Paraver configuration folder (`cfg/`) is copied into the trace;
 //! * `-a`, `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
 //!   reject threads that end with marks still pushed or inside a model's stack.
@@ -237,25 +235,6 @@ impl Setup {
             }
         }
         let offsets = clock_offsets(root, opts, &sys, &roles, out)?;
-        // Models not emulated are refused here, before any output is opened.
-        let table = EventTable::builtin();
-        for t in &sys.threads {
-            for name in t.require.iter().flat_map(|r| r.keys()) {
-                if let Some(m) = table
-                    .model_by_name(name)
-                    .filter(|m| !models::emulated(m.id))
-                {
-                    out.errors(&[format!(
-                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni, nosv, tampi, mpi, kernel and openmp)",
-                        t.stream,
-                        m.name,
-                        m.id as char
-                    )]);
-                    let p = MetaProblem::ModelNotEmulated(m.name.clone());
-                    return Err(Error::meta(&t.stream, p));
-                }
-            }
-        }
         Ok(Self {
             sys,
             roles,

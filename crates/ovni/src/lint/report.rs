@@ -174,7 +174,6 @@ fn code(e: &Error) -> &'static str {
                 "require-version"
             }
             MetaProblem::FileTooLarge { .. } => "metadata-too-large",
-            MetaProblem::ModelNotEmulated(_) => "model-not-emulated",
         },
         Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {

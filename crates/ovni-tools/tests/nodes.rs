@@ -1,0 +1,145 @@
+//! The nodes model on traces written here (ovni's emulator tests have none): the subsystem
+//! view of a thread that pauses inside a subsystem, the rejected events and the end check.
+//! `crates/ovni/tests/fixtures/models/emu-nodes-subsystems` holds the original's outputs for
+//! the first; with `OVNI_ORIGINAL_EMU` naming ovni 1.14's `ovniemu`, every trace here is also
+//! checked against the original's files and messages.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::models::{emu, errors, run, stable, trace_with};
+use crate::util::copy_dir;
+use ovni::Mcv;
+
+const NODES: (&str, &str) = ("nodes", "1.0.0");
+const FILES: [&str; 6] = [
+    "cpu.prv",
+    "cpu.pcf",
+    "cpu.row",
+    "thread.prv",
+    "thread.pcf",
+    "thread.row",
+];
+
+/// A trace whose thread emits `events` at 2000, 3000, ...
+pub(crate) fn nodes_trace(dir: &Path, events: &[&[u8; 3]]) {
+    trace_with(dir, &[NODES], |t| {
+        let mut clock = 1000;
+        for e in events {
+            clock += 1000;
+            t.emit_at(Mcv(**e), clock, &[]).unwrap();
+        }
+        clock + 1000
+    });
+}
+
+/// The subsystems of the fixture: nested, with the thread paused inside one.
+pub(crate) const SUBSYSTEMS: [&[u8; 3]; 12] = [
+    b"DC[", b"DR[", b"DR]", b"DC]", b"DS[", b"OHp", b"OHr", b"DS]", b"DT[", b"DI[", b"DI]", b"DT]",
+];
+
+/// ovniemu's run on the trace in `tmp/ovni` (checked against the original's, if given).
+fn emulate(tmp: &Path, args: &[&str]) -> Output {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("ovni");
+    let out = emu(&all, tmp);
+    if let Some(original) = std::env::var_os("OVNI_ORIGINAL_EMU") {
+        copy_dir(&tmp.join("ovni"), &tmp.join("theirs"));
+        let mut all: Vec<&str> = args.to_vec();
+        all.push("theirs");
+        let theirs = Command::new(original)
+            .args(&all)
+            .current_dir(tmp)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), theirs.status.code());
+        assert_eq!(
+            stable(&out.stderr),
+            stable(&theirs.stderr).replace("theirs", "ovni")
+        );
+        for f in FILES {
+            let ours = fs::read(tmp.join("ovni").join(f)).ok();
+            assert_eq!(ours, fs::read(tmp.join("theirs").join(f)).ok(), "{f}");
+        }
+        fs::remove_dir_all(tmp.join("theirs")).unwrap();
+    }
+    out
+}
+
+fn lint(tmp: &Path) -> Option<i32> {
+    run(env!("CARGO_BIN_EXE_ovnilint"), &["ovni"], tmp)
+        .status
+        .code()
+}
+
+#[test]
+fn nested_subsystems_show_while_the_thread_is_not_paused() {
+    let tmp = tempfile::tempdir().unwrap();
+    nodes_trace(&tmp.path().join("ovni"), &SUBSYSTEMS);
+    let out = emulate(tmp.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stable(&out.stderr));
+    let pcf = fs::read_to_string(tmp.path().join("ovni/thread.pcf")).unwrap();
+    assert!(pcf.contains("0 30         NODES subsystem of the ACTIVE thread\n"));
+    assert!(pcf.contains("\n8    Spawn Function: Spawning a function\n"));
+    let cpu = fs::read_to_string(tmp.path().join("ovni/cpu.pcf")).unwrap();
+    assert!(cpu.contains("0 30         NODES subsystem of the RUNNING thread\n"));
+    assert_eq!(lint(tmp.path()), Some(0));
+}
+
+#[test]
+fn rejected_events_get_the_originals_messages() {
+    for (events, first) in [
+        (
+            &[b"DC[", b"DS]"][..],
+            "chan_pop: nodes.thread0.subsystem: expected value {int64_t 7} different from top of stack {int64_t 6}",
+        ),
+        (
+            &[b"DT[", b"DT["][..],
+            "chan_push: nodes.thread0.subsystem: same value as last_value {int64_t 5}",
+        ),
+        (&[b"DP]"][..], "chan_pop: nodes.thread0.subsystem: channel stack empty"),
+        (
+            &[b"OHp", b"DR["][..],
+            "process_ev: current thread 100 not running",
+        ),
+        (&[b"DRx"][..], "simple: unknown NODES subsystem event"),
+        (&[b"DX["][..], "process_ev: unknown NODES event category"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        nodes_trace(&tmp.path().join("ovni"), events);
+        let out = emulate(tmp.path(), &[]);
+        assert_eq!(out.status.code(), Some(1));
+        let errors = errors(&out);
+        assert_eq!(
+            errors.get(..3).unwrap_or_default(),
+            [
+                first,
+                "model_nodes_event: error processing NODES event",
+                "model_event: event() failed for 'nodes' model",
+            ],
+            "{errors:?}"
+        );
+        assert_eq!(lint(tmp.path()), Some(1));
+    }
+}
+
+#[test]
+fn a_thread_ending_inside_a_subsystem_fails_in_lint_mode_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    nodes_trace(&tmp.path().join("ovni"), &[b"DW["]);
+    let out = emulate(tmp.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stable(&out.stderr));
+    let out = emulate(tmp.path(), &["-l"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        errors(&out),
+        [
+            "end_lint: thread 100 ended with 1 stacked nodes subsystems",
+            "model_nodes_finish: end_lint failed",
+            "model_finish: finish failed for model 'D'",
+            "emu_finish: model_finish failed",
+            "main: emu_finish failed",
+        ]
+    );
+}
