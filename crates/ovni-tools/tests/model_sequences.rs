@@ -1,6 +1,6 @@
 //! Random sequences of mpi, tampi, openmp, nosv, nanos6, nodes and kernel events: the emulator
-//! never panics on them, and when their payloads fit the events' signatures `ovnilint` accepts exactly the traces
-//! `ovniemu` emulates without error.
+//! never panics on them, and when their payloads fit the events' signatures `ovnilint` accepts
+//! exactly the traces `ovniemu` emulates without error.
 
 use std::path::Path;
 use std::sync::OnceLock;

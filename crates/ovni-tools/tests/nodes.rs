@@ -143,3 +143,52 @@ fn a_thread_ending_inside_a_subsystem_fails_in_lint_mode_only() {
         ]
     );
 }
+
+/// `-a` enables every model: the same views and messages as a trace that requires them all,
+/// but for the line that says so.
+#[test]
+fn all_models_flag_enables_every_model() {
+    let all = [
+        ("nanos6", "1.1.0"),
+        ("nosv", "2.7.0"),
+        ("nodes", "1.0.0"),
+        ("tampi", "1.0.0"),
+        ("mpi", "1.0.0"),
+        ("kernel", "1.0.0"),
+        ("openmp", "1.2.1"),
+    ];
+    let write = |dir: &Path, models: &[(&str, &str)]| {
+        trace_with(dir, models, |t| {
+            let mut clock = 1000;
+            for e in SUBSYSTEMS {
+                clock += 1000;
+                t.emit_at(Mcv(*e), clock, &[]).unwrap();
+            }
+            clock + 1000
+        })
+    };
+    let flagged = tempfile::tempdir().unwrap();
+    write(&flagged.path().join("ovni"), &[NODES]);
+    let out = emulate(flagged.path(), &["-a"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stable(&out.stderr));
+    let required = tempfile::tempdir().unwrap();
+    write(&required.path().join("ovni"), &all);
+    let want = emu(&["ovni"], required.path());
+    assert_eq!(want.status.code(), Some(0));
+    assert_eq!(
+        stable(&out.stderr),
+        stable(&want.stderr).replace(
+            "the following 8 models are enabled: ",
+            "all 8 models are enabled (-a): "
+        )
+    );
+    for f in FILES {
+        let got = fs::read(flagged.path().join("ovni").join(f)).unwrap();
+        let want = fs::read(required.path().join("ovni").join(f)).unwrap();
+        assert!(got == want, "{f} differs");
+    }
+    let pcf = fs::read_to_string(flagged.path().join("ovni/thread.pcf")).unwrap();
+    for ty in [10, 20, 25, 30, 35, 45, 50] {
+        assert!(pcf.contains(&format!("\n0 {ty:<10} ")), "type {ty}");
+    }
+}

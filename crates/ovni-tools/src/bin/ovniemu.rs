@@ -1,4 +1,4 @@
-//! `ovniemu [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
+//! `ovniemu [-a] [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
 /// Differences from ovni 1.14's ovniemu: no Paraver configuration folder (cfg/)
-/// is copied; -a, -b and -d do not exist; a trace whose threads did not finish (a crashed
+/// is copied; -b and -d do not exist; a trace whose threads did not finish (a crashed
 /// program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
@@ -33,6 +33,9 @@ struct Args {
     /// Clock offset table (default: DIR/clock-offsets.txt if present)
     #[arg(short = 'c', value_name = "FILE")]
     clock_offsets: Option<PathBuf>,
+    /// Enable every model, whether the trace requires it or not
+    #[arg(short = 'a')]
+    all_models: bool,
     /// Trace directory
     dir: PathBuf,
 }
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
     let opts = EmuOptions {
         lint: args.lint,
         clock_offsets: args.clock_offsets,
+        all_models: args.all_models,
     };
     let mut rep = Stderr(io::stderr().lock());
     if emulate(&args.dir, &opts, &mut rep).ok {

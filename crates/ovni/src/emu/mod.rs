@@ -13,7 +13,7 @@
 //! Differences from the original, by design:
 //!
 //! * no Paraver configuration folder (`cfg/`) is copied into the trace;
-//! * `-a`, `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
+//! * `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
 //!   reject threads that end with marks still pushed or inside a model's stack.
 //!
 //! This file holds the stages up to the event loop (options, setup, clock offsets, first
@@ -63,6 +63,9 @@ pub struct EmuOptions {
     pub lint: bool,
     /// Clock offset table; `None` uses `<dir>/clock-offsets.txt` if it exists.
     pub clock_offsets: Option<PathBuf>,
+    /// ovniemu's `-a`: every model is enabled, whether the threads require it or not (the
+    /// versions they require are still checked).
+    pub all_models: bool,
 }
 
 /// How an emulation ended.
@@ -288,7 +291,13 @@ impl Setup {
             }
             Err(_) => BTreeMap::new(),
         };
-        for l in models::enabled_lines(&required) {
+        let mut required = required;
+        if opts.all_models {
+            for m in table.models() {
+                required.insert(m.name.clone(), m.version.clone());
+            }
+        }
+        for l in models::enabled_lines(&required, opts.all_models) {
             out.info(&l);
         }
         let hwc = if required.contains_key("nosv") {

@@ -461,7 +461,7 @@ pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> 
 }
 
 /// ovniemu's list of the enabled models, by model character.
-pub(super) fn enabled_lines(required: &BTreeMap<String, String>) -> Vec<String> {
+pub(super) fn enabled_lines(required: &BTreeMap<String, String>, all: bool) -> Vec<String> {
     let table = EventTable::builtin();
     let mut models: Vec<_> = table
         .models()
@@ -472,10 +472,11 @@ pub(super) fn enabled_lines(required: &BTreeMap<String, String>) -> Vec<String> 
     if models.is_empty() {
         return Vec::new();
     }
-    let mut v = vec![format!(
-        "the following {} models are enabled: ",
-        models.len()
-    )];
+    let mut v = vec![if all {
+        format!("all {} models are enabled (-a): ", models.len())
+    } else {
+        format!("the following {} models are enabled: ", models.len())
+    }];
     for m in models {
         v.push(format!(
             " {:>8} {} '{}' ({} events)",
