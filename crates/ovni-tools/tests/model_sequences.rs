@@ -102,12 +102,16 @@ fn leave_of(mcv: Mcv) -> Option<Mcv> {
 
 /// Mostly well nested model events: enter and leave pairs (functions, subsystems, tasks,
 /// worksharings), and now and then a random event.
-fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
+/// With `only`, the events of that model alone.
+fn nested_events(rng: &mut Rng, n: usize, only: Option<u8>) -> Vec<(Mcv, Vec<u8>)> {
+    let of = |e: &&Mcv| only.is_none_or(|m| e.model() == m);
     let pairs: Vec<(Mcv, Mcv)> = model_events()
         .iter()
+        .filter(of)
         .filter_map(|&e| leave_of(e).map(|l| (e, l)))
         .collect();
-    let all = model_events();
+    let all: Vec<Mcv> = model_events().iter().filter(of).copied().collect();
+    let arm = |c: u8| only.is_none_or(|m| m == c);
     let ty = [&1u32.to_le_bytes()[..], b"t\0"].concat();
     let mut out: Vec<(Mcv, Vec<u8>)> = vec![
         (Mcv(*b"POc"), ty.clone()),
@@ -123,18 +127,18 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
                 out.push((mcv, payload(rng, mcv, true).0));
             }
             1..=4 if !open.is_empty() => out.extend(open.pop()),
-            5 => {
+            5 if arm(b'P') => {
                 task += 1;
                 let id = task.to_le_bytes();
                 out.push((Mcv(*b"PPc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
                 out.push((Mcv(*b"PPx"), id.to_vec()));
                 open.push((Mcv(*b"PPe"), id.to_vec()));
             }
-            6 => {
+            6 if arm(b'P') => {
                 out.push((Mcv(*b"PQx"), 1u32.to_le_bytes().to_vec()));
                 open.push((Mcv(*b"PQe"), 1u32.to_le_bytes().to_vec()));
             }
-            7 => {
+            7 if arm(b'V') => {
                 task += 1;
                 let id = task.to_le_bytes();
                 let body = [&id[..], &0u32.to_le_bytes()[..]].concat();
@@ -142,7 +146,7 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
                 out.push((Mcv(*b"VTx"), body.clone()));
                 open.push((Mcv(*b"VTe"), body));
             }
-            8 => {
+            8 if arm(b'6') => {
                 task += 1;
                 let id = task.to_le_bytes();
                 out.push((Mcv(*b"6Tc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
@@ -161,15 +165,21 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
         }
     }
     out.extend(open.into_iter().rev());
+    out.retain(|(e, _)| only.is_none_or(|m| e.model() == m));
     out
 }
 
 /// A one-thread trace with `n` random model events (mostly well nested if `fit`), paused
 /// and resumed now and then.
 fn write_trace(dir: &Path, seed: u64, n: usize, fit: bool) {
+    write_trace_of(dir, seed, n, fit, None);
+}
+
+/// As [`write_trace`], with the events of model `only` alone if given.
+fn write_trace_of(dir: &Path, seed: u64, n: usize, fit: bool, only: Option<u8>) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let events: Vec<(Mcv, Vec<u8>)> = if fit {
-        nested_events(&mut rng, n)
+        nested_events(&mut rng, n, only)
     } else {
         let all = model_events();
         (0..n)
@@ -279,7 +289,17 @@ fn random_model_events_match_the_original_when_it_is_given() {
         let tmp = tempfile::tempdir().unwrap();
         let ours = tmp.path().join("ours");
         let theirs = tmp.path().join("theirs");
-        write_trace(&ours, seed, 5 + (seed as usize % 6) * 10, true);
+        // Every model's events together, then each model's alone in turn.
+        let only = [
+            None,
+            Some(b'6'),
+            Some(b'D'),
+            Some(b'V'),
+            Some(b'P'),
+            Some(b'M'),
+        ];
+        let only = only[seed as usize % only.len()];
+        write_trace_of(&ours, seed, 5 + (seed as usize % 7) * 10, true, only);
         crate::util::copy_dir(&ours, &theirs);
         let a = crate::models::emu(&["ours"], tmp.path());
         let b = std::process::Command::new(&original)
