@@ -241,6 +241,21 @@ fn random_model_events_get_the_same_verdict_from_ovniemu_and_ovnilint() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ovni");
         write_trace(&dir, seed, 5 + (seed as usize % 4) * 10, true);
+        // And the nanos6 and nodes events alone, which a trace of every model seldom reaches.
+        let tmp1 = tempfile::tempdir().unwrap();
+        let only = [b'6', b'D'][seed as usize % 2];
+        write_trace_of(&tmp1.path().join("ovni"), seed, 30, true, Some(only));
+        let dir1 = tmp1.path().join("ovni");
+        let emu1 = emulate(&dir1, &EmuOptions::default(), &mut Collect::default());
+        let lint1 = lint_dir(&dir1, &LintOptions::default());
+        assert_eq!(
+            emu1.ok,
+            lint1.accepted(),
+            "seed {seed} ({}): ovniemu {:?}, ovnilint {:?}",
+            only as char,
+            emu1.error,
+            lint1.problems.first()
+        );
         let emu = emulate(&dir, &EmuOptions::default(), &mut Collect::default());
         let lint = lint_dir(&dir, &LintOptions::default());
         assert_eq!(
