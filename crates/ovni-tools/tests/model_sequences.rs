@@ -201,8 +201,13 @@ fn write_trace_of(dir: &Path, seed: u64, n: usize, fit: bool, only: Option<u8>) 
         ("nodes", "1.0.0"),
         ("kernel", "1.0.0"),
     ];
+    // With `only`, that model alone is required.
+    let table = EventTable::builtin();
     for (m, v) in models {
-        t.require(m, v).unwrap();
+        let id = table.model_by_name(m).map(|m| m.id);
+        if only.is_none() || only == id {
+            t.require(m, v).unwrap();
+        }
     }
     let mut cpu = Vec::new();
     cpu.extend_from_slice(&0i32.to_le_bytes());
@@ -316,8 +321,11 @@ fn random_model_events_match_the_original_when_it_is_given() {
         let only = only[seed as usize % only.len()];
         write_trace_of(&ours, seed, 5 + (seed as usize % 7) * 10, true, only);
         crate::util::copy_dir(&ours, &theirs);
-        let a = crate::models::emu(&["ours"], tmp.path());
+        // The nanos6 events alone also get the breakdown view.
+        let args: &[&str] = if only == Some(b'6') { &["-b"] } else { &[] };
+        let a = crate::models::emu(&[args, &["ours"]].concat(), tmp.path());
         let b = std::process::Command::new(&original)
+            .args(args)
             .arg("theirs")
             .current_dir(tmp.path())
             .output()
@@ -340,6 +348,9 @@ fn random_model_events_match_the_original_when_it_is_given() {
             "thread.prv",
             "thread.pcf",
             "thread.row",
+            "nanos6-breakdown.prv",
+            "nanos6-breakdown.pcf",
+            "nanos6-breakdown.row",
         ] {
             if std::fs::read(ours.join(f)).ok() != std::fs::read(theirs.join(f)).ok() {
                 failures.push(format!("{name}: {f} differs"));

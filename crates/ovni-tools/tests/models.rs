@@ -28,7 +28,7 @@ fn cases() -> Vec<PathBuf> {
         .filter(|p| p.join("golden").is_dir())
         .collect();
     v.sort();
-    assert_eq!(v.len(), 25, "fixture set changed");
+    assert_eq!(v.len(), 26, "fixture set changed");
     v
 }
 

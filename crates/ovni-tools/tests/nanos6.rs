@@ -65,7 +65,7 @@ fn emulate(tmp: &Path, args: &[&str]) -> std::process::Output {
             stable(&out.stderr),
             stable(&theirs.stderr).replace("theirs", "ovni")
         );
-        for f in FILES {
+        for f in FILES.iter().chain(&BREAKDOWN) {
             let ours = fs::read(tmp.join("ovni").join(f)).ok();
             assert_eq!(ours, fs::read(tmp.join("theirs").join(f)).ok(), "{f}");
         }
@@ -209,4 +209,152 @@ fn a_paused_task_resumes_and_its_type_is_written_again() {
         ["0", &gid, "0", &gid, "0"].map(String::from),
         "{prv}"
     );
+}
+
+/// Three threads of one process, each on its own CPU, running tasks of two types with
+/// subsystems and idle states in between, at interleaved times: the breakdown rows sort
+/// their values. `crates/ovni/tests/fixtures/models/emu-nanos6-breakdown-cpus` is this trace
+/// with the original's outputs.
+pub(crate) fn three_cpus(dir: &Path) {
+    let p = ovni::write::Process::init(dir, 1, "node0", 100).unwrap();
+    let mut threads: Vec<ThreadStream> = (0..3).map(|k| p.thread_init(101 + k).unwrap()).collect();
+    for (k, t) in threads.iter_mut().enumerate() {
+        if k == 0 {
+            for c in 0..3 {
+                t.add_cpu(c, c).unwrap();
+            }
+        }
+        t.require(NANOS6.0, NANOS6.1).unwrap();
+        let k = k as u64;
+        let at = |step: u64| 1000 + step * 100 + k * 7;
+        let mut cpu = Vec::new();
+        cpu.extend_from_slice(&(k as i32).to_le_bytes());
+        cpu.extend_from_slice(&(-1i32).to_le_bytes());
+        cpu.extend_from_slice(&0u64.to_le_bytes());
+        t.emit_at(Mcv(*b"OHx"), at(0), &cpu).unwrap();
+        let mut evs: Vec<(&[u8; 3], Vec<u8>)> = Vec::new();
+        if k == 0 {
+            evs.push((b"6Yc", task_type(1, "A")));
+            evs.push((b"6Yc", task_type(2, "B")));
+        } else {
+            evs.push((b"6Pr", Vec::new()));
+            evs.push((b"6Pp", Vec::new()));
+        }
+        evs.push((b"6Hw", Vec::new()));
+        evs.push((b"6W[", Vec::new()));
+        for j in 0..4u32 {
+            let k = k as u32;
+            if (j + k).is_multiple_of(2) {
+                evs.push((b"6Pr", Vec::new()));
+                evs.push((b"6Pp", Vec::new()));
+            }
+            let id = 10 * k + j + 1;
+            evs.push((b"6Tc", ids(&[id, 1 + (j + k) % 2])));
+            evs.push((b"6Tx", ids(&[id])));
+            evs.push((b"6Sa", Vec::new()));
+            evs.push((b"6SA", Vec::new()));
+            if (j + k).is_multiple_of(3) {
+                evs.push((b"6Tp", ids(&[id])));
+                evs.push((b"6Tr", ids(&[id])));
+            }
+            evs.push((b"6Te", ids(&[id])));
+        }
+        evs.push((b"6W]", Vec::new()));
+        evs.push((b"6HW", Vec::new()));
+        evs.push((b"OHe", Vec::new()));
+        for (step, (mcv, payload)) in evs.iter().enumerate() {
+            let clock = at(step as u64 + 1);
+            if **mcv == *b"6Yc" {
+                t.emit_jumbo_at(Mcv(**mcv), clock, payload).unwrap();
+            } else {
+                t.emit_at(Mcv(**mcv), clock, payload).unwrap();
+            }
+        }
+    }
+    for t in threads {
+        t.finish().unwrap();
+    }
+}
+
+const BREAKDOWN: [&str; 3] = [
+    "nanos6-breakdown.prv",
+    "nanos6-breakdown.pcf",
+    "nanos6-breakdown.row",
+];
+
+fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../ovni/tests/fixtures/models")
+}
+
+/// `-b` on every nanos6 fixture: the original's six files and its breakdown view
+/// (`golden-b/`), with the same exit status as without `-b`.
+#[test]
+fn breakdown_matches_the_originals_outputs() {
+    let mut cases: Vec<_> = fs::read_dir(fixtures())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("golden-b").is_dir())
+        .collect();
+    cases.sort();
+    assert_eq!(cases.len(), 7, "fixture set changed");
+    let mut failures = Vec::new();
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let tmp = tempfile::tempdir().unwrap();
+        copy_dir(&case.join("ovni"), &tmp.path().join("ovni"));
+        let out = emu(&["-b", "ovni"], tmp.path());
+        let want: i32 = fs::read_to_string(case.join("exit-status"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if out.status.code() != Some(want) {
+            failures.push(format!("{name}: exit {:?}, want {want}", out.status.code()));
+        }
+        let files = FILES.iter().map(|f| ("golden", f));
+        for (dir, f) in files.chain(BREAKDOWN.iter().map(|f| ("golden-b", f))) {
+            let got = fs::read(tmp.path().join("ovni").join(f)).ok();
+            if got != fs::read(case.join(dir).join(f)).ok() {
+                failures.push(format!("{name}: {f} differs"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// [`three_cpus`] writes the trace of the fixture `emu-nanos6-breakdown-cpus`.
+#[test]
+fn three_cpus_is_the_fixtures_trace() {
+    let tmp = tempfile::tempdir().unwrap();
+    three_cpus(&tmp.path().join("ovni"));
+    let out = emulate(tmp.path(), &["-b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stable(&out.stderr));
+    let case = fixtures().join("emu-nanos6-breakdown-cpus/golden-b");
+    for f in BREAKDOWN {
+        let got = fs::read(tmp.path().join("ovni").join(f)).unwrap();
+        assert!(got == fs::read(case.join(f)).unwrap(), "{f} differs");
+    }
+}
+
+/// The breakdown views of the nosv and openmp models are not emulated: `-b` refuses a trace
+/// that enables them before the emulation starts (the views hold only their header).
+#[test]
+fn breakdown_refuses_the_nosv_and_openmp_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    trace_with(
+        &tmp.path().join("ovni"),
+        &[NANOS6, ("nosv", "2.7.0")],
+        |_| 2000,
+    );
+    let out = emu(&["-b", "ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        errors(&out),
+        ["emu_init: the breakdown views of the nosv model are not emulated (-b)"]
+    );
+    for f in BREAKDOWN {
+        assert!(!tmp.path().join("ovni").join(f).exists(), "{f}");
+    }
+    let prv = fs::read_to_string(tmp.path().join("ovni/cpu.prv")).unwrap();
+    assert_eq!(prv.lines().count(), 1, "{prv}");
 }

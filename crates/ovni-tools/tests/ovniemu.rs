@@ -197,7 +197,7 @@ fn lint_mode_rejects_marks_left_pushed_and_still_writes() {
 fn usage() {
     let tmp = tempfile::tempdir().unwrap();
     assert_eq!(run(&[], tmp.path()).status.code(), Some(2));
-    for opt in ["-b", "-d"] {
+    for opt in ["-d", "-x"] {
         assert_eq!(
             run(&[opt, "ovni"], tmp.path()).status.code(),
             Some(2),

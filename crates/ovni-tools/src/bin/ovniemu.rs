@@ -36,6 +36,9 @@ struct Args {
     /// Enable every model, whether the trace requires it or not
     #[arg(short = 'a')]
     all_models: bool,
+    /// Also write the nanos6 breakdown view (nanos6-breakdown.prv, .pcf, .row)
+    #[arg(short = 'b')]
+    breakdown: bool,
     /// Trace directory
     dir: PathBuf,
 }
@@ -59,6 +62,7 @@ fn main() -> ExitCode {
         lint: args.lint,
         clock_offsets: args.clock_offsets,
         all_models: args.all_models,
+        breakdown: args.breakdown,
     };
     let mut rep = Stderr(io::stderr().lock());
     if emulate(&args.dir, &opts, &mut rep).ok {

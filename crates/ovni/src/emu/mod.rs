@@ -66,6 +66,10 @@ pub struct EmuOptions {
     /// ovniemu's `-a`: every model is enabled, whether the threads require it or not (the
     /// versions they require are still checked).
     pub all_models: bool,
+    /// ovniemu's `-b`: the nanos6 breakdown view (`nanos6-breakdown.{prv,pcf,row}`) when the
+    /// nanos6 model is enabled. The nosv and openmp breakdown views are not emulated: a trace
+    /// that enables those models is refused.
+    pub breakdown: bool,
 }
 
 /// How an emulation ended.
@@ -318,6 +322,29 @@ impl Setup {
             Vec::new()
         };
         let models = Models::new(&required, &self.sys, &self.layout.row_thread, hwc);
+        if opts.breakdown {
+            let others = models.other_breakdowns();
+            if !others.is_empty() {
+                let plural = if others.len() > 1 { "s" } else { "" };
+                let what = format!(
+                    "the breakdown views of the {} model{plural} are not emulated (-b)",
+                    others.join(" and ")
+                );
+                let e = Error::io(dir, std::io::Error::other(what.clone()));
+                return early(outputs, out, vec![format!("emu_init: {what}")], e);
+            }
+            if models.nanos6_base().is_some() {
+                let nphy = self
+                    .layout
+                    .cpu_labels
+                    .len()
+                    .saturating_sub(self.sys.looms.len());
+                if let Err(e) = outputs.add_breakdown(nphy) {
+                    let lines = vec![format!("emu_init: {}", chain_text(&e))];
+                    return early(outputs, out, lines, e);
+                }
+            }
+        }
         let marks = match MarkList::new(&self.sys, &self.layout, streams) {
             Ok(m) => m,
             Err(e) => {

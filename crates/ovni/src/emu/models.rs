@@ -124,6 +124,38 @@ impl Models {
         }
     }
 
+    /// Index of the first nanos6 channel, if the model is enabled.
+    pub(super) fn nanos6_base(&self) -> Option<usize> {
+        self.models
+            .iter()
+            .find(|m| matches!(m.state, State::Nanos6(_)))
+            .map(|m| m.base)
+    }
+
+    /// True if a model whose breakdown view is not emulated (nosv, openmp) is enabled.
+    pub(super) fn other_breakdowns(&self) -> Vec<&'static str> {
+        self.models
+            .iter()
+            .filter_map(|m| match m.state {
+                State::OpenMp(_) => Some("openmp"),
+                State::Nosv(..) => Some("nosv"),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The `.pcf` types of the nanos6 breakdown view (none if the task type labels collide:
+    /// the original's finish fails before).
+    pub(super) fn breakdown_pcf_types(&self) -> Vec<PcfType> {
+        self.models
+            .iter()
+            .find_map(|m| match &m.state {
+                State::Nanos6(n) => Some(nanos6::breakdown_pcf_types(n)),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+
     /// The trace was played to its end.
     pub(super) fn set_finished(&mut self) {
         self.finished = true;

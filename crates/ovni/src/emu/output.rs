@@ -18,6 +18,8 @@ use crate::error::Error;
 pub(super) struct PcfTypes {
     pub(super) cpu: Vec<PcfType>,
     pub(super) thread: Vec<PcfType>,
+    /// The nanos6 breakdown view's.
+    pub(super) breakdown: Vec<PcfType>,
 }
 
 /// The types in ovniemu's order: the thread's own (CPU, TID, state), then each enabled
@@ -66,7 +68,12 @@ pub(super) fn pcf_types(
     }
     thread.extend(models.pcf_types(false, true, errors));
     cpu.extend(models.pcf_types(false, false, errors));
-    PcfTypes { cpu, thread }
+    let breakdown = models.breakdown_pcf_types();
+    PcfTypes {
+        cpu,
+        thread,
+        breakdown,
+    }
 }
 
 /// The six output files while the trace is played.
@@ -78,6 +85,8 @@ pub(super) struct Outputs {
     pub(super) thread: Prv,
     cpu_labels: Vec<String>,
     th_labels: Vec<String>,
+    /// The nanos6 breakdown view (`-b`) and its number of rows.
+    pub(super) breakdown: Option<(Prv, usize)>,
     /// The writer thread of both `.prv` files (dropped after them). One thread for both: it
     /// is busy most of the time, so it seldom sleeps and the emulating thread seldom has to
     /// wake it (two threads, each idle half of the time, were woken at every batch).
@@ -99,6 +108,7 @@ impl Outputs {
             thread,
             cpu_labels: layout.cpu_labels.clone(),
             th_labels: layout.th_labels.clone(),
+            breakdown: None,
             _writer: writer,
         })
     }
@@ -109,7 +119,20 @@ impl Outputs {
             self.time = time;
             self.cpu.advance(time);
             self.thread.advance(time);
+            if let Some((b, _)) = &mut self.breakdown {
+                b.advance(time);
+            }
         }
+    }
+
+    /// Adds the nanos6 breakdown view, `rows` rows (`nanos6-breakdown.{prv,pcf,row}`).
+    pub(super) fn add_breakdown(&mut self, rows: usize) -> crate::Result<()> {
+        let prv = Prv::create(&self.dir.join("nanos6-breakdown.prv"), rows, &self._writer)?;
+        for f in ["nanos6-breakdown.pcf", "nanos6-breakdown.row"] {
+            create_file(&self.dir.join(f))?;
+        }
+        self.breakdown = Some((prv, rows));
+        Ok(())
     }
 
     /// Finishes the `.prv` files; with `pcfs`, writes the `.pcf` and `.row` files too (they
@@ -117,13 +140,26 @@ impl Outputs {
     pub(super) fn close(self, pcfs: Option<&PcfTypes>) -> crate::Result<()> {
         self.cpu.close()?;
         self.thread.close()?;
+        let breakdown = match self.breakdown {
+            Some((prv, rows)) => {
+                prv.close()?;
+                Some(rows)
+            }
+            None => None,
+        };
         let Some(pcfs) = pcfs else { return Ok(()) };
-        let files = [
+        let mut files = vec![
             ("cpu.pcf", pcf::render(&pcfs.cpu)),
             ("cpu.row", row::render(&self.cpu_labels)),
             ("thread.pcf", pcf::render(&pcfs.thread)),
             ("thread.row", row::render(&self.th_labels)),
         ];
+        if let Some(rows) = breakdown {
+            // The rows are named from the top: the last row is the first CPU.
+            let labels: Vec<String> = (0..rows).map(|r| format!("~CPU {:>4}", rows - r)).collect();
+            files.push(("nanos6-breakdown.pcf", pcf::render(&pcfs.breakdown)));
+            files.push(("nanos6-breakdown.row", row::render(&labels)));
+        }
         for (name, text) in files {
             let p = self.dir.join(name);
             create_file(&p)?

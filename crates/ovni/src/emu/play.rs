@@ -236,6 +236,11 @@ impl Emu {
             &mut outputs.thread,
         );
         models.add_channels(&mut chans, &mut outputs.cpu, &mut outputs.thread);
+        if let (Some(base), Some((prv, rows))) = (models.nanos6_base(), &mut outputs.breakdown) {
+            use crate::model::nanos6::{CH_IDLE, CH_SUBSYSTEM, CH_TYPE};
+            let tracks = (base + CH_SUBSYSTEM, base + CH_TYPE, base + CH_IDLE);
+            chans.enable_breakdown(tracks, *rows, prv);
+        }
         let mut mark_k = [u8::MAX; 100];
         for (k, &ty) in types.iter().enumerate() {
             if let Some(slot) = usize::try_from(ty).ok().and_then(|t| mark_k.get_mut(t)) {
@@ -320,6 +325,13 @@ impl Emu {
                 }
             }
             self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
+            if let Some(records) = self.chans.breakdown_records() {
+                if let Some((prv, _)) = &mut outputs.breakdown {
+                    for (key, row, ty, v) in records.drain(..) {
+                        prv.record_keyed(key, row, ty, v);
+                    }
+                }
+            }
             if outputs.cpu.failed() || outputs.thread.failed() {
                 return Err(write_failed(outputs, out));
             }

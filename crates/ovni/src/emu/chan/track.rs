@@ -89,7 +89,7 @@ impl Channels {
         self.track_in(t, j) + 1
     }
 
-    fn track_cpu_out(&self, c: usize, j: usize) -> usize {
+    pub(super) fn track_cpu_out(&self, c: usize, j: usize) -> usize {
         self.track_base + self.nthreads * 2 * self.tracks.len() + c * self.tracks.len() + j
     }
 
