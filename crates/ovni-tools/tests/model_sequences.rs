@@ -321,8 +321,10 @@ fn random_model_events_match_the_original_when_it_is_given() {
         let only = only[seed as usize % only.len()];
         write_trace_of(&ours, seed, 5 + (seed as usize % 7) * 10, true, only);
         crate::util::copy_dir(&ours, &theirs);
-        // The nanos6 events alone also get the breakdown view.
-        let args: &[&str] = if only == Some(b'6') { &["-b"] } else { &[] };
+        // The nanos6, openmp and nosv events alone also get their breakdown view (refused for
+        // nosv: these threads do not say they allow it).
+        let bd = matches!(only, Some(b'6' | b'P' | b'V'));
+        let args: &[&str] = if bd { &["-b"] } else { &[] };
         let a = crate::models::emu(&[args, &["ours"]].concat(), tmp.path());
         let b = std::process::Command::new(&original)
             .args(args)
@@ -351,6 +353,10 @@ fn random_model_events_match_the_original_when_it_is_given() {
             "nanos6-breakdown.prv",
             "nanos6-breakdown.pcf",
             "nanos6-breakdown.row",
+            "openmp-breakdown.prv",
+            "openmp-breakdown.pcf",
+            "openmp-breakdown.row",
+            "nosv-breakdown.prv",
         ] {
             if std::fs::read(ours.join(f)).ok() != std::fs::read(theirs.join(f)).ok() {
                 failures.push(format!("{name}: {f} differs"));

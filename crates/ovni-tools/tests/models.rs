@@ -108,6 +108,53 @@ fn ovniemu_matches_the_originals_outputs() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// `-b` on every nanos6, nosv and openmp fixture: the original's exit status, messages
+/// (`stderr-b`), six files and breakdown views (`golden-b/`, absent when the original wrote
+/// none, as for a nosv trace whose threads do not all allow it).
+#[test]
+fn breakdown_matches_the_originals_outputs() {
+    let cases: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|c| c.join("stderr-b").is_file())
+        .collect();
+    assert_eq!(cases.len(), 21, "fixture set changed");
+    let mut failures = Vec::new();
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let tmp = tempfile::tempdir().unwrap();
+        copy_dir(&case.join("ovni"), &tmp.path().join("ovni"));
+        let out = emu(&["-b", "ovni"], tmp.path());
+        let want = status(&case, "exit-status");
+        if out.status.code() != Some(want) {
+            failures.push(format!("{name}: exit {:?}, want {want}", out.status.code()));
+        }
+        let want_err = stable(&fs::read(case.join("stderr-b")).unwrap());
+        let got_err = stable(&out.stderr);
+        if got_err != want_err {
+            failures.push(format!(
+                "{name}: stderr differs:\n--- got\n{got_err}--- want\n{want_err}"
+            ));
+        }
+        let mut files: Vec<(PathBuf, String)> = FILES
+            .iter()
+            .map(|f| (case.join("golden").join(f), f.to_string()))
+            .collect();
+        let golden_b = case.join("golden-b");
+        for model in ["nanos6", "nosv", "openmp"] {
+            for ext in ["prv", "pcf", "row"] {
+                let f = format!("{model}-breakdown.{ext}");
+                files.push((golden_b.join(&f), f));
+            }
+        }
+        for (want, f) in files {
+            if fs::read(tmp.path().join("ovni").join(&f)).ok() != fs::read(want).ok() {
+                failures.push(format!("{name}: {f} differs"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// A one-thread trace (tid 100, CPU 0) requiring `models`; `events` are emitted at
 /// 1000, 2000, ... between the thread's execute and end events.
 pub(crate) fn trace(dir: &Path, models: &[(&str, &str)], events: &[&[u8; 3]]) {

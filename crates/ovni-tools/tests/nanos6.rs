@@ -286,42 +286,6 @@ fn fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../ovni/tests/fixtures/models")
 }
 
-/// `-b` on every nanos6 fixture: the original's six files and its breakdown view
-/// (`golden-b/`), with the same exit status as without `-b`.
-#[test]
-fn breakdown_matches_the_originals_outputs() {
-    let mut cases: Vec<_> = fs::read_dir(fixtures())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("golden-b").is_dir())
-        .collect();
-    cases.sort();
-    assert_eq!(cases.len(), 7, "fixture set changed");
-    let mut failures = Vec::new();
-    for case in cases {
-        let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let tmp = tempfile::tempdir().unwrap();
-        copy_dir(&case.join("ovni"), &tmp.path().join("ovni"));
-        let out = emu(&["-b", "ovni"], tmp.path());
-        let want: i32 = fs::read_to_string(case.join("exit-status"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        if out.status.code() != Some(want) {
-            failures.push(format!("{name}: exit {:?}, want {want}", out.status.code()));
-        }
-        let files = FILES.iter().map(|f| ("golden", f));
-        for (dir, f) in files.chain(BREAKDOWN.iter().map(|f| ("golden-b", f))) {
-            let got = fs::read(tmp.path().join("ovni").join(f)).ok();
-            if got != fs::read(case.join(dir).join(f)).ok() {
-                failures.push(format!("{name}: {f} differs"));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
-}
-
 /// [`three_cpus`] writes the trace of the fixture `emu-nanos6-breakdown-cpus`.
 #[test]
 fn three_cpus_is_the_fixtures_trace() {
@@ -334,27 +298,4 @@ fn three_cpus_is_the_fixtures_trace() {
         let got = fs::read(tmp.path().join("ovni").join(f)).unwrap();
         assert!(got == fs::read(case.join(f)).unwrap(), "{f} differs");
     }
-}
-
-/// The breakdown views of the nosv and openmp models are not emulated: `-b` refuses a trace
-/// that enables them before the emulation starts (the views hold only their header).
-#[test]
-fn breakdown_refuses_the_nosv_and_openmp_models() {
-    let tmp = tempfile::tempdir().unwrap();
-    trace_with(
-        &tmp.path().join("ovni"),
-        &[NANOS6, ("nosv", "2.7.0")],
-        |_| 2000,
-    );
-    let out = emu(&["-b", "ovni"], tmp.path());
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        errors(&out),
-        ["emu_init: the breakdown views of the nosv model are not emulated (-b)"]
-    );
-    for f in BREAKDOWN {
-        assert!(!tmp.path().join("ovni").join(f).exists(), "{f}");
-    }
-    let prv = fs::read_to_string(tmp.path().join("ovni/cpu.prv")).unwrap();
-    assert_eq!(prv.lines().count(), 1, "{prv}");
 }

@@ -16,8 +16,8 @@ mod breakdown;
 mod track;
 
 use super::prv::Prv;
-use breakdown::Breakdown;
-pub(crate) use breakdown::TY_BREAKDOWN;
+use breakdown::Stage;
+pub(crate) use breakdown::View;
 pub(crate) use track::TrackDef;
 
 /// Paraver record types of the ovni model, as ovniemu 1.14 numbers them (the `.pcf` files
@@ -72,13 +72,9 @@ enum Kind {
     Running(u32),
     /// A thread's channel `j` of another model: input of its thread and CPU muxes.
     Track(u32, u16),
-    /// A CPU's nanos6 subsystem, task type and idle state, the breakdown's `tr` and `tri`
-    /// channels of that CPU (`chan/breakdown.rs`).
-    BdSubsystem(u32),
-    BdType(u32),
-    BdIdle(u32),
-    BdTr(u32),
-    BdTri(u32),
+    /// A channel of CPU row `.0` in a breakdown view (`chan/breakdown.rs`; `.1`: the view's
+    /// index and the channel's role).
+    Bd(u32, u16),
 }
 
 /// The Paraver file a channel writes to.
@@ -88,7 +84,7 @@ enum File {
     None,
     Cpu,
     Thread,
-    /// A row of the nanos6 breakdown view.
+    /// A row of a breakdown view.
     Breakdown,
 }
 
@@ -148,8 +144,8 @@ pub(crate) struct Channels {
     tracks: Vec<TrackDef>,
     /// Id of the first of them.
     track_base: usize,
-    /// The nanos6 breakdown stage, if enabled.
-    breakdown: Option<Box<Breakdown>>,
+    /// The breakdown views (`-b`).
+    breakdown: Vec<Stage>,
 }
 
 impl Channels {
@@ -197,7 +193,7 @@ impl Channels {
             cpu_sel: vec![None; ncpus],
             tracks: Vec::new(),
             track_base: n,
-            breakdown: None,
+            breakdown: Vec::new(),
         };
         let mark_ty = |k: usize| TY_MARK + marks.get(k).map_or(0, |&m| m as u32);
         for t in 0..nthreads {
@@ -357,8 +353,10 @@ impl Channels {
             };
             ch.is_dirty = false;
             if ch.file == File::Breakdown {
-                if let (Some(b), Some(r)) = (self.breakdown.as_deref_mut(), breakdown_record(ch)) {
-                    b.records.push(r);
+                let id = id as usize;
+                let stage = self.breakdown.iter_mut().find(|s| s.has_row(id));
+                if let (Some(s), Some(r)) = (stage, breakdown_record(ch)) {
+                    s.records.push(r);
                 }
                 continue;
             }
@@ -538,13 +536,7 @@ impl Channels {
             }
             Some(Kind::Running(c)) => self.select_running(c as usize, id),
             Some(Kind::Track(t, j)) => self.track_input(t as usize, usize::from(j)),
-            Some(
-                kind @ (Kind::BdSubsystem(_)
-                | Kind::BdType(_)
-                | Kind::BdIdle(_)
-                | Kind::BdTr(_)
-                | Kind::BdTri(_)),
-            ) => self.breakdown_callbacks(kind, id),
+            Some(Kind::Bd(c, code)) => self.breakdown_callbacks(c, code, id),
         }
     }
 

@@ -304,6 +304,28 @@ impl Setup {
         for l in models::enabled_lines(&required, opts.all_models) {
             out.info(&l);
         }
+        // The nosv model's breakdown view needs every thread to allow it (checked before its
+        // hardware counters, as the original creates the view first).
+        let mut nosv_breakdown = false;
+        if opts.breakdown && required.contains_key("nosv") {
+            let mut meta = vec![None; self.sys.threads.len()];
+            for (s, role) in streams.iter().zip(&self.roles) {
+                if let Some(m) = role_thread(role).and_then(|t| meta.get_mut(t)) {
+                    *m = s.metadata().nosv_can_breakdown();
+                }
+            }
+            match nosv::can_breakdown(&self.sys, &self.layout.row_thread, &meta) {
+                Ok(Ok(())) => {
+                    out.info("enabling breakdown for nOS-V model");
+                    nosv_breakdown = true;
+                }
+                Ok(Err(warning)) => out.warn(&warning),
+                Err(b) => {
+                    let (lines, e) = *b;
+                    return early(outputs, out, lines, e);
+                }
+            }
+        }
         let hwc = if required.contains_key("nosv") {
             let mut meta = vec![None; self.sys.threads.len()];
             for (s, role) in streams.iter().zip(&self.roles) {
@@ -323,23 +345,15 @@ impl Setup {
         };
         let models = Models::new(&required, &self.sys, &self.layout.row_thread, hwc);
         if opts.breakdown {
-            let others = models.other_breakdowns();
-            if !others.is_empty() {
-                let plural = if others.len() > 1 { "s" } else { "" };
-                let what = format!(
-                    "the breakdown views of the {} model{plural} are not emulated (-b)",
-                    others.join(" and ")
-                );
-                let e = Error::io(dir, std::io::Error::other(what.clone()));
-                return early(outputs, out, vec![format!("emu_init: {what}")], e);
-            }
-            if models.nanos6_base().is_some() {
-                let nphy = self
-                    .layout
-                    .cpu_labels
-                    .len()
-                    .saturating_sub(self.sys.looms.len());
-                if let Err(e) = outputs.add_breakdown(nphy) {
+            // The physical CPUs, by CPU row (each loom's virtual CPU follows its CPUs).
+            let phys: Vec<usize> = (0..self.layout.cpu_labels.len())
+                .filter(|&r| !self.layout.cpu_is_virtual(r))
+                .collect();
+            for name in models.breakdown_models() {
+                if name == "nosv" && !nosv_breakdown {
+                    continue;
+                }
+                if let Err(e) = outputs.add_breakdown(name, phys.clone()) {
                     let lines = vec![format!("emu_init: {}", chain_text(&e))];
                     return early(outputs, out, lines, e);
                 }

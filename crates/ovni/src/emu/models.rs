@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::chan::{Channels, TrackDef};
+use super::chan::{Channels, TrackDef, View};
 use super::pcf::PcfType;
 use super::prv::Prv;
 use super::{nanos6, nosv, openmp};
@@ -17,7 +17,7 @@ use crate::events::EventTable;
 use crate::metadata::System;
 use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
-use crate::model::openmp::OpenMp;
+use crate::model::openmp::{label_values, OpenMp};
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
 use crate::raw::{Event, Mcv};
 
@@ -124,36 +124,117 @@ impl Models {
         }
     }
 
-    /// Index of the first nanos6 channel, if the model is enabled.
-    pub(super) fn nanos6_base(&self) -> Option<usize> {
-        self.models
-            .iter()
-            .find(|m| matches!(m.state, State::Nanos6(_)))
-            .map(|m| m.base)
-    }
-
-    /// True if a model whose breakdown view is not emulated (nosv, openmp) is enabled.
-    pub(super) fn other_breakdowns(&self) -> Vec<&'static str> {
+    /// The enabled models that have a breakdown view (nanos6, openmp, nosv), in ovniemu's
+    /// order.
+    pub(super) fn breakdown_models(&self) -> Vec<&'static str> {
         self.models
             .iter()
             .filter_map(|m| match m.state {
+                State::Nanos6(_) => Some("nanos6"),
                 State::OpenMp(_) => Some("openmp"),
                 State::Nosv(..) => Some("nosv"),
-                _ => None,
+                State::Stack(_) => None,
             })
             .collect()
     }
 
-    /// The `.pcf` types of the nanos6 breakdown view (none if the task type labels collide:
-    /// the original's finish fails before).
-    pub(super) fn breakdown_pcf_types(&self) -> Vec<PcfType> {
-        self.models
-            .iter()
-            .find_map(|m| match &m.state {
-                State::Nanos6(n) => Some(nanos6::breakdown_pcf_types(n)),
+    /// The breakdown view of model `name` and its Paraver type.
+    pub(super) fn breakdown_view(&self, name: &str) -> Option<(View, u32)> {
+        self.models.iter().find_map(|m| {
+            let b = m.base;
+            match (&m.state, name) {
+                (State::Nanos6(_), "nanos6") => {
+                    use crate::model::nanos6::{CH_IDLE, CH_SUBSYSTEM, CH_TYPE};
+                    let view = View::Tasks {
+                        ss: b + CH_SUBSYSTEM,
+                        tt: b + CH_TYPE,
+                        idle: b + CH_IDLE,
+                        task_body: 1,
+                        unknown: 2,
+                    };
+                    Some((view, 41))
+                }
+                (State::Nosv(..), "nosv") => {
+                    use crate::model::nosv::{CH_SUBSYSTEM, CH_TYPE};
+                    let view = View::Tasks {
+                        ss: b + CH_SUBSYSTEM,
+                        tt: b + CH_TYPE,
+                        idle: b + CH_IDLE,
+                        task_body: 11,
+                        unknown: 2,
+                    };
+                    Some((view, 17))
+                }
+                (State::OpenMp(_), "openmp") => Some((
+                    View::Labels {
+                        ss: b,
+                        label: b + 1,
+                    },
+                    53,
+                )),
                 _ => None,
-            })
-            .unwrap_or_default()
+            }
+        })
+    }
+
+    /// The `.pcf` types of the breakdown view of model `name`: its subsystems (and idle
+    /// states), then its task types or labels (none if two labels collide: the original's
+    /// finish fails before).
+    pub(super) fn breakdown_pcf_types(&self, name: &str) -> Vec<PcfType> {
+        let own = |v: &[(i64, &str)]| -> Vec<(i64, String)> {
+            v.iter().map(|&(v, l)| (v, l.to_string())).collect()
+        };
+        let found = self.models.iter().find_map(|m| match (&m.state, name) {
+            (State::Nanos6(n), "nanos6") => {
+                use crate::model::nanos6::{IDLE_LABELS, SUBSYSTEM_LABELS};
+                let mut v = own(&SUBSYSTEM_LABELS);
+                v.extend(own(&IDLE_LABELS));
+                let (types, collision) = label_values(n.types());
+                Some((
+                    41,
+                    "CPU: Nanos6 Runtime/Idle/Task breakdown",
+                    v,
+                    types,
+                    collision,
+                ))
+            }
+            (State::Nosv(n, _), "nosv") => {
+                use crate::model::nosv::{IDLE_LABELS, SUBSYSTEM_LABELS};
+                let mut v = own(&SUBSYSTEM_LABELS);
+                v.extend(own(&IDLE_LABELS));
+                let (types, collision) = label_values(n.types());
+                Some((
+                    17,
+                    "CPU: nOS-V Runtime/Idle/Task breakdown",
+                    v,
+                    types,
+                    collision,
+                ))
+            }
+            (State::OpenMp(o), "openmp") => {
+                let (types, collision) = o.label_values();
+                let v = openmp::subsystem_values();
+                Some((
+                    53,
+                    "CPU: OpenMP Runtime/Label breakdown",
+                    v,
+                    types,
+                    collision,
+                ))
+            }
+            _ => None,
+        });
+        match found {
+            Some((ty, label, mut values, types, None)) => {
+                values.extend(types);
+                vec![PcfType {
+                    ty,
+                    label: label.to_string(),
+                    values,
+                }]
+            }
+            _ => Vec::new(),
+        }
     }
 
     /// The trace was played to its end.

@@ -89,26 +89,6 @@ pub(super) fn pcf_types(model: &Nanos6, thread: bool, errors: &mut Vec<String>) 
         .collect()
 }
 
-/// The `.pcf` type of the breakdown view: the subsystems, idle states and task types (none if
-/// two task type labels collide).
-pub(super) fn breakdown_pcf_types(model: &Nanos6) -> Vec<PcfType> {
-    let (types, collision) = label_values(model.types());
-    if collision.is_some() {
-        return Vec::new();
-    }
-    let values = SUBSYSTEM_LABELS
-        .iter()
-        .chain(IDLE_LABELS.iter())
-        .map(|&(v, l)| (v, l.to_string()))
-        .chain(types)
-        .collect();
-    vec![PcfType {
-        ty: super::chan::TY_BREAKDOWN,
-        label: "CPU: Nanos6 Runtime/Idle/Task breakdown".to_string(),
-        values,
-    }]
-}
-
 /// The problem of two task type labels with the same value, if any.
 pub(super) fn finish_problem(model: &Nanos6) -> Option<TraceProblem> {
     label_values(model.types())

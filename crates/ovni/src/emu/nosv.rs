@@ -134,6 +134,52 @@ pub(super) fn counters(
     })
 }
 
+/// Whether every thread allows the nosv breakdown view (`nosv.can_breakdown` of each thread,
+/// `meta`, checked in ovniemu's thread order `row_thread`): `Ok(Ok(()))` if they all do,
+/// `Ok(Err(warning))` if some do not, ovniemu's lines and the error if a thread lacks the key
+/// or it is not a boolean.
+#[allow(clippy::type_complexity)]
+pub(super) fn can_breakdown(
+    sys: &System,
+    row_thread: &[usize],
+    meta: &[Option<Option<bool>>],
+) -> Result<Result<(), String>, Box<(Vec<String>, Error)>> {
+    let mut suitable = 0;
+    for &t in row_thread {
+        let Some(th) = sys.threads.get(t) else {
+            continue;
+        };
+        let why = match meta.get(t).copied().flatten() {
+            Some(Some(b)) => {
+                suitable += usize::from(b);
+                continue;
+            }
+            None => "missing nosv.can_breakdown key",
+            Some(None) => "expected boolean nosv.can_breakdown key",
+        };
+        let lines = vec![
+            format!("model_nosv_breakdown_create: {why}: thread.{}", th.tid),
+            "model_nosv_create: model_nosv_breakdown_create failed".to_string(),
+            "model_create: create failed for model 'V'".to_string(),
+            "emu_init: model_create failed".to_string(),
+            "main: emu_init failed".to_string(),
+        ];
+        let problem = MetaProblem::BadValue {
+            key: "nosv.can_breakdown",
+            expected: "a boolean",
+        };
+        return Err(Box::new((lines, Error::meta(&th.stream, problem))));
+    }
+    let n = row_thread.len();
+    if suitable == n {
+        Ok(Ok(()))
+    } else {
+        Ok(Err(format!(
+            "cannot enable breakdown for nOS-V model (suitable {suitable}/{n})"
+        )))
+    }
+}
+
 /// The problem of two task type labels with the same value, if any.
 pub(super) fn finish_problem(nosv: &Nosv) -> Option<TraceProblem> {
     label_values(nosv.types())

@@ -18,8 +18,8 @@ use crate::error::Error;
 pub(super) struct PcfTypes {
     pub(super) cpu: Vec<PcfType>,
     pub(super) thread: Vec<PcfType>,
-    /// The nanos6 breakdown view's.
-    pub(super) breakdown: Vec<PcfType>,
+    /// Each breakdown view's, by model name.
+    pub(super) breakdown: Vec<(&'static str, Vec<PcfType>)>,
 }
 
 /// The types in ovniemu's order: the thread's own (CPU, TID, state), then each enabled
@@ -68,7 +68,11 @@ pub(super) fn pcf_types(
     }
     thread.extend(models.pcf_types(false, true, errors));
     cpu.extend(models.pcf_types(false, false, errors));
-    let breakdown = models.breakdown_pcf_types();
+    let breakdown = models
+        .breakdown_models()
+        .into_iter()
+        .map(|name| (name, models.breakdown_pcf_types(name)))
+        .collect();
     PcfTypes {
         cpu,
         thread,
@@ -85,8 +89,9 @@ pub(super) struct Outputs {
     pub(super) thread: Prv,
     cpu_labels: Vec<String>,
     th_labels: Vec<String>,
-    /// The nanos6 breakdown view (`-b`) and its number of rows.
-    pub(super) breakdown: Option<(Prv, usize)>,
+    /// The breakdown views (`-b`): model name, `.prv` writer and the CPU row of each of its
+    /// rows (the physical CPUs).
+    pub(super) breakdowns: Vec<(&'static str, Prv, Vec<usize>)>,
     /// The writer thread of both `.prv` files (dropped after them). One thread for both: it
     /// is busy most of the time, so it seldom sleeps and the emulating thread seldom has to
     /// wake it (two threads, each idle half of the time, were woken at every batch).
@@ -108,7 +113,7 @@ impl Outputs {
             thread,
             cpu_labels: layout.cpu_labels.clone(),
             th_labels: layout.th_labels.clone(),
-            breakdown: None,
+            breakdowns: Vec::new(),
             _writer: writer,
         })
     }
@@ -119,19 +124,25 @@ impl Outputs {
             self.time = time;
             self.cpu.advance(time);
             self.thread.advance(time);
-            if let Some((b, _)) = &mut self.breakdown {
+            for (_, b, _) in &mut self.breakdowns {
                 b.advance(time);
             }
         }
     }
 
-    /// Adds the nanos6 breakdown view, `rows` rows (`nanos6-breakdown.{prv,pcf,row}`).
-    pub(super) fn add_breakdown(&mut self, rows: usize) -> crate::Result<()> {
-        let prv = Prv::create(&self.dir.join("nanos6-breakdown.prv"), rows, &self._writer)?;
-        for f in ["nanos6-breakdown.pcf", "nanos6-breakdown.row"] {
-            create_file(&self.dir.join(f))?;
+    /// Adds the breakdown view of model `name` over the physical CPUs (their CPU rows
+    /// `cpus`), `<name>-breakdown.{prv,pcf,row}`.
+    pub(super) fn add_breakdown(
+        &mut self,
+        name: &'static str,
+        cpus: Vec<usize>,
+    ) -> crate::Result<()> {
+        let file = |ext: &str| self.dir.join(format!("{name}-breakdown.{ext}"));
+        let prv = Prv::create(&file("prv"), cpus.len(), &self._writer)?;
+        for ext in ["pcf", "row"] {
+            create_file(&file(ext))?;
         }
-        self.breakdown = Some((prv, rows));
+        self.breakdowns.push((name, prv, cpus));
         Ok(())
     }
 
@@ -140,28 +151,32 @@ impl Outputs {
     pub(super) fn close(self, pcfs: Option<&PcfTypes>) -> crate::Result<()> {
         self.cpu.close()?;
         self.thread.close()?;
-        let breakdown = match self.breakdown {
-            Some((prv, rows)) => {
-                prv.close()?;
-                Some(rows)
-            }
-            None => None,
-        };
+        let mut breakdowns = Vec::new();
+        for (name, prv, cpus) in self.breakdowns {
+            prv.close()?;
+            breakdowns.push((name, cpus.len()));
+        }
         let Some(pcfs) = pcfs else { return Ok(()) };
         let mut files = vec![
-            ("cpu.pcf", pcf::render(&pcfs.cpu)),
-            ("cpu.row", row::render(&self.cpu_labels)),
-            ("thread.pcf", pcf::render(&pcfs.thread)),
-            ("thread.row", row::render(&self.th_labels)),
+            ("cpu.pcf".to_string(), pcf::render(&pcfs.cpu)),
+            ("cpu.row".to_string(), row::render(&self.cpu_labels)),
+            ("thread.pcf".to_string(), pcf::render(&pcfs.thread)),
+            ("thread.row".to_string(), row::render(&self.th_labels)),
         ];
-        if let Some(rows) = breakdown {
+        for (name, rows) in breakdowns {
             // The rows are named from the top: the last row is the first CPU.
             let labels: Vec<String> = (0..rows).map(|r| format!("~CPU {:>4}", rows - r)).collect();
-            files.push(("nanos6-breakdown.pcf", pcf::render(&pcfs.breakdown)));
-            files.push(("nanos6-breakdown.row", row::render(&labels)));
+            let types = pcfs
+                .breakdown
+                .iter()
+                .find(|b| b.0 == name)
+                .map(|b| &b.1[..]);
+            let pcf = pcf::render(types.unwrap_or_default());
+            files.push((format!("{name}-breakdown.pcf"), pcf));
+            files.push((format!("{name}-breakdown.row"), row::render(&labels)));
         }
         for (name, text) in files {
-            let p = self.dir.join(name);
+            let p = self.dir.join(&name);
             create_file(&p)?
                 .write_all(text.as_bytes())
                 .map_err(|e| Error::io(&p, e))?;

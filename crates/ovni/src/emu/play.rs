@@ -236,10 +236,11 @@ impl Emu {
             &mut outputs.thread,
         );
         models.add_channels(&mut chans, &mut outputs.cpu, &mut outputs.thread);
-        if let (Some(base), Some((prv, rows))) = (models.nanos6_base(), &mut outputs.breakdown) {
-            use crate::model::nanos6::{CH_IDLE, CH_SUBSYSTEM, CH_TYPE};
-            let tracks = (base + CH_SUBSYSTEM, base + CH_TYPE, base + CH_IDLE);
-            chans.enable_breakdown(tracks, *rows, prv);
+        // The views are enabled in the order of the outputs, so their indices match.
+        for (name, prv, cpus) in &mut outputs.breakdowns {
+            if let Some((view, ty)) = models.breakdown_view(name) {
+                chans.enable_breakdown(view, cpus, ty, prv);
+            }
         }
         let mut mark_k = [u8::MAX; 100];
         for (k, &ty) in types.iter().enumerate() {
@@ -325,8 +326,8 @@ impl Emu {
                 }
             }
             self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
-            if let Some(records) = self.chans.breakdown_records() {
-                if let Some((prv, _)) = &mut outputs.breakdown {
+            for (i, records) in self.chans.breakdown_records() {
+                if let Some((_, prv, _)) = outputs.breakdowns.get_mut(i) {
                     for (key, row, ty, v) in records.drain(..) {
                         prv.record_keyed(key, row, ty, v);
                     }

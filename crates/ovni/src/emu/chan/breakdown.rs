@@ -1,56 +1,93 @@
-//! The nanos6 breakdown view (`-b`): per physical CPU, what its running thread does (the task
-//! type while a task body runs, else the Nanos6 subsystem, "Unknown subsystem" when none)
-//! unless its idle state is not "progressing" (then the idle state), sorted across the CPUs:
-//! row `i` of `nanos6-breakdown.prv` holds the `i`-th smallest value.
+//! The breakdown views (`-b`): per physical CPU, what the thread running on it does, sorted
+//! across the CPUs: row `i` of `<model>-breakdown.prv` holds the `i`-th smallest value.
 //!
-//! As in the original, two muxes per CPU build the value and a sorting stage orders them,
-//! each a channel of the dirty list: `tr` follows the subsystem or the task type (chosen again
-//! only when the subsystem channel changes), `tri` follows `tr` or the idle state (chosen
-//! again when the idle state changes), and each change of a `tri` re-sorts the rows.
+//! * nanos6 and nosv: the task type while a task body runs, else the subsystem ("Unknown
+//!   subsystem" when none), unless the idle state is not "progressing" (then the idle state);
+//! * openmp: the label while there is one, else the subsystem.
+//!
+//! As in the original, muxes per CPU build the value and a sorting stage orders them, each a
+//! channel of the dirty list. For nanos6 and nosv, `tr` follows the subsystem or the task type
+//! (chosen again only when the subsystem channel changes) and `tri` follows `tr` or the idle
+//! state (chosen again when the idle state changes); for openmp one mux follows the label or
+//! the subsystem (chosen again when the label changes). Each change of a CPU's value re-sorts
+//! the rows.
 
 use super::{Chan, Channels, File, Kind, Rule};
 use crate::emu::prv::Prv;
 
-/// Paraver type of the breakdown rows.
-pub(crate) const TY_BREAKDOWN: u32 = 41;
-/// The subsystem value of a running task body.
-const TASK_BODY: i64 = 1;
-/// Shown when no subsystem is selected.
-const UNKNOWN: i64 = 2;
 const PROGRESSING: i64 = 100;
 
-/// The state of the breakdown stage.
+/// What a breakdown view shows.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum View {
+    /// nanos6 or nosv: the track indices of the subsystem, task type and idle channels, the
+    /// subsystem of a running task body and the value shown without subsystem.
+    Tasks {
+        ss: usize,
+        tt: usize,
+        idle: usize,
+        task_body: i64,
+        unknown: i64,
+    },
+    /// openmp: the track indices of the subsystem and label channels.
+    Labels { ss: usize, label: usize },
+}
+
+/// Roles of the channels of a stage (the low 3 bits of a [`Kind::Bd`] code).
+const SS: u16 = 0;
+const TT: u16 = 1;
+const IDLE: u16 = 2;
+const TR: u16 = 3;
+const TRI: u16 = 4;
+const LABEL: u16 = 5;
+
+/// One breakdown view.
 #[derive(Debug)]
-pub(crate) struct Breakdown {
-    /// Track index of the nanos6 task type channel.
-    tt: usize,
-    /// Channel ids of the first `tr`, `tri` and output channel (one per physical CPU each).
+pub(crate) struct Stage {
+    view: View,
+    /// The CPU row of each physical CPU.
+    cpus: Vec<usize>,
+    /// Channel ids of the first `tr` and `tri` (for openmp, of the mux output and its copy)
+    /// and output row channel (one per physical CPU each).
     tr: usize,
     tri: usize,
     out: usize,
-    /// Input selected by each CPU's `tr` mux (0: subsystem, 1: task type) and `tri` mux (0:
-    /// `tr`, 1: idle state), if any.
-    sel_tr: Vec<Option<u8>>,
-    sel_tri: Vec<Option<u8>>,
+    /// Input selected by each CPU's first and second mux, if any.
+    sel_a: Vec<Option<u8>>,
+    sel_b: Vec<Option<u8>>,
     /// Each CPU's sorted value, and all of them in order.
     values: Vec<i64>,
     sorted: Vec<i64>,
-    /// The records of the breakdown rows: `(key, row, type slot, value)`.
+    /// The records of the rows: `(key, row, type slot, value)`.
     pub(crate) records: Vec<(u32, u32, u16, i64)>,
 }
 
+impl Stage {
+    /// True if channel `id` is one of its rows.
+    pub(super) fn has_row(&self, id: usize) -> bool {
+        (self.out..self.out + self.values.len()).contains(&id)
+    }
+}
+
 impl Channels {
-    /// Adds the breakdown stage over the first `nphy` CPU rows, with the nanos6 channels at
-    /// track indices `ss`, `tt` and `idle`; its rows are written to `prv`.
+    /// Adds a breakdown view over the physical CPUs (their CPU rows `cpus`), its rows of type
+    /// `ty` written to `prv`; returns its index (that of [`Channels::breakdown_records`]).
     pub(crate) fn enable_breakdown(
         &mut self,
-        (ss, tt, idle): (usize, usize, usize),
-        nphy: usize,
+        view: View,
+        cpus: &[usize],
+        ty: u32,
         prv: &mut Prv,
-    ) {
-        let nphy = nphy.min(self.cpu_sel.len());
+    ) -> usize {
+        let stage = self.breakdown.len();
+        let cpus: Vec<usize> = cpus
+            .iter()
+            .copied()
+            .filter(|&c| c < self.cpu_sel.len())
+            .collect();
+        let nphy = cpus.len();
         let base = self.chans.len();
-        let slot = prv.type_slot(TY_BREAKDOWN);
+        let slot = prv.type_slot(ty);
         let blank = Chan {
             value: None,
             last: None,
@@ -65,13 +102,20 @@ impl Channels {
             ignore_dup: false,
         };
         self.chans.resize(base + 3 * nphy, blank);
-        for c in 0..nphy {
+        let code = |role: u16| (stage as u16) << 3 | role;
+        for (c, &row) in cpus.iter().enumerate() {
             let cpu = c as u32;
-            self.set_kind(self.track_cpu_out(c, ss), Kind::BdSubsystem(cpu));
-            self.set_kind(self.track_cpu_out(c, tt), Kind::BdType(cpu));
-            self.set_kind(self.track_cpu_out(c, idle), Kind::BdIdle(cpu));
-            self.set_kind(base + c, Kind::BdTr(cpu));
-            self.set_kind(base + nphy + c, Kind::BdTri(cpu));
+            let inputs: &[(usize, u16)] = match view {
+                View::Tasks { ss, tt, idle, .. } => &[(ss, SS), (tt, TT), (idle, IDLE)],
+                View::Labels { ss, label } => &[(ss, SS), (label, LABEL)],
+            };
+            for &(j, role) in inputs {
+                self.set_kind(self.track_cpu_out(row, j), Kind::Bd(cpu, code(role)));
+            }
+            self.set_kind(base + c, Kind::Bd(cpu, code(TR)));
+            if matches!(view, View::Tasks { .. }) {
+                self.set_kind(base + nphy + c, Kind::Bd(cpu, code(TRI)));
+            }
             if let Some(ch) = self.chans.get_mut(base + 2 * nphy + c) {
                 ch.file = File::Breakdown;
                 ch.row = cpu;
@@ -80,118 +124,143 @@ impl Channels {
                 ch.rule = Rule::SkipDup;
             }
         }
-        self.breakdown = Some(Box::new(Breakdown {
-            tt,
+        self.breakdown.push(Stage {
+            view,
+            cpus,
             tr: base,
             tri: base + nphy,
             out: base + 2 * nphy,
-            sel_tr: vec![None; nphy],
-            sel_tri: vec![None; nphy],
+            sel_a: vec![None; nphy],
+            sel_b: vec![None; nphy],
             values: vec![0; nphy],
             sorted: vec![0; nphy],
             records: Vec::new(),
-        }));
+        });
+        stage
     }
 
-    /// The breakdown records written since the last call, `(key, row, type slot, value)`.
-    pub(crate) fn breakdown_records(&mut self) -> Option<&mut Vec<(u32, u32, u16, i64)>> {
+    /// The records of each breakdown view written since the last call, by view index.
+    pub(crate) fn breakdown_records(
+        &mut self,
+    ) -> impl Iterator<Item = (usize, &mut Vec<(u32, u32, u16, i64)>)> {
         self.breakdown
-            .as_mut()
-            .map(|b| &mut b.records)
-            .filter(|r| !r.is_empty())
+            .iter_mut()
+            .enumerate()
+            .map(|(i, s)| (i, &mut s.records))
+            .filter(|(_, r)| !r.is_empty())
     }
 
-    /// The callbacks of the breakdown stage's channels (`kind`, channel `id`).
-    pub(super) fn breakdown_callbacks(&mut self, kind: Kind, id: usize) {
-        let Some(b) = self.breakdown.as_deref() else {
+    /// The callbacks of breakdown channel `id` of CPU `c` (`code`: view and role).
+    pub(super) fn breakdown_callbacks(&mut self, c: u32, code: u16, id: usize) {
+        let c = c as usize;
+        let Some(s) = self.breakdown.get(usize::from(code >> 3)) else {
             return;
         };
-        let (tt, tr0, tri0) = (b.tt, b.tr, b.tri);
-        match kind {
-            Kind::BdSubsystem(c) => {
-                let c = c as usize;
-                let ssv = self.get(id);
-                let ttv = self.get(self.track_cpu_out(c, tt));
-                let in_body = ssv == Some(TASK_BODY) && ttv.is_some();
-                let (sel, v) = if in_body {
+        let (view, tr, tri) = (s.view, s.tr + c, s.tri + c);
+        let row = s.cpus.get(c).copied().unwrap_or(0);
+        let stage = usize::from(code >> 3);
+        let v = self.get(id);
+        match (view, code & 7) {
+            (
+                View::Tasks {
+                    tt,
+                    task_body,
+                    unknown,
+                    ..
+                },
+                SS,
+            ) => {
+                let ttv = self.get(self.track_cpu_out(row, tt));
+                let in_body = v == Some(task_body) && ttv.is_some();
+                let (sel, out) = if in_body {
                     (Some(1), ttv)
-                } else if ssv.is_none() {
-                    (None, Some(UNKNOWN))
+                } else if v.is_none() {
+                    (None, Some(unknown))
                 } else {
-                    (Some(0), ssv)
+                    (Some(0), v)
                 };
-                if let Some(s) = self.bd_mut().and_then(|b| b.sel_tr.get_mut(c)) {
-                    *s = sel;
-                }
-                self.set(tr0 + c, v);
+                self.select(stage, c, false, sel);
+                self.set(tr, out);
                 if sel == Some(0) {
-                    self.set(tr0 + c, ssv);
+                    self.set(tr, v);
                 }
             }
-            Kind::BdType(c) => {
-                let c = c as usize;
-                if self.bd_sel(c, false) == Some(1) {
-                    self.set(tr0 + c, self.get(id));
-                }
+            (View::Tasks { .. }, TT) if self.selected(stage, c, false) == Some(1) => {
+                self.set(tr, v);
             }
-            Kind::BdIdle(c) => {
-                let c = c as usize;
-                let v = self.get(id);
+            (View::Tasks { .. }, IDLE) => {
                 let sel = if v == Some(PROGRESSING) { 0 } else { 1 };
-                if let Some(s) = self.bd_mut().and_then(|b| b.sel_tri.get_mut(c)) {
-                    *s = Some(sel);
-                }
-                let out = if sel == 0 { self.get(tr0 + c) } else { v };
-                self.set(tri0 + c, out);
+                self.select(stage, c, true, Some(sel));
+                let out = if sel == 0 { self.get(tr) } else { v };
+                self.set(tri, out);
                 if sel == 1 {
-                    self.set(tri0 + c, v);
+                    self.set(tri, v);
                 }
             }
-            Kind::BdTr(c) => {
-                let c = c as usize;
-                if self.bd_sel(c, true) == Some(0) {
-                    self.set(tri0 + c, self.get(id));
+            (View::Tasks { .. }, TR) if self.selected(stage, c, true) == Some(0) => {
+                self.set(tri, v);
+            }
+            (View::Tasks { .. }, TRI) | (View::Labels { .. }, TR) => {
+                self.sort_input(stage, c, v.unwrap_or(0));
+            }
+            (View::Labels { ss, .. }, LABEL) => {
+                let sel = if v.is_some() { 0 } else { 1 };
+                self.select(stage, c, false, Some(sel));
+                let out = if sel == 0 {
+                    v
+                } else {
+                    self.get(self.track_cpu_out(row, ss))
+                };
+                self.set(tr, out);
+                if sel == 0 {
+                    self.set(tr, v);
                 }
             }
-            Kind::BdTri(c) => self.sort_input(c as usize, self.get(id).unwrap_or(0)),
+            (View::Labels { .. }, SS) if self.selected(stage, c, false) == Some(1) => {
+                self.set(tr, v);
+            }
             _ => {}
         }
     }
 
-    fn bd_mut(&mut self) -> Option<&mut Breakdown> {
-        self.breakdown.as_deref_mut()
+    fn select(&mut self, stage: usize, c: usize, second: bool, sel: Option<u8>) {
+        if let Some(s) = self.breakdown.get_mut(stage) {
+            let v = if second { &mut s.sel_b } else { &mut s.sel_a };
+            if let Some(x) = v.get_mut(c) {
+                *x = sel;
+            }
+        }
     }
 
-    /// The input selected by CPU `c`'s `tri` mux (`tri`) or `tr` mux.
-    fn bd_sel(&self, c: usize, tri: bool) -> Option<u8> {
-        let b = self.breakdown.as_deref()?;
-        let sel = if tri { &b.sel_tri } else { &b.sel_tr };
-        sel.get(c).copied().flatten()
+    fn selected(&self, stage: usize, c: usize, second: bool) -> Option<u8> {
+        let s = self.breakdown.get(stage)?;
+        let v = if second { &s.sel_b } else { &s.sel_a };
+        v.get(c).copied().flatten()
     }
 
-    /// CPU `c`'s sorted value is now `new`: the rows whose value changes are set.
-    fn sort_input(&mut self, c: usize, new: i64) {
-        let Some(b) = self.breakdown.as_deref_mut() else {
+    /// CPU `c`'s value in view `stage` is now `new`: the rows whose value changes are set.
+    fn sort_input(&mut self, stage: usize, c: usize, new: i64) {
+        let Some(s) = self.breakdown.get_mut(stage) else {
             return;
         };
-        let Some(old) = b.values.get_mut(c) else {
+        let Some(old) = s.values.get_mut(c) else {
             return;
         };
         if *old == new {
             return;
         }
         *old = new;
-        b.sorted.clone_from(&b.values);
-        b.sorted.sort_unstable();
-        let out = b.out;
-        let sorted = std::mem::take(&mut b.sorted);
+        s.sorted.clone_from(&s.values);
+        s.sorted.sort_unstable();
+        let out = s.out;
+        let sorted = std::mem::take(&mut s.sorted);
         for (i, &v) in sorted.iter().enumerate() {
             if self.get(out + i) != Some(v) {
                 self.set(out + i, Some(v));
             }
         }
-        if let Some(b) = self.breakdown.as_deref_mut() {
-            b.sorted = sorted;
+        if let Some(s) = self.breakdown.get_mut(stage) {
+            s.sorted = sorted;
         }
     }
 }
