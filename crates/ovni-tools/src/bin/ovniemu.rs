@@ -1,4 +1,4 @@
-//! `ovniemu [-a] [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
+//! `ovniemu [-a] [-b] [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -19,7 +19,7 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
 /// Differences from ovni 1.14's ovniemu: no Paraver configuration folder (cfg/)
-/// is copied; -b and -d do not exist; a trace whose threads did not finish (a crashed
+/// is copied; -d does not exist; a trace whose threads did not finish (a crashed
 /// program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
@@ -36,7 +36,8 @@ struct Args {
     /// Enable every model, whether the trace requires it or not
     #[arg(short = 'a')]
     all_models: bool,
-    /// Also write the nanos6 breakdown view (nanos6-breakdown.prv, .pcf, .row)
+    /// Also write the breakdown views of the nanos6, openmp and nosv models
+    /// (<model>-breakdown.prv, .pcf, .row)
     #[arg(short = 'b')]
     breakdown: bool,
     /// Trace directory

@@ -13,7 +13,7 @@
 //! Differences from the original, by design:
 //!
 //! * no Paraver configuration folder (`cfg/`) is copied into the trace;
-//! * `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
+//! * `-d` does not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
 //!   reject threads that end with marks still pushed or inside a model's stack.
 //!
 //! This file holds the stages up to the event loop (options, setup, clock offsets, first
@@ -66,9 +66,8 @@ pub struct EmuOptions {
     /// ovniemu's `-a`: every model is enabled, whether the threads require it or not (the
     /// versions they require are still checked).
     pub all_models: bool,
-    /// ovniemu's `-b`: the nanos6 breakdown view (`nanos6-breakdown.{prv,pcf,row}`) when the
-    /// nanos6 model is enabled. The nosv and openmp breakdown views are not emulated: a trace
-    /// that enables those models is refused.
+    /// ovniemu's `-b`: the breakdown views of the enabled nanos6, openmp and nosv models
+    /// (`<model>-breakdown.{prv,pcf,row}`; nosv's when every thread allows it).
     pub breakdown: bool,
 }
 
