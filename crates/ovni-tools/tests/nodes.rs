@@ -192,3 +192,44 @@ fn all_models_flag_enables_every_model() {
         assert!(pcf.contains(&format!("\n0 {ty:<10} ")), "type {ty}");
     }
 }
+
+/// Every view gets a Paraver configuration: `cfg/{cpu,thread}/<model>/<name>.cfg`, one window
+/// filtering its type, named after its `.pcf` label.
+#[test]
+fn every_view_has_a_paraver_configuration() {
+    let tmp = tempfile::tempdir().unwrap();
+    nodes_trace(&tmp.path().join("ovni"), &SUBSYSTEMS);
+    let out = emu(&["ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stable(&out.stderr));
+    let cfg = tmp.path().join("ovni/cfg");
+    for (file, ty, title) in [
+        (
+            "thread/nodes/subsystem.cfg",
+            30,
+            "Thread: NODES subsystem of the ACTIVE thread",
+        ),
+        (
+            "cpu/nodes/subsystem.cfg",
+            30,
+            "CPU: NODES subsystem of the RUNNING thread",
+        ),
+        ("thread/ovni/state.cfg", 4, "Thread: thread state"),
+        ("cpu/ovni/tid.cfg", 2, "CPU: TID of the RUNNING thread"),
+        (
+            "cpu/ovni/flushing.cfg",
+            7,
+            "CPU: Flushing ovni buffer of the RUNNING thread",
+        ),
+    ] {
+        let text = fs::read_to_string(cfg.join(file)).expect(file);
+        assert!(text.starts_with("#ParaverCFG\n"), "{file}");
+        assert!(
+            text.contains(&format!("\nwindow_name {title}\n")),
+            "{file}: {text}"
+        );
+        assert!(
+            text.contains(&format!("\nwindow_filter_module evt_type 1 {ty}\n")),
+            "{file}"
+        );
+    }
+}

@@ -106,9 +106,11 @@ fn ovniemu_matches_goldens() {
                 ));
             }
         }
-        // No Paraver configuration folder.
-        if tmp.path().join("ovni/cfg").exists() {
-            failures.push(format!("{name}: cfg/ written"));
+        // The Paraver configurations come with the `.pcf` files (once the emulation started).
+        let pcf = fs::read(golden.join("emu/thread.pcf")).unwrap_or_default();
+        let cfg = tmp.path().join("ovni/cfg/thread/ovni/state.cfg").is_file();
+        if cfg != !pcf.is_empty() {
+            failures.push(format!("{name}: cfg/ written: {cfg}"));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -18,8 +18,8 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 /// Messages on stderr are the original's. Exits 0 when the emulation finishes ok, 1 on any
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
-/// Differences from ovni 1.14's ovniemu: no Paraver configuration folder (cfg/)
-/// is copied; -d does not exist; a trace whose threads did not finish (a crashed
+/// Differences from ovni 1.14's ovniemu: the Paraver configurations written in DIR/cfg/ (one
+/// window per view) are this tool's own; -d does not exist; a trace whose threads did not finish (a crashed
 /// program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]

@@ -12,7 +12,8 @@
 //!
 //! Differences from the original, by design:
 //!
-//! * no Paraver configuration folder (`cfg/`) is copied into the trace;
+//! * the Paraver configurations (`cfg/`) are written from the views' `.pcf` types (`cfg.rs`),
+//!   not copied;
 //! * `-d` does not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
 //!   reject threads that end with marks still pushed or inside a model's stack.
 //!
@@ -20,6 +21,7 @@
 //! events); the Paraver row order and the mark list are in `layout`, the output files and
 //! their `.pcf` types in `output`, and the event loop with its end checks in `play`.
 
+mod cfg;
 mod chan;
 mod layout;
 mod models;

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::cfg;
 use super::chan::TY_MARK;
 use super::layout::{Layout, MarkList};
 use super::models::Models;
@@ -163,7 +164,7 @@ impl Outputs {
             ("thread.pcf".to_string(), pcf::render(&pcfs.thread)),
             ("thread.row".to_string(), row::render(&self.th_labels)),
         ];
-        for (name, rows) in breakdowns {
+        for &(name, rows) in &breakdowns {
             // The rows are named from the top: the last row is the first CPU.
             let labels: Vec<String> = (0..rows).map(|r| format!("~CPU {:>4}", rows - r)).collect();
             let types = pcfs
@@ -174,6 +175,30 @@ impl Outputs {
             let pcf = pcf::render(types.unwrap_or_default());
             files.push((format!("{name}-breakdown.pcf"), pcf));
             files.push((format!("{name}-breakdown.row"), row::render(&labels)));
+        }
+        // The CPU view's own types have no `.pcf` entry (as in the original) but a window.
+        let own = |ty, label: &str| PcfType {
+            ty,
+            label: label.to_string(),
+            values: Vec::new(),
+        };
+        let cpu_own = [
+            own(1, "PID of the RUNNING thread"),
+            own(2, "TID of the RUNNING thread"),
+            own(3, "Number of RUNNING threads"),
+        ];
+        let mut cfgs: Vec<(&str, &[PcfType])> = vec![
+            ("thread", &pcfs.thread),
+            ("cpu", &cpu_own),
+            ("cpu", &pcfs.cpu),
+        ];
+        for (name, _) in &breakdowns {
+            if let Some(b) = pcfs.breakdown.iter().find(|b| b.0 == *name) {
+                cfgs.push(("cpu", &b.1));
+            }
+        }
+        for (view, types) in cfgs {
+            cfg::write(&self.dir, view, types)?;
         }
         for (name, text) in files {
             let p = self.dir.join(&name);
