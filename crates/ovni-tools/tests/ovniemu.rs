@@ -109,7 +109,7 @@ fn ovniemu_matches_goldens() {
         // The Paraver configurations come with the `.pcf` files (once the emulation started).
         let pcf = fs::read(golden.join("emu/thread.pcf")).unwrap_or_default();
         let cfg = tmp.path().join("ovni/cfg/thread/ovni/state.cfg").is_file();
-        if cfg != !pcf.is_empty() {
+        if cfg == pcf.is_empty() {
             failures.push(format!("{name}: cfg/ written: {cfg}"));
         }
     }
