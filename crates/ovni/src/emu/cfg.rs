@@ -133,9 +133,28 @@ pub(crate) fn write(dir: &Path, view: &str, types: &[PcfType]) -> Result<(), Err
     real_dir(&base)?;
     let shown = if view == "cpu" { "CPU" } else { "Thread" };
     for t in types {
-        let Some((model, name)) = place(t.ty) else {
+        let Some((model, mut name)) = place(t.ty) else {
             continue;
         };
+        if (200..300).contains(&t.ty) {
+            // A hardware counter is named after its counter (a file name made of its letters,
+            // digits, `-` and `_`).
+            let counter: String = t
+                .label
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .take(100)
+                .collect();
+            if !counter.is_empty() {
+                name = format!("hwc-{counter}");
+            }
+        }
         let mdir = base.join(model);
         real_dir(&mdir)?;
         let p = mdir.join(format!("{name}.cfg"));
