@@ -57,7 +57,7 @@ pub(crate) struct Stage {
     sel_b: Vec<Option<u8>>,
     /// Each CPU's sorted value, and all of them in order.
     values: Vec<i64>,
-    sorted: Vec<i64>,
+    pub(super) sorted: Vec<i64>,
     /// The records of the rows: `(key, row, type slot, value)`.
     pub(crate) records: Vec<(u32, u32, u16, i64)>,
 }
@@ -239,7 +239,7 @@ impl Channels {
     }
 
     /// CPU `c`'s value in view `stage` is now `new`: the rows whose value changes are set.
-    fn sort_input(&mut self, stage: usize, c: usize, new: i64) {
+    pub(super) fn sort_input(&mut self, stage: usize, c: usize, new: i64) {
         let Some(s) = self.breakdown.get_mut(stage) else {
             return;
         };
@@ -249,9 +249,28 @@ impl Channels {
         if *old == new {
             return;
         }
+        let was = *old;
         *old = new;
-        s.sorted.clone_from(&s.values);
-        s.sorted.sort_unstable();
+        // The sorted values hold `was` once for this CPU: replace it by `new`, keeping the
+        // order (linear, as the rows are compared one by one below anyway).
+        let sorted = &mut s.sorted;
+        if let Ok(i) = sorted.binary_search(&was) {
+            let j = sorted.partition_point(|&v| v < new);
+            if j > i {
+                sorted.copy_within(i + 1..j, i);
+                if let Some(x) = sorted.get_mut(j - 1) {
+                    *x = new;
+                }
+            } else {
+                sorted.copy_within(j..i, j + 1);
+                if let Some(x) = sorted.get_mut(j) {
+                    *x = new;
+                }
+            }
+        } else {
+            sorted.clone_from(&s.values);
+            sorted.sort_unstable();
+        }
         let out = s.out;
         let sorted = std::mem::take(&mut s.sorted);
         for (i, &v) in sorted.iter().enumerate() {

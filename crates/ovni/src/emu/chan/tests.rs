@@ -89,3 +89,42 @@ fn a_paused_thread_moved_to_a_fresh_cpu_sets_its_count_to_zero() {
     // The new CPU's count goes from null to 0; its tid and pid stay null (not written).
     assert!(cpu.ends_with("1:0:3:0\n2:0:3:0\n"), "{cpu}");
 }
+
+#[test]
+fn breakdown_rows_keep_the_cpus_values_sorted() {
+    use super::View;
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Writer::new().unwrap();
+    let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 4, &writer).unwrap();
+    let mut th = Prv::create(&dir.path().join("thread.prv"), 1, &writer).unwrap();
+    let mut bd = Prv::create(&dir.path().join("bd.prv"), 4, &writer).unwrap();
+    let mut c = Channels::new(&[(7, 3)], 4, &[], &mut cpu, &mut th);
+    let view = View::Labels { ss: 0, label: 1 };
+    let defs = [0, 1].map(|_| TrackDef {
+        prv_type: 50,
+        thread_track: crate::model::stack::Track::Active,
+        skip_dup_null: true,
+        emit_dup: false,
+        cpu_default: None,
+        before_ovni: false,
+    });
+    c.add_tracks(&defs, &mut cpu, &mut th);
+    c.enable_breakdown(view, &[0, 1, 2, 3], 53, &mut bd);
+    // Sorting by replacement gives the same rows as sorting every time.
+    let mut values = [0i64; 4];
+    let mut seed = 7u64;
+    for _ in 0..200 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+        let cpu_i = (seed >> 33) as usize % 4;
+        let v = (seed >> 40) as i64 % 5;
+        values[cpu_i] = v;
+        c.sort_input(0, cpu_i, v);
+        let mut want = values;
+        want.sort_unstable();
+        let got: Vec<i64> = (0..4).map(|i| c.breakdown[0].sorted[i]).collect();
+        assert_eq!(got, want);
+    }
+    cpu.close().unwrap();
+    th.close().unwrap();
+    bd.close().unwrap();
+}
