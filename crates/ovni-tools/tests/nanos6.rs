@@ -50,9 +50,13 @@ fn task_type(id: u32, label: &str) -> Vec<u8> {
 fn emulate(tmp: &Path, args: &[&str]) -> std::process::Output {
     let mut all: Vec<&str> = args.to_vec();
     all.push("ovni");
-    let out = emu(&all, tmp);
-    if let Some(original) = std::env::var_os("OVNI_ORIGINAL_EMU") {
+    let original = std::env::var_os("OVNI_ORIGINAL_EMU");
+    if original.is_some() {
+        // The trace as it was, before ours writes into it.
         copy_dir(&tmp.join("ovni"), &tmp.join("theirs"));
+    }
+    let out = emu(&all, tmp);
+    if let Some(original) = original {
         let mut all: Vec<&str> = args.to_vec();
         all.push("theirs");
         let theirs = Command::new(original)

@@ -43,9 +43,13 @@ pub(crate) const SUBSYSTEMS: [&[u8; 3]; 12] = [
 fn emulate(tmp: &Path, args: &[&str]) -> Output {
     let mut all: Vec<&str> = args.to_vec();
     all.push("ovni");
-    let out = emu(&all, tmp);
-    if let Some(original) = std::env::var_os("OVNI_ORIGINAL_EMU") {
+    let original = std::env::var_os("OVNI_ORIGINAL_EMU");
+    if original.is_some() {
+        // The trace as it was, before ours writes into it.
         copy_dir(&tmp.join("ovni"), &tmp.join("theirs"));
+    }
+    let out = emu(&all, tmp);
+    if let Some(original) = original {
         let mut all: Vec<&str> = args.to_vec();
         all.push("theirs");
         let theirs = Command::new(original)
@@ -232,4 +236,15 @@ fn every_view_has_a_paraver_configuration() {
             "{file}"
         );
     }
+    // An existing folder is left alone, with the original's warning.
+    fs::write(cfg.join("cpu/ovni/tid.cfg"), "mine").unwrap();
+    let out = emu(&["ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(0));
+    let err = stable(&out.stderr);
+    let warn = "ovniemu: WARN: directory 'ovni/cfg' already exists, skipping config copy\n";
+    assert!(err.contains(warn), "{err}");
+    assert_eq!(
+        fs::read_to_string(cfg.join("cpu/ovni/tid.cfg")).unwrap(),
+        "mine"
+    );
 }

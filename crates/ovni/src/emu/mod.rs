@@ -259,7 +259,15 @@ impl Setup {
         streams: &[Stream],
         out: &mut Out<'_>,
     ) -> Outcome {
-        let mut outputs = match Outputs::create(dir, &self.layout) {
+        // As the original, an existing configuration folder (or anything at its name) is left
+        // alone, with a warning.
+        let keep_cfg = std::fs::metadata(dir.join("cfg")).is_ok();
+        if keep_cfg {
+            out.warn(&format!(
+                "directory '{root}/cfg' already exists, skipping config copy"
+            ));
+        }
+        let mut outputs = match Outputs::create(dir, &self.layout, !keep_cfg) {
             Ok(o) => o,
             Err(e) => {
                 out.errors(&[

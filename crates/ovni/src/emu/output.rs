@@ -90,6 +90,8 @@ pub(super) struct Outputs {
     pub(super) thread: Prv,
     cpu_labels: Vec<String>,
     th_labels: Vec<String>,
+    /// Write the Paraver configurations (`cfg/`) at the end.
+    cfg: bool,
     /// The breakdown views (`-b`): model name, `.prv` writer and the CPU row of each of its
     /// rows (the physical CPUs).
     pub(super) breakdowns: Vec<(&'static str, Prv, Vec<usize>)>,
@@ -100,7 +102,8 @@ pub(super) struct Outputs {
 }
 
 impl Outputs {
-    pub(super) fn create(dir: &Path, layout: &Layout) -> crate::Result<Self> {
+    /// With `cfg`, the Paraver configurations are written when the files are closed.
+    pub(super) fn create(dir: &Path, layout: &Layout, cfg: bool) -> crate::Result<Self> {
         let writer = Writer::new().map_err(|e| Error::io(dir, e))?;
         let cpu = Prv::create(&dir.join("cpu.prv"), layout.cpu_labels.len(), &writer)?;
         let thread = Prv::create(&dir.join("thread.prv"), layout.th_labels.len(), &writer)?;
@@ -115,6 +118,7 @@ impl Outputs {
             cpu_labels: layout.cpu_labels.clone(),
             th_labels: layout.th_labels.clone(),
             breakdowns: Vec::new(),
+            cfg,
             _writer: writer,
         })
     }
@@ -197,7 +201,7 @@ impl Outputs {
                 cfgs.push(("cpu", &b.1));
             }
         }
-        for (view, types) in cfgs {
+        for (view, types) in cfgs.into_iter().filter(|_| self.cfg) {
             cfg::write(&self.dir, view, types)?;
         }
         for (name, text) in files {
