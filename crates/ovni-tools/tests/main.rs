@@ -7,6 +7,8 @@ mod goldens;
 mod hostile;
 mod model_sequences;
 mod models;
+mod nanos6;
+mod nodes;
 mod nosv;
 mod openmp;
 mod ovniemu;

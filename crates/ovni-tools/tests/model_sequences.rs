@@ -1,6 +1,6 @@
-//! Random sequences of mpi, tampi, openmp, nosv and kernel events: the emulator never panics on them, and
-//! when their payloads fit the events' signatures `ovnilint` accepts exactly the traces
-//! `ovniemu` emulates without error.
+//! Random sequences of mpi, tampi, openmp, nosv, nanos6, nodes and kernel events: the emulator
+//! never panics on them, and when their payloads fit the events' signatures `ovnilint` accepts
+//! exactly the traces `ovniemu` emulates without error.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -27,14 +27,14 @@ impl Rng {
     }
 }
 
-/// Every event of the mpi, tampi, openmp, nosv and kernel models (the table's keys, found
+/// Every event of the mpi, tampi, openmp, nosv, nanos6, nodes and kernel models (the table's keys, found
 /// once).
 fn model_events() -> &'static [Mcv] {
     static EVENTS: OnceLock<Vec<Mcv>> = OnceLock::new();
     EVENTS.get_or_init(|| {
         let table = EventTable::builtin();
         let mut v = Vec::new();
-        for m in [b'M', b'T', b'P', b'V', b'K'] {
+        for m in [b'M', b'T', b'P', b'V', b'6', b'D', b'K'] {
             for c in 0..=255u8 {
                 for val in 0..=255u8 {
                     if table.event(Mcv([m, c, val])).is_some() {
@@ -93,6 +93,7 @@ fn leave_of(mcv: Mcv) -> Option<Mcv> {
     let typed = match m {
         b'P' => matches!(c, b'P' | b'O' | b'Q'),
         b'V' => matches!(c, b'T' | b'Y' | b'W' | b'P'),
+        b'6' => matches!(c, b'T' | b'Y' | b'P'),
         _ => false,
     };
     (!typed).then_some(())?;
@@ -101,14 +102,22 @@ fn leave_of(mcv: Mcv) -> Option<Mcv> {
 
 /// Mostly well nested model events: enter and leave pairs (functions, subsystems, tasks,
 /// worksharings), and now and then a random event.
-fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
+/// With `only`, the events of that model alone.
+fn nested_events(rng: &mut Rng, n: usize, only: Option<u8>) -> Vec<(Mcv, Vec<u8>)> {
+    let of = |e: &&Mcv| only.is_none_or(|m| e.model() == m);
     let pairs: Vec<(Mcv, Mcv)> = model_events()
         .iter()
+        .filter(of)
         .filter_map(|&e| leave_of(e).map(|l| (e, l)))
         .collect();
-    let all = model_events();
+    let all: Vec<Mcv> = model_events().iter().filter(of).copied().collect();
+    let arm = |c: u8| only.is_none_or(|m| m == c);
     let ty = [&1u32.to_le_bytes()[..], b"t\0"].concat();
-    let mut out: Vec<(Mcv, Vec<u8>)> = vec![(Mcv(*b"POc"), ty.clone()), (Mcv(*b"VYc"), ty)];
+    let mut out: Vec<(Mcv, Vec<u8>)> = vec![
+        (Mcv(*b"POc"), ty.clone()),
+        (Mcv(*b"VYc"), ty.clone()),
+        (Mcv(*b"6Yc"), ty),
+    ];
     let mut open: Vec<(Mcv, Vec<u8>)> = Vec::new();
     let mut task = 0u32;
     for _ in 0..n {
@@ -118,24 +127,35 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
                 out.push((mcv, payload(rng, mcv, true).0));
             }
             1..=4 if !open.is_empty() => out.extend(open.pop()),
-            5 => {
+            5 if arm(b'P') => {
                 task += 1;
                 let id = task.to_le_bytes();
                 out.push((Mcv(*b"PPc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
                 out.push((Mcv(*b"PPx"), id.to_vec()));
                 open.push((Mcv(*b"PPe"), id.to_vec()));
             }
-            6 => {
+            6 if arm(b'P') => {
                 out.push((Mcv(*b"PQx"), 1u32.to_le_bytes().to_vec()));
                 open.push((Mcv(*b"PQe"), 1u32.to_le_bytes().to_vec()));
             }
-            7 => {
+            7 if arm(b'V') => {
                 task += 1;
                 let id = task.to_le_bytes();
                 let body = [&id[..], &0u32.to_le_bytes()[..]].concat();
                 out.push((Mcv(*b"VTc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
                 out.push((Mcv(*b"VTx"), body.clone()));
                 open.push((Mcv(*b"VTe"), body));
+            }
+            8 if arm(b'6') => {
+                task += 1;
+                let id = task.to_le_bytes();
+                out.push((Mcv(*b"6Tc"), [&id[..], &1u32.to_le_bytes()[..]].concat()));
+                out.push((Mcv(*b"6Tx"), id.to_vec()));
+                if rng.below(3) == 0 {
+                    out.push((Mcv(*b"6Tp"), id.to_vec()));
+                    out.push((Mcv(*b"6Tr"), id.to_vec()));
+                }
+                open.push((Mcv(*b"6Te"), id.to_vec()));
             }
             _ => {
                 let (enter, leave) = pairs[rng.below(pairs.len() as u64) as usize];
@@ -145,15 +165,21 @@ fn nested_events(rng: &mut Rng, n: usize) -> Vec<(Mcv, Vec<u8>)> {
         }
     }
     out.extend(open.into_iter().rev());
+    out.retain(|(e, _)| only.is_none_or(|m| e.model() == m));
     out
 }
 
 /// A one-thread trace with `n` random model events (mostly well nested if `fit`), paused
 /// and resumed now and then.
 fn write_trace(dir: &Path, seed: u64, n: usize, fit: bool) {
+    write_trace_of(dir, seed, n, fit, None);
+}
+
+/// As [`write_trace`], with the events of model `only` alone if given.
+fn write_trace_of(dir: &Path, seed: u64, n: usize, fit: bool, only: Option<u8>) {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let events: Vec<(Mcv, Vec<u8>)> = if fit {
-        nested_events(&mut rng, n)
+        nested_events(&mut rng, n, only)
     } else {
         let all = model_events();
         (0..n)
@@ -171,10 +197,17 @@ fn write_trace(dir: &Path, seed: u64, n: usize, fit: bool) {
         ("tampi", "1.0.0"),
         ("openmp", "1.2.1"),
         ("nosv", "2.7.0"),
+        ("nanos6", "1.1.0"),
+        ("nodes", "1.0.0"),
         ("kernel", "1.0.0"),
     ];
+    // With `only`, that model alone is required.
+    let table = EventTable::builtin();
     for (m, v) in models {
-        t.require(m, v).unwrap();
+        let id = table.model_by_name(m).map(|m| m.id);
+        if only.is_none() || only == id {
+            t.require(m, v).unwrap();
+        }
     }
     let mut cpu = Vec::new();
     cpu.extend_from_slice(&0i32.to_le_bytes());
@@ -213,6 +246,21 @@ fn random_model_events_get_the_same_verdict_from_ovniemu_and_ovnilint() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ovni");
         write_trace(&dir, seed, 5 + (seed as usize % 4) * 10, true);
+        // And the nanos6 and nodes events alone, which a trace of every model seldom reaches.
+        let tmp1 = tempfile::tempdir().unwrap();
+        let only = [b'6', b'D'][seed as usize % 2];
+        write_trace_of(&tmp1.path().join("ovni"), seed, 30, true, Some(only));
+        let dir1 = tmp1.path().join("ovni");
+        let emu1 = emulate(&dir1, &EmuOptions::default(), &mut Collect::default());
+        let lint1 = lint_dir(&dir1, &LintOptions::default());
+        assert_eq!(
+            emu1.ok,
+            lint1.accepted(),
+            "seed {seed} ({}): ovniemu {:?}, ovnilint {:?}",
+            only as char,
+            emu1.error,
+            lint1.problems.first()
+        );
         let emu = emulate(&dir, &EmuOptions::default(), &mut Collect::default());
         let lint = lint_dir(&dir, &LintOptions::default());
         assert_eq!(
@@ -241,4 +289,79 @@ fn random_model_payloads_never_panic() {
         let _ = emulate(&dir, &opts, &mut Collect::default());
         let _ = lint_dir(&dir, &LintOptions::default());
     }
+}
+
+/// With `OVNI_ORIGINAL_EMU` naming ovni 1.14's `ovniemu`, random well nested sequences (whose
+/// payloads fit their events: random payloads meet the documented deviations) get the same
+/// files, exit status and messages from ours as from the original; without it the test does
+/// nothing.
+#[test]
+fn random_model_events_match_the_original_when_it_is_given() {
+    let Some(original) = std::env::var_os("OVNI_ORIGINAL_EMU") else {
+        return;
+    };
+    let seeds: u64 = std::env::var("OVNI_ORIGINAL_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(40);
+    let mut failures = Vec::new();
+    for seed in 0..seeds {
+        let tmp = tempfile::tempdir().unwrap();
+        let ours = tmp.path().join("ours");
+        let theirs = tmp.path().join("theirs");
+        // Every model's events together, then each model's alone in turn.
+        let only = [
+            None,
+            Some(b'6'),
+            Some(b'D'),
+            Some(b'V'),
+            Some(b'P'),
+            Some(b'M'),
+        ];
+        let only = only[seed as usize % only.len()];
+        write_trace_of(&ours, seed, 5 + (seed as usize % 7) * 10, true, only);
+        crate::util::copy_dir(&ours, &theirs);
+        // The nanos6, openmp and nosv events alone also get their breakdown view (refused for
+        // nosv: these threads do not say they allow it).
+        let bd = matches!(only, Some(b'6' | b'P' | b'V'));
+        let args: &[&str] = if bd { &["-b"] } else { &[] };
+        let a = crate::models::emu(&[args, &["ours"]].concat(), tmp.path());
+        let b = std::process::Command::new(&original)
+            .args(args)
+            .arg("theirs")
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        let name = format!("seed {seed}");
+        if a.status.code() != b.status.code() {
+            failures.push(format!("{name}: exit {:?} vs {:?}", a.status, b.status));
+        }
+        let (ea, eb) = (
+            crate::models::stable(&a.stderr),
+            crate::models::stable(&b.stderr).replace("theirs", "ours"),
+        );
+        if ea != eb {
+            failures.push(format!("{name}: stderr\n--- ours\n{ea}--- original\n{eb}"));
+        }
+        for f in [
+            "cpu.prv",
+            "cpu.pcf",
+            "cpu.row",
+            "thread.prv",
+            "thread.pcf",
+            "thread.row",
+            "nanos6-breakdown.prv",
+            "nanos6-breakdown.pcf",
+            "nanos6-breakdown.row",
+            "openmp-breakdown.prv",
+            "openmp-breakdown.pcf",
+            "openmp-breakdown.row",
+            "nosv-breakdown.prv",
+        ] {
+            if std::fs::read(ours.join(f)).ok() != std::fs::read(theirs.join(f)).ok() {
+                failures.push(format!("{name}: {f} differs"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

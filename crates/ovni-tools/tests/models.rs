@@ -28,7 +28,7 @@ fn cases() -> Vec<PathBuf> {
         .filter(|p| p.join("golden").is_dir())
         .collect();
     v.sort();
-    assert_eq!(v.len(), 18, "fixture set changed");
+    assert_eq!(v.len(), 26, "fixture set changed");
     v
 }
 
@@ -103,6 +103,53 @@ fn ovniemu_matches_the_originals_outputs() {
                 "{name}: ovnilint: exit {:?}, want {want}",
                 lint.status.code()
             ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `-b` on every nanos6, nosv and openmp fixture: the original's exit status, messages
+/// (`stderr-b`), six files and breakdown views (`golden-b/`, absent when the original wrote
+/// none, as for a nosv trace whose threads do not all allow it).
+#[test]
+fn breakdown_matches_the_originals_outputs() {
+    let cases: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|c| c.join("stderr-b").is_file())
+        .collect();
+    assert_eq!(cases.len(), 21, "fixture set changed");
+    let mut failures = Vec::new();
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let tmp = tempfile::tempdir().unwrap();
+        copy_dir(&case.join("ovni"), &tmp.path().join("ovni"));
+        let out = emu(&["-b", "ovni"], tmp.path());
+        let want = status(&case, "exit-status");
+        if out.status.code() != Some(want) {
+            failures.push(format!("{name}: exit {:?}, want {want}", out.status.code()));
+        }
+        let want_err = stable(&fs::read(case.join("stderr-b")).unwrap());
+        let got_err = stable(&out.stderr);
+        if got_err != want_err {
+            failures.push(format!(
+                "{name}: stderr differs:\n--- got\n{got_err}--- want\n{want_err}"
+            ));
+        }
+        let mut files: Vec<(PathBuf, String)> = FILES
+            .iter()
+            .map(|f| (case.join("golden").join(f), f.to_string()))
+            .collect();
+        let golden_b = case.join("golden-b");
+        for model in ["nanos6", "nosv", "openmp"] {
+            for ext in ["prv", "pcf", "row"] {
+                let f = format!("{model}-breakdown.{ext}");
+                files.push((golden_b.join(&f), f));
+            }
+        }
+        for (want, f) in files {
+            if fs::read(tmp.path().join("ovni").join(&f)).ok() != fs::read(want).ok() {
+                failures.push(format!("{name}: {f} differs"));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -434,7 +481,7 @@ fn help_lists_the_emulated_models() {
     let out = emu(&["--help"], tmp.path());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("Available emulation models:\n  O  ovni      1.1.0\n  V  nosv      2.7.0\n  T  tampi     1.0.0\n  M  mpi       1.0.0\n  K  kernel    1.0.0\n  P  openmp    1.2.1\n"),
+        text.contains("Available emulation models:\n  O  ovni      1.1.0\n  6  nanos6    1.1.0\n  V  nosv      2.7.0\n  D  nodes     1.0.0\n  T  tampi     1.0.0\n  M  mpi       1.0.0\n  K  kernel    1.0.0\n  P  openmp    1.2.1\n"),
         "{text}"
     );
 }

@@ -1,4 +1,4 @@
-//! `ovniemu [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
+//! `ovniemu [-a] [-b] [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches, Parser};
 use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 
-/// Emulate an ovni trace (the ovni, nosv, tampi, mpi, kernel and openmp models, as ovniemu
-/// 1.14 does) and
+/// Emulate an ovni trace (the ovni, nanos6, nosv, nodes, tampi, mpi, kernel and openmp
+/// models, as ovniemu 1.14 does) and
 /// write its Paraver views into the trace directory, replacing any there: cpu.prv, cpu.pcf,
 /// cpu.row (one row per CPU: running thread's TID and PID, number of running threads,
 /// flushes, marks, and the other models' channels) and thread.prv, thread.pcf, thread.row
@@ -18,22 +18,28 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 /// Messages on stderr are the original's. Exits 0 when the emulation finishes ok, 1 on any
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
-/// Differences from ovni 1.14's ovniemu: a trace that requires the nanos6 or nodes model is
-/// refused before any file is written; no Paraver configuration folder (cfg/)
-/// is copied; -a, -b and -d do not exist; a trace whose threads did not finish (a crashed
+/// Differences from ovni 1.14's ovniemu: the Paraver configurations written in DIR/cfg/ (one
+/// window per view) are this tool's own; -d does not exist; a trace whose threads did not finish (a crashed
 /// program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
 #[command(name = "ovniemu", version)]
 struct Args {
     /// Linter mode: stricter end checks (also fail if a thread ends with marks still pushed,
-    /// or inside an MPI function or a TAMPI, OpenMP or nOS-V subsystem); the files are still
-    /// written
+    /// or inside an MPI function or a TAMPI, NODES, OpenMP, nOS-V or Nanos6 subsystem); the
+    /// files are still written
     #[arg(short = 'l')]
     lint: bool,
     /// Clock offset table (default: DIR/clock-offsets.txt if present)
     #[arg(short = 'c', value_name = "FILE")]
     clock_offsets: Option<PathBuf>,
+    /// Enable every model, whether the trace requires it or not
+    #[arg(short = 'a')]
+    all_models: bool,
+    /// Also write the breakdown views of the nanos6, openmp and nosv models
+    /// (<model>-breakdown.prv, .pcf, .row)
+    #[arg(short = 'b')]
+    breakdown: bool,
     /// Trace directory
     dir: PathBuf,
 }
@@ -56,6 +62,8 @@ fn main() -> ExitCode {
     let opts = EmuOptions {
         lint: args.lint,
         clock_offsets: args.clock_offsets,
+        all_models: args.all_models,
+        breakdown: args.breakdown,
     };
     let mut rep = Stderr(io::stderr().lock());
     if emulate(&args.dir, &opts, &mut rep).ok {

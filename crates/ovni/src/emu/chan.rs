@@ -12,9 +12,12 @@
 //! then per CPU row `tid, pid, th_running, nrunning, flushout, markout[k]..`, then the
 //! channels of the other models (`chan/track.rs`).
 
+mod breakdown;
 mod track;
 
 use super::prv::Prv;
+use breakdown::Stage;
+pub(crate) use breakdown::View;
 pub(crate) use track::TrackDef;
 
 /// Paraver record types of the ovni model, as ovniemu 1.14 numbers them (the `.pcf` files
@@ -69,6 +72,9 @@ enum Kind {
     Running(u32),
     /// A thread's channel `j` of another model: input of its thread and CPU muxes.
     Track(u32, u16),
+    /// A channel of CPU row `.0` in a breakdown view (`chan/breakdown.rs`; `.1`: the view's
+    /// index and the channel's role).
+    Bd(u32, u16),
 }
 
 /// The Paraver file a channel writes to.
@@ -78,6 +84,8 @@ enum File {
     None,
     Cpu,
     Thread,
+    /// A row of a breakdown view.
+    Breakdown,
 }
 
 /// One channel: its value, what a change does and its Paraver row (all in one place, so that
@@ -136,6 +144,8 @@ pub(crate) struct Channels {
     tracks: Vec<TrackDef>,
     /// Id of the first of them.
     track_base: usize,
+    /// The breakdown views (`-b`).
+    breakdown: Vec<Stage>,
 }
 
 impl Channels {
@@ -183,6 +193,7 @@ impl Channels {
             cpu_sel: vec![None; ncpus],
             tracks: Vec::new(),
             track_base: n,
+            breakdown: Vec::new(),
         };
         let mark_ty = |k: usize| TY_MARK + marks.get(k).map_or(0, |&m| m as u32);
         for t in 0..nthreads {
@@ -341,6 +352,14 @@ impl Channels {
                 continue;
             };
             ch.is_dirty = false;
+            if ch.file == File::Breakdown {
+                let id = id as usize;
+                let stage = self.breakdown.iter_mut().find(|s| s.has_row(id));
+                if let (Some(s), Some(r)) = (stage, breakdown_record(ch)) {
+                    s.records.push(r);
+                }
+                continue;
+            }
             write(ch, cpu_prv, th_prv);
         }
         self.dirty.clear();
@@ -517,6 +536,7 @@ impl Channels {
             }
             Some(Kind::Running(c)) => self.select_running(c as usize, id),
             Some(Kind::Track(t, j)) => self.track_input(t as usize, usize::from(j)),
+            Some(Kind::Bd(c, code)) => self.breakdown_callbacks(c, code, id),
         }
     }
 
@@ -581,6 +601,16 @@ fn write_as(ch: &mut Chan, rule: Rule, prv: &mut Prv) {
     prv.record_keyed(ch.key, ch.row, ch.ty, v);
 }
 
+/// The record of a dirty breakdown row `ch`, if its rule (skip a repeated value) lets it.
+fn breakdown_record(ch: &mut Chan) -> Option<(u32, u32, u16, i64)> {
+    if ch.written && ch.last == ch.value {
+        return None;
+    }
+    ch.written = true;
+    ch.last = ch.value;
+    Some((ch.key, ch.row, ch.ty, ch.value.unwrap_or(0)))
+}
+
 /// Writes the record of a dirty channel `ch` (if it has a row and its rule lets it).
 #[inline]
 fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
@@ -610,94 +640,4 @@ fn write(ch: &mut Chan, cpu_prv: &mut Prv, th_prv: &mut Prv) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::prv::Writer;
-    use super::*;
-
-    /// Runs `f` on channels for one thread (tid 7, pid 3) on CPU row 0 of 2, with mark types
-    /// 1 and 2, and returns the records of both files after the header.
-    fn run(f: impl FnOnce(&mut Channels, &mut Prv, &mut Prv)) -> (String, String) {
-        let dir = tempfile::tempdir().unwrap();
-        let writer = Writer::new().unwrap();
-        let mut cpu = Prv::create(&dir.path().join("cpu.prv"), 2, &writer).unwrap();
-        let mut th = Prv::create(&dir.path().join("thread.prv"), 1, &writer).unwrap();
-        let mut c = Channels::new(&[(7, 3)], 2, &[1, 2], &mut cpu, &mut th);
-        f(&mut c, &mut cpu, &mut th);
-        cpu.close().unwrap();
-        th.close().unwrap();
-        let read = |f: &str| {
-            let s = std::fs::read_to_string(dir.path().join(f)).unwrap();
-            s.lines()
-                .skip(1)
-                .map(|l| l.trim_start_matches("2:0:1:1:").to_string() + "\n")
-                .collect::<String>()
-        };
-        (read("cpu.prv"), read("thread.prv"))
-    }
-
-    fn execute(c: &mut Channels, cpu: &mut Prv, th: &mut Prv) {
-        c.thread_cpu(0, Some(0));
-        c.thread_state(0, 1, true);
-        c.cpu_update(0, Some(0), 1);
-        c.propagate(cpu, th);
-    }
-
-    #[test]
-    fn execute_writes_ovniemus_records_in_its_order() {
-        let (cpu, th) = run(execute);
-        assert_eq!(
-            cpu,
-            "1:0:2:7\n1:0:1:3\n1:0:3:1\n1:0:7:0\n1:0:101:0\n1:0:102:0\n"
-        );
-        assert_eq!(th, "1:0:6:1\n1:0:4:1\n1:0:2:7\n1:0:101:0\n1:0:102:0\n");
-    }
-
-    #[test]
-    fn a_single_mark_set_twice_is_written_twice() {
-        let (cpu, th) = run(|c, cpu, th| {
-            execute(c, cpu, th);
-            for _ in 0..2 {
-                c.mark(0, 0, Some(5));
-                c.propagate(cpu, th);
-            }
-        });
-        assert!(cpu.ends_with("1:0:101:5\n1:0:101:5\n"), "{cpu}");
-        assert!(th.ends_with("1:0:101:5\n1:0:101:5\n"), "{th}");
-    }
-
-    #[test]
-    fn cooling_keeps_the_threads_marks_and_drops_the_cpus() {
-        let (cpu, th) = run(|c, cpu, th| {
-            execute(c, cpu, th);
-            c.mark(0, 0, Some(5));
-            c.propagate(cpu, th);
-            // Running -> Cooling: still active, no longer running.
-            c.thread_state(0, 4, true);
-            c.cpu_update(0, None, 0);
-            c.propagate(cpu, th);
-        });
-        // The thread's mark mux re-selects the same value: written again (only null
-        // repeats are skipped); the CPU's goes to null.
-        assert!(th.ends_with("1:0:101:5\n1:0:4:4\n1:0:101:5\n"), "{th}");
-        assert!(
-            cpu.ends_with("1:0:101:5\n1:0:2:0\n1:0:1:0\n1:0:3:0\n1:0:101:0\n"),
-            "{cpu}"
-        );
-    }
-
-    #[test]
-    fn a_paused_thread_moved_to_a_fresh_cpu_sets_its_count_to_zero() {
-        let (cpu, _) = run(|c, cpu, th| {
-            execute(c, cpu, th);
-            c.thread_state(0, 2, false);
-            c.cpu_update(0, None, 0);
-            c.propagate(cpu, th);
-            c.cpu_update(0, None, 0);
-            c.cpu_update(1, None, 0);
-            c.thread_cpu(0, Some(1));
-            c.propagate(cpu, th);
-        });
-        // The new CPU's count goes from null to 0; its tid and pid stay null (not written).
-        assert!(cpu.ends_with("1:0:3:0\n2:0:3:0\n"), "{cpu}");
-    }
-}
+mod tests;

@@ -27,6 +27,13 @@ pub(super) struct Layout {
 }
 
 impl Layout {
+    /// True if CPU row `r` is a loom's virtual CPU (labelled `vCPU <loom>.*`).
+    pub(super) fn cpu_is_virtual(&self, r: usize) -> bool {
+        self.cpu_labels
+            .get(r)
+            .is_some_and(|l| l.starts_with("vCPU"))
+    }
+
     pub(super) fn new(sys: &System) -> Self {
         let min_rank = |l: &crate::metadata::Loom| {
             l.processes.iter().filter_map(|p| p.rank.map(|r| r.0)).min()

@@ -1,5 +1,6 @@
-//! The emulator (`ovniemu`): plays a trace through the ovni model (and the nosv, tampi, mpi,
-//! kernel and openmp models when the trace requires them) and writes the Paraver views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
+//! The emulator (`ovniemu`): plays a trace through the ovni model (and the nanos6, nosv,
+//! nodes, tampi, mpi, kernel and openmp models when the trace requires them) and writes the Paraver
+//! views ovniemu 1.14 writes, `cpu.{prv,pcf,row}` and `thread.{prv,pcf,row}`, in the trace
 //! directory (`docs/ovniemu.md`).
 //!
 //! The stages and their checks are ovniemu's, in its order (load, system, clock offsets,
@@ -11,19 +12,20 @@
 //!
 //! Differences from the original, by design:
 //!
-//! * the nanos6 and nodes models are not emulated: a trace that requires one is refused
-//!   before any output is opened (the original emulates it);
-//! * no Paraver configuration folder (`cfg/`) is copied into the trace;
-//! * `-a`, `-b` and `-d` do not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
+//! * the Paraver configurations (`cfg/`) are written from the views' `.pcf` types (`cfg.rs`),
+//!   not copied;
+//! * `-d` does not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
 //!   reject threads that end with marks still pushed or inside a model's stack.
 //!
 //! This file holds the stages up to the event loop (options, setup, clock offsets, first
 //! events); the Paraver row order and the mark list are in `layout`, the output files and
 //! their `.pcf` types in `output`, and the event loop with its end checks in `play`.
 
+mod cfg;
 mod chan;
 mod layout;
 mod models;
+mod nanos6;
 mod nosv;
 mod openmp;
 mod output;
@@ -63,6 +65,12 @@ pub struct EmuOptions {
     pub lint: bool,
     /// Clock offset table; `None` uses `<dir>/clock-offsets.txt` if it exists.
     pub clock_offsets: Option<PathBuf>,
+    /// ovniemu's `-a`: every model is enabled, whether the threads require it or not (the
+    /// versions they require are still checked).
+    pub all_models: bool,
+    /// ovniemu's `-b`: the breakdown views of the enabled nanos6, openmp and nosv models
+    /// (`<model>-breakdown.{prv,pcf,row}`; nosv's when every thread allows it).
+    pub breakdown: bool,
 }
 
 /// How an emulation ended.
@@ -235,25 +243,6 @@ impl Setup {
             }
         }
         let offsets = clock_offsets(root, opts, &sys, &roles, out)?;
-        // Models not emulated are refused here, before any output is opened.
-        let table = EventTable::builtin();
-        for t in &sys.threads {
-            for name in t.require.iter().flat_map(|r| r.keys()) {
-                if let Some(m) = table
-                    .model_by_name(name)
-                    .filter(|m| !models::emulated(m.id))
-                {
-                    out.errors(&[format!(
-                        "{}: the trace requires the {} model ('{}'), which this ovniemu does not emulate (only ovni, nosv, tampi, mpi, kernel and openmp)",
-                        t.stream,
-                        m.name,
-                        m.id as char
-                    )]);
-                    let p = MetaProblem::ModelNotEmulated(m.name.clone());
-                    return Err(Error::meta(&t.stream, p));
-                }
-            }
-        }
         Ok(Self {
             sys,
             roles,
@@ -270,7 +259,15 @@ impl Setup {
         streams: &[Stream],
         out: &mut Out<'_>,
     ) -> Outcome {
-        let mut outputs = match Outputs::create(dir, &self.layout) {
+        // As the original, an existing configuration folder (or anything at its name) is left
+        // alone, with a warning.
+        let keep_cfg = std::fs::metadata(dir.join("cfg")).is_ok();
+        if keep_cfg {
+            out.warn(&format!(
+                "directory '{root}/cfg' already exists, skipping config copy"
+            ));
+        }
+        let mut outputs = match Outputs::create(dir, &self.layout, !keep_cfg) {
             Ok(o) => o,
             Err(e) => {
                 out.errors(&[
@@ -307,8 +304,36 @@ impl Setup {
             }
             Err(_) => BTreeMap::new(),
         };
-        for l in models::enabled_lines(&required) {
+        let mut required = required;
+        if opts.all_models {
+            for m in table.models() {
+                required.insert(m.name.clone(), m.version.clone());
+            }
+        }
+        for l in models::enabled_lines(&required, opts.all_models) {
             out.info(&l);
+        }
+        // The nosv model's breakdown view needs every thread to allow it (checked before its
+        // hardware counters, as the original creates the view first).
+        let mut nosv_breakdown = false;
+        if opts.breakdown && required.contains_key("nosv") {
+            let mut meta = vec![None; self.sys.threads.len()];
+            for (s, role) in streams.iter().zip(&self.roles) {
+                if let Some(m) = role_thread(role).and_then(|t| meta.get_mut(t)) {
+                    *m = s.metadata().nosv_can_breakdown();
+                }
+            }
+            match nosv::can_breakdown(&self.sys, &self.layout.row_thread, &meta) {
+                Ok(Ok(())) => {
+                    out.info("enabling breakdown for nOS-V model");
+                    nosv_breakdown = true;
+                }
+                Ok(Err(warning)) => out.warn(&warning),
+                Err(b) => {
+                    let (lines, e) = *b;
+                    return early(outputs, out, lines, e);
+                }
+            }
         }
         let hwc = if required.contains_key("nosv") {
             let mut meta = vec![None; self.sys.threads.len()];
@@ -328,6 +353,21 @@ impl Setup {
             Vec::new()
         };
         let models = Models::new(&required, &self.sys, &self.layout.row_thread, hwc);
+        if opts.breakdown {
+            // The physical CPUs, by CPU row (each loom's virtual CPU follows its CPUs).
+            let phys: Vec<usize> = (0..self.layout.cpu_labels.len())
+                .filter(|&r| !self.layout.cpu_is_virtual(r))
+                .collect();
+            for name in models.breakdown_models() {
+                if name == "nosv" && !nosv_breakdown {
+                    continue;
+                }
+                if let Err(e) = outputs.add_breakdown(name, phys.clone()) {
+                    let lines = vec![format!("emu_init: {}", chain_text(&e))];
+                    return early(outputs, out, lines, e);
+                }
+            }
+        }
         let marks = match MarkList::new(&self.sys, &self.layout, streams) {
             Ok(m) => m,
             Err(e) => {

@@ -1,21 +1,23 @@
-//! The models the emulator runs besides ovni (kernel, mpi, nosv, openmp, tampi), in
+//! The models the emulator runs besides ovni (kernel, mpi, nanos6, nosv, openmp, tampi), in
 //! ovniemu's order: which are enabled, their channels, `.pcf` types, events, end checks and
 //! messages. kernel, mpi and tampi are each described by a [`StackModel`]
-//! (`crates/ovni/src/model/{kernel,mpi,tampi}.rs`) and run by the shared [`Stacks`]; openmp
-//! and nosv are `crates/ovni/src/model/{openmp,nosv}.rs` (their views and messages in
-//! `emu/openmp.rs` and `emu/nosv.rs`). This file only connects them to the emulator.
+//! (`crates/ovni/src/model/{kernel,mpi,tampi}.rs`) and run by the shared [`Stacks`]; openmp,
+//! nosv and nanos6 are `crates/ovni/src/model/{openmp,nosv,nanos6}.rs` (their views and
+//! messages in `emu/openmp.rs`, `emu/nosv.rs` and `emu/nanos6.rs`). This file only connects
+//! them to the emulator.
 
 use std::collections::BTreeMap;
 
-use super::chan::{Channels, TrackDef};
+use super::chan::{Channels, TrackDef, View};
 use super::pcf::PcfType;
 use super::prv::Prv;
-use super::{nosv, openmp};
+use super::{nanos6, nosv, openmp};
 use crate::error::{EventProblem, ThreadState, TraceProblem};
 use crate::events::EventTable;
 use crate::metadata::System;
+use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
-use crate::model::openmp::OpenMp;
+use crate::model::openmp::{label_values, OpenMp};
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
 use crate::raw::{Event, Mcv};
 
@@ -34,7 +36,7 @@ pub fn model_list() -> String {
 
 /// True if the emulator emulates model `id`.
 pub(super) fn emulated(id: u8) -> bool {
-    matches!(id, b'O' | b'P' | b'V') || stack_model(id).is_some()
+    matches!(id, b'O' | b'P' | b'V' | b'6') || stack_model(id).is_some()
 }
 
 /// The state of one enabled model.
@@ -43,6 +45,7 @@ enum State {
     OpenMp(OpenMp),
     /// The nosv model and the names of its hardware counters.
     Nosv(Nosv, Vec<String>),
+    Nanos6(Nanos6),
 }
 
 /// One enabled model: its state and the index of its first channel.
@@ -102,6 +105,12 @@ impl Models {
                     let n = crate::model::nosv::CHANNELS + hwc.len();
                     (State::Nosv(Nosv::new(proc_of, &procs, hwc.len()), hwc), n)
                 }
+                (None, b'6') => {
+                    let (procs, proc_of) = crate::model::nosv::processes(sys, row_thread);
+                    let ranks: Vec<Option<i64>> = procs.iter().map(|p| p.1).collect();
+                    let n = crate::model::nanos6::CHANNELS;
+                    (State::Nanos6(Nanos6::new(proc_of, &ranks)), n)
+                }
                 _ => continue,
             };
             by_id[usize::from(id)] = models.len() as u8;
@@ -112,6 +121,119 @@ impl Models {
             models,
             by_id,
             finished: false,
+        }
+    }
+
+    /// The enabled models that have a breakdown view (nanos6, openmp, nosv), in ovniemu's
+    /// order.
+    pub(super) fn breakdown_models(&self) -> Vec<&'static str> {
+        self.models
+            .iter()
+            .filter_map(|m| match m.state {
+                State::Nanos6(_) => Some("nanos6"),
+                State::OpenMp(_) => Some("openmp"),
+                State::Nosv(..) => Some("nosv"),
+                State::Stack(_) => None,
+            })
+            .collect()
+    }
+
+    /// The breakdown view of model `name` and its Paraver type.
+    pub(super) fn breakdown_view(&self, name: &str) -> Option<(View, u32)> {
+        self.models.iter().find_map(|m| {
+            let b = m.base;
+            match (&m.state, name) {
+                (State::Nanos6(_), "nanos6") => {
+                    use crate::model::nanos6::{CH_IDLE, CH_SUBSYSTEM, CH_TYPE};
+                    let view = View::Tasks {
+                        ss: b + CH_SUBSYSTEM,
+                        tt: b + CH_TYPE,
+                        idle: b + CH_IDLE,
+                        task_body: 1,
+                        unknown: 2,
+                    };
+                    Some((view, 41))
+                }
+                (State::Nosv(..), "nosv") => {
+                    use crate::model::nosv::{CH_SUBSYSTEM, CH_TYPE};
+                    let view = View::Tasks {
+                        ss: b + CH_SUBSYSTEM,
+                        tt: b + CH_TYPE,
+                        idle: b + CH_IDLE,
+                        task_body: 11,
+                        unknown: 2,
+                    };
+                    Some((view, 17))
+                }
+                (State::OpenMp(_), "openmp") => Some((
+                    View::Labels {
+                        ss: b,
+                        label: b + 1,
+                    },
+                    53,
+                )),
+                _ => None,
+            }
+        })
+    }
+
+    /// The `.pcf` types of the breakdown view of model `name`: its subsystems (and idle
+    /// states), then its task types or labels (none if two labels collide: the original's
+    /// finish fails before).
+    pub(super) fn breakdown_pcf_types(&self, name: &str) -> Vec<PcfType> {
+        let own = |v: &[(i64, &str)]| -> Vec<(i64, String)> {
+            v.iter().map(|&(v, l)| (v, l.to_string())).collect()
+        };
+        let found = self.models.iter().find_map(|m| match (&m.state, name) {
+            (State::Nanos6(n), "nanos6") => {
+                use crate::model::nanos6::{IDLE_LABELS, SUBSYSTEM_LABELS};
+                let mut v = own(&SUBSYSTEM_LABELS);
+                v.extend(own(&IDLE_LABELS));
+                let (types, collision) = label_values(n.types());
+                Some((
+                    41,
+                    "CPU: Nanos6 Runtime/Idle/Task breakdown",
+                    v,
+                    types,
+                    collision,
+                ))
+            }
+            (State::Nosv(n, _), "nosv") => {
+                use crate::model::nosv::{IDLE_LABELS, SUBSYSTEM_LABELS};
+                let mut v = own(&SUBSYSTEM_LABELS);
+                v.extend(own(&IDLE_LABELS));
+                let (types, collision) = label_values(n.types());
+                Some((
+                    17,
+                    "CPU: nOS-V Runtime/Idle/Task breakdown",
+                    v,
+                    types,
+                    collision,
+                ))
+            }
+            (State::OpenMp(o), "openmp") => {
+                let (types, collision) = o.label_values();
+                let v = openmp::subsystem_values();
+                Some((
+                    53,
+                    "CPU: OpenMP Runtime/Label breakdown",
+                    v,
+                    types,
+                    collision,
+                ))
+            }
+            _ => None,
+        });
+        match found {
+            Some((ty, label, mut values, types, None)) => {
+                values.extend(types);
+                vec![PcfType {
+                    ty,
+                    label: label.to_string(),
+                    values,
+                }]
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -130,6 +252,7 @@ impl Models {
                     prv_type: s.model().prv_type,
                     thread_track: s.model().thread_track,
                     skip_dup_null: false,
+                    emit_dup: false,
                     cpu_default: None,
                     before_ovni,
                 }),
@@ -137,10 +260,12 @@ impl Models {
                     prv_type: ty,
                     thread_track: Track::Active,
                     skip_dup_null: true,
+                    emit_dup: false,
                     cpu_default: None,
                     before_ovni,
                 })),
                 State::Nosv(_, hwc) => defs.extend(nosv::track_defs(hwc.len())),
+                State::Nanos6(_) => defs.extend(nanos6::track_defs()),
             }
         }
         if !defs.is_empty() {
@@ -148,8 +273,13 @@ impl Models {
         }
         // Every thread starts progressing (before the first event, so no row shows it).
         for m in &self.models {
-            if let State::Nosv(..) = m.state {
-                chans.track_init_all(m.base + CH_IDLE, Some(PROGRESSING));
+            match m.state {
+                State::Nosv(..) => chans.track_init_all(m.base + CH_IDLE, Some(PROGRESSING)),
+                State::Nanos6(_) => chans.track_init_all(
+                    m.base + crate::model::nanos6::CH_IDLE,
+                    Some(crate::model::nanos6::PROGRESSING),
+                ),
+                _ => {}
             }
         }
     }
@@ -208,6 +338,17 @@ impl Models {
                 );
                 let changes = model.event(t, row, tid, active, out, ev)?;
                 for (ch, v) in changes.0 {
+                    chans.track_set(row, m.base + ch, v);
+                }
+            }
+            State::Nanos6(model) => {
+                let active = matches!(
+                    state,
+                    ThreadState::Running | ThreadState::Cooling | ThreadState::Warming
+                );
+                let changes = model.event(t, row, tid, active, ev);
+                notes.extend(model.take_warning());
+                for (ch, v) in changes? {
                     chans.track_set(row, m.base + ch, v);
                 }
             }
@@ -272,6 +413,11 @@ impl Models {
                     ));
                     errors.extend(lines.into_iter().map(|l| (m.id, l)));
                 }
+                State::Nanos6(model) => {
+                    let mut lines = Vec::new();
+                    v.extend(nanos6::pcf_types(model, thread, &mut lines));
+                    errors.extend(lines.into_iter().map(|l| (m.id, l)));
+                }
             }
         }
         v
@@ -313,6 +459,7 @@ impl Models {
                 },
                 State::OpenMp(o) => ("openmp", "stacked openmp functions", &|t| o.depth(t)),
                 State::Nosv(n, _) => ("nosv", "stacked nosv subsystems", &|t| n.depth(t)),
+                State::Nanos6(n) => ("nanos6", "stacked nanos6 subsystems", &|t| n.depth(t)),
             };
             for &t in row_thread {
                 let depth = depth(t);
@@ -373,6 +520,7 @@ impl Models {
                     labels: (c.first, c.second),
                 }),
             State::Nosv(n, _) if self.finished => nosv::finish_problem(n),
+            State::Nanos6(n) => nanos6::finish_problem(n),
             State::Stack(_) | State::Nosv(..) => None,
         })
     }
@@ -397,6 +545,7 @@ pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> 
     match mcv.model() {
         b'P' => return openmp::rejected_lines(mcv, p),
         b'V' => return nosv::rejected_lines(mcv, p),
+        b'6' => return nanos6::rejected_lines(mcv, p),
         _ => {}
     }
     let m: &StackModel = stack_model(mcv.model())?;
@@ -425,7 +574,7 @@ pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> 
 }
 
 /// ovniemu's list of the enabled models, by model character.
-pub(super) fn enabled_lines(required: &BTreeMap<String, String>) -> Vec<String> {
+pub(super) fn enabled_lines(required: &BTreeMap<String, String>, all: bool) -> Vec<String> {
     let table = EventTable::builtin();
     let mut models: Vec<_> = table
         .models()
@@ -436,10 +585,11 @@ pub(super) fn enabled_lines(required: &BTreeMap<String, String>) -> Vec<String> 
     if models.is_empty() {
         return Vec::new();
     }
-    let mut v = vec![format!(
-        "the following {} models are enabled: ",
-        models.len()
-    )];
+    let mut v = vec![if all {
+        format!("all {} models are enabled (-a): ", models.len())
+    } else {
+        format!("the following {} models are enabled: ", models.len())
+    }];
     for m in models {
         v.push(format!(
             " {:>8} {} '{}' ({} events)",

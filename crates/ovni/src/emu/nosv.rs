@@ -36,6 +36,7 @@ pub(super) fn track_defs(hwc: usize) -> Vec<TrackDef> {
             prv_type,
             thread_track,
             skip_dup_null: true,
+            emit_dup: false,
             cpu_default: (prv_type == 16).then_some(RESTING),
             before_ovni: false,
         })
@@ -44,6 +45,7 @@ pub(super) fn track_defs(hwc: usize) -> Vec<TrackDef> {
         prv_type: HWC_TYPE + i as u32,
         thread_track: Track::Active,
         skip_dup_null: true,
+        emit_dup: false,
         cpu_default: None,
         before_ovni: false,
     }));
@@ -132,6 +134,52 @@ pub(super) fn counters(
     })
 }
 
+/// Whether every thread allows the nosv breakdown view (`nosv.can_breakdown` of each thread,
+/// `meta`, checked in ovniemu's thread order `row_thread`): `Ok(Ok(()))` if they all do,
+/// `Ok(Err(warning))` if some do not, ovniemu's lines and the error if a thread lacks the key
+/// or it is not a boolean.
+#[allow(clippy::type_complexity)]
+pub(super) fn can_breakdown(
+    sys: &System,
+    row_thread: &[usize],
+    meta: &[Option<Option<bool>>],
+) -> Result<Result<(), String>, Box<(Vec<String>, Error)>> {
+    let mut suitable = 0;
+    for &t in row_thread {
+        let Some(th) = sys.threads.get(t) else {
+            continue;
+        };
+        let why = match meta.get(t).copied().flatten() {
+            Some(Some(b)) => {
+                suitable += usize::from(b);
+                continue;
+            }
+            None => "missing nosv.can_breakdown key",
+            Some(None) => "expected boolean nosv.can_breakdown key",
+        };
+        let lines = vec![
+            format!("model_nosv_breakdown_create: {why}: thread.{}", th.tid),
+            "model_nosv_create: model_nosv_breakdown_create failed".to_string(),
+            "model_create: create failed for model 'V'".to_string(),
+            "emu_init: model_create failed".to_string(),
+            "main: emu_init failed".to_string(),
+        ];
+        let problem = MetaProblem::BadValue {
+            key: "nosv.can_breakdown",
+            expected: "a boolean",
+        };
+        return Err(Box::new((lines, Error::meta(&th.stream, problem))));
+    }
+    let n = row_thread.len();
+    if suitable == n {
+        Ok(Ok(()))
+    } else {
+        Ok(Err(format!(
+            "cannot enable breakdown for nOS-V model (suitable {suitable}/{n})"
+        )))
+    }
+}
+
 /// The problem of two task type labels with the same value, if any.
 pub(super) fn finish_problem(nosv: &Nosv) -> Option<TraceProblem> {
     label_values(nosv.types())
@@ -149,10 +197,14 @@ fn value_text(v: Option<i64>) -> String {
     }
 }
 
-fn chan_line(f: &ChanFailure) -> String {
+/// ovniemu's line when a stack channel refuses a push or a pop.
+pub(super) fn chan_line(f: &ChanFailure) -> String {
     match f {
         ChanFailure::Empty { chan } => format!("chan_pop: {chan}: channel stack empty"),
         ChanFailure::Full { chan } => format!("chan_push: {chan}: channel stack full"),
+        ChanFailure::Same { chan, value } => {
+            format!("chan_push: {chan}: same value as last_value {{int64_t {value}}}")
+        }
         ChanFailure::Mismatch { chan, value, top } => format!(
             "chan_pop: {chan}: expected value {{int64_t {value}}} different from top of stack {{int64_t {top}}}"
         ),
@@ -166,7 +218,7 @@ pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> 
         EventProblem::ThreadOutOfCpu { tid } => {
             vec![format!("process_ev: current thread {tid} out of CPU")]
         }
-        EventProblem::Nosv(p) => nosv_lines(mcv, p),
+        EventProblem::Nosv(p) => task_lines(&NOSV, mcv, p),
         _ => return None,
     };
     v.push("model_nosv_event: error processing nOS-V event".to_string());
@@ -174,7 +226,24 @@ pub(super) fn rejected_lines(mcv: Mcv, p: &EventProblem) -> Option<Vec<String>> 
     Some(v)
 }
 
-fn nosv_lines(mcv: Mcv, p: &NosvProblem) -> Vec<String> {
+/// The names in ovniemu's messages that differ between the nosv and nanos6 models.
+pub(super) struct Runtime {
+    /// The runtime's name in messages ("nOS-V").
+    pub(super) name: &'static str,
+    /// The functions that set the task channels when a body starts and when it stops.
+    pub(super) running: &'static str,
+    pub(super) stopped: &'static str,
+}
+
+const NOSV: Runtime = Runtime {
+    name: "nOS-V",
+    running: "chan_body_running",
+    stopped: "chan_body_stopped",
+};
+
+/// ovniemu's lines (before the common ones) for problem `p` of event `mcv` of the nosv or
+/// nanos6 model (`rt`).
+pub(super) fn task_lines(rt: &Runtime, mcv: Mcv, p: &NosvProblem) -> Vec<String> {
     use NosvProblem as P;
     let task_failed = "pre_task: cannot update task state";
     let state_failed = [
@@ -192,8 +261,8 @@ fn nosv_lines(mcv: Mcv, p: &NosvProblem) -> Vec<String> {
     let body = |t: &u32, b: &u32| format!("body(id={b},taskid={t})");
     match p {
         P::NotActive { tid } => vec![format!("process_ev: current thread {tid} not active")],
-        P::UnknownCategory => vec!["process_ev: unknown nOS-V event category".into()],
-        P::UnknownSubsystemEvent => vec!["simple: unknown nOS-V subsystem event".into()],
+        P::UnknownCategory => vec![format!("process_ev: unknown {} event category", rt.name)],
+        P::UnknownSubsystemEvent => vec![format!("simple: unknown {} subsystem event", rt.name)],
         P::Subsystem(f) => vec![chan_line(f)],
         P::SameValue {
             chan,
@@ -207,11 +276,7 @@ fn nosv_lines(mcv: Mcv, p: &NosvProblem) -> Vec<String> {
             match context {
                 None => vec![first],
                 Some(running) => {
-                    let func = if *running {
-                        "chan_body_running"
-                    } else {
-                        "chan_body_stopped"
-                    };
+                    let func = if *running { rt.running } else { rt.stopped };
                     with(
                         vec![first, format!("{func}: chan_set taskid failed")],
                         &[
@@ -223,7 +288,28 @@ fn nosv_lines(mcv: Mcv, p: &NosvProblem) -> Vec<String> {
                 }
             }
         }
-        P::UnexpectedTaskValue => vec!["pre_task: unexpected nOS-V task event value".into()],
+        P::UnexpectedTaskValue => {
+            vec![format!("pre_task: unexpected {} task event value", rt.name)]
+        }
+        P::SwitchSameValue { chan, value } => with(
+            vec![
+                format!("chan_set: {chan}: same value as last_value {{int64_t {value}}}"),
+                "chan_task_switch: chan_set taskid failed".into(),
+            ],
+            &[
+                "update_task_channels: cannot update task channels",
+                "update_task: update_task_channels failed",
+                task_failed,
+            ],
+        ),
+        P::SwitchTaskIdZero => with(
+            vec!["chan_task_switch: next task id cannot be 0".into()],
+            &[
+                "update_task_channels: cannot update task channels",
+                "update_task: update_task_channels failed",
+                task_failed,
+            ],
+        ),
         P::CreatePayloadSize => with(
             vec!["create_task: unexpected payload size".into()],
             &[task_failed],
@@ -316,7 +402,7 @@ fn nosv_lines(mcv: Mcv, p: &NosvProblem) -> Vec<String> {
                 _ => "app id must be positive",
             };
             with(
-                vec![format!("chan_body_running: {why}")],
+                vec![format!("{}: {why}", rt.running)],
                 &[
                     "update_task_channels: cannot update task channels",
                     "update_task: update_task_channels failed",

@@ -45,13 +45,7 @@ pub(super) fn label_values(
 }
 
 fn chan_line(f: &ChanFailure) -> String {
-    match f {
-        ChanFailure::Empty { chan } => format!("chan_pop: {chan}: channel stack empty"),
-        ChanFailure::Full { chan } => format!("chan_push: {chan}: channel stack full"),
-        ChanFailure::Mismatch { chan, value, top } => format!(
-            "chan_pop: {chan}: expected value {{int64_t {value}}} different from top of stack {{int64_t {top}}}"
-        ),
-    }
+    super::nosv::chan_line(f)
 }
 
 /// The lines ovniemu prints when the openmp model rejects event `mcv` (before the common

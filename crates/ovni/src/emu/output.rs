@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
+use super::cfg;
 use super::chan::TY_MARK;
 use super::layout::{Layout, MarkList};
 use super::models::Models;
@@ -18,6 +19,8 @@ use crate::error::Error;
 pub(super) struct PcfTypes {
     pub(super) cpu: Vec<PcfType>,
     pub(super) thread: Vec<PcfType>,
+    /// Each breakdown view's, by model name.
+    pub(super) breakdown: Vec<(&'static str, Vec<PcfType>)>,
 }
 
 /// The types in ovniemu's order: the thread's own (CPU, TID, state), then each enabled
@@ -66,7 +69,16 @@ pub(super) fn pcf_types(
     }
     thread.extend(models.pcf_types(false, true, errors));
     cpu.extend(models.pcf_types(false, false, errors));
-    PcfTypes { cpu, thread }
+    let breakdown = models
+        .breakdown_models()
+        .into_iter()
+        .map(|name| (name, models.breakdown_pcf_types(name)))
+        .collect();
+    PcfTypes {
+        cpu,
+        thread,
+        breakdown,
+    }
 }
 
 /// The six output files while the trace is played.
@@ -78,6 +90,11 @@ pub(super) struct Outputs {
     pub(super) thread: Prv,
     cpu_labels: Vec<String>,
     th_labels: Vec<String>,
+    /// Write the Paraver configurations (`cfg/`) at the end.
+    cfg: bool,
+    /// The breakdown views (`-b`): model name, `.prv` writer and the CPU row of each of its
+    /// rows (the physical CPUs).
+    pub(super) breakdowns: Vec<(&'static str, Prv, Vec<usize>)>,
     /// The writer thread of both `.prv` files (dropped after them). One thread for both: it
     /// is busy most of the time, so it seldom sleeps and the emulating thread seldom has to
     /// wake it (two threads, each idle half of the time, were woken at every batch).
@@ -85,7 +102,8 @@ pub(super) struct Outputs {
 }
 
 impl Outputs {
-    pub(super) fn create(dir: &Path, layout: &Layout) -> crate::Result<Self> {
+    /// With `cfg`, the Paraver configurations are written when the files are closed.
+    pub(super) fn create(dir: &Path, layout: &Layout, cfg: bool) -> crate::Result<Self> {
         let writer = Writer::new().map_err(|e| Error::io(dir, e))?;
         let cpu = Prv::create(&dir.join("cpu.prv"), layout.cpu_labels.len(), &writer)?;
         let thread = Prv::create(&dir.join("thread.prv"), layout.th_labels.len(), &writer)?;
@@ -99,6 +117,8 @@ impl Outputs {
             thread,
             cpu_labels: layout.cpu_labels.clone(),
             th_labels: layout.th_labels.clone(),
+            breakdowns: Vec::new(),
+            cfg,
             _writer: writer,
         })
     }
@@ -109,7 +129,26 @@ impl Outputs {
             self.time = time;
             self.cpu.advance(time);
             self.thread.advance(time);
+            for (_, b, _) in &mut self.breakdowns {
+                b.advance(time);
+            }
         }
+    }
+
+    /// Adds the breakdown view of model `name` over the physical CPUs (their CPU rows
+    /// `cpus`), `<name>-breakdown.{prv,pcf,row}`.
+    pub(super) fn add_breakdown(
+        &mut self,
+        name: &'static str,
+        cpus: Vec<usize>,
+    ) -> crate::Result<()> {
+        let file = |ext: &str| self.dir.join(format!("{name}-breakdown.{ext}"));
+        let prv = Prv::create(&file("prv"), cpus.len(), &self._writer)?;
+        for ext in ["pcf", "row"] {
+            create_file(&file(ext))?;
+        }
+        self.breakdowns.push((name, prv, cpus));
+        Ok(())
     }
 
     /// Finishes the `.prv` files; with `pcfs`, writes the `.pcf` and `.row` files too (they
@@ -117,15 +156,56 @@ impl Outputs {
     pub(super) fn close(self, pcfs: Option<&PcfTypes>) -> crate::Result<()> {
         self.cpu.close()?;
         self.thread.close()?;
+        let mut breakdowns = Vec::new();
+        for (name, prv, cpus) in self.breakdowns {
+            prv.close()?;
+            breakdowns.push((name, cpus.len()));
+        }
         let Some(pcfs) = pcfs else { return Ok(()) };
-        let files = [
-            ("cpu.pcf", pcf::render(&pcfs.cpu)),
-            ("cpu.row", row::render(&self.cpu_labels)),
-            ("thread.pcf", pcf::render(&pcfs.thread)),
-            ("thread.row", row::render(&self.th_labels)),
+        let mut files = vec![
+            ("cpu.pcf".to_string(), pcf::render(&pcfs.cpu)),
+            ("cpu.row".to_string(), row::render(&self.cpu_labels)),
+            ("thread.pcf".to_string(), pcf::render(&pcfs.thread)),
+            ("thread.row".to_string(), row::render(&self.th_labels)),
         ];
+        for &(name, rows) in &breakdowns {
+            // The rows are named from the top: the last row is the first CPU.
+            let labels: Vec<String> = (0..rows).map(|r| format!("~CPU {:>4}", rows - r)).collect();
+            let types = pcfs
+                .breakdown
+                .iter()
+                .find(|b| b.0 == name)
+                .map(|b| &b.1[..]);
+            let pcf = pcf::render(types.unwrap_or_default());
+            files.push((format!("{name}-breakdown.pcf"), pcf));
+            files.push((format!("{name}-breakdown.row"), row::render(&labels)));
+        }
+        // The CPU view's own types have no `.pcf` entry (as in the original) but a window.
+        let own = |ty, label: &str| PcfType {
+            ty,
+            label: label.to_string(),
+            values: Vec::new(),
+        };
+        let cpu_own = [
+            own(1, "PID of the RUNNING thread"),
+            own(2, "TID of the RUNNING thread"),
+            own(3, "Number of RUNNING threads"),
+        ];
+        let mut cfgs: Vec<(&str, &[PcfType])> = vec![
+            ("thread", &pcfs.thread),
+            ("cpu", &cpu_own),
+            ("cpu", &pcfs.cpu),
+        ];
+        for (name, _) in &breakdowns {
+            if let Some(b) = pcfs.breakdown.iter().find(|b| b.0 == *name) {
+                cfgs.push(("cpu", &b.1));
+            }
+        }
+        for (view, types) in cfgs.into_iter().filter(|_| self.cfg) {
+            cfg::write(&self.dir, view, types)?;
+        }
         for (name, text) in files {
-            let p = self.dir.join(name);
+            let p = self.dir.join(&name);
             create_file(&p)?
                 .write_all(text.as_bytes())
                 .map_err(|e| Error::io(&p, e))?;

@@ -129,6 +129,7 @@ fn event_failed(
     m: &Merged<'_>,
     problem: EventProblem,
     dclock: i64,
+    jumbo: bool,
     streams: &[Stream],
     setup: &Setup,
     out: &mut Out<'_>,
@@ -146,7 +147,7 @@ fn event_failed(
             m.sclock,
             dclock,
             ev.payload.len(),
-            ev.is_jumbo(),
+            jumbo,
             &rel,
             m.offset,
             setup.offsets.get(s).copied().unwrap_or(0),
@@ -194,6 +195,9 @@ pub(super) struct Emu {
     flush_start: Vec<i64>,
     /// Warnings of the current event, printed after it.
     notes: Vec<String>,
+    /// ovniemu's jumbo flag of the current event: it keeps the last jumbo event's flag until an
+    /// event without payload, as the original's event record does.
+    jumbo: bool,
     pub(super) progress: Progress,
     bursts: Bursts,
 }
@@ -232,6 +236,12 @@ impl Emu {
             &mut outputs.thread,
         );
         models.add_channels(&mut chans, &mut outputs.cpu, &mut outputs.thread);
+        // The views are enabled in the order of the outputs, so their indices match.
+        for (name, prv, cpus) in &mut outputs.breakdowns {
+            if let Some((view, ty)) = models.breakdown_view(name) {
+                chans.enable_breakdown(view, cpus, ty, prv);
+            }
+        }
         let mut mark_k = [u8::MAX; 100];
         for (k, &ty) in types.iter().enumerate() {
             if let Some(slot) = usize::try_from(ty).ok().and_then(|t| mark_k.get_mut(t)) {
@@ -248,6 +258,7 @@ impl Emu {
             events: 0,
             dclock: 0,
             notes: Vec::new(),
+            jumbo: false,
             progress: Progress::new(streams),
             bursts: Bursts::new(setup.sys.threads.len()),
         }
@@ -289,12 +300,18 @@ impl Emu {
             if let Some(line) = self.progress.tick(self.events) {
                 out.progress(&line);
             }
+            self.jumbo = !m.event.payload.is_empty() && (self.jumbo || m.event.is_jumbo());
             let played = match setup.roles.get(s) {
                 Some(Role::Thread(t)) => self.event(*t, &m.event, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
             };
             if let Err(problem) = played {
-                return Err(event_failed(m, problem, dclock, streams, setup, out));
+                // A warning of the rejected event comes before the error.
+                for n in self.notes.drain(..) {
+                    out.warn(&n);
+                }
+                let jumbo = self.jumbo;
+                return Err(event_failed(m, problem, dclock, jumbo, streams, setup, out));
             }
             self.progress.played(m.event.size());
             if m.event.mcv.0 == *b"OB." {
@@ -309,6 +326,13 @@ impl Emu {
                 }
             }
             self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
+            for (i, records) in self.chans.breakdown_records() {
+                if let Some((_, prv, _)) = outputs.breakdowns.get_mut(i) {
+                    for (key, row, ty, v) in records.drain(..) {
+                        prv.record_keyed(key, row, ty, v);
+                    }
+                }
+            }
             if outputs.cpu.failed() || outputs.thread.failed() {
                 return Err(write_failed(outputs, out));
             }

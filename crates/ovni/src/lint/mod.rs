@@ -17,7 +17,8 @@
 //! 6. every event in clock order: stream structure, per-stream clock order, registered and
 //!    enabled model, then the ovni model's rules (`crate::model`) for `O` events, or for other
 //!    models that the event exists and its payload fits its signature, and for the mpi,
-//!    tampi and openmp models their rules (`crate::model::stack`, `crate::model::openmp`);
+//!    tampi, openmp, nosv and nanos6 models their rules (`crate::model::stack`,
+//!    `crate::model::openmp`, `crate::model::nosv`, `crate::model::nanos6`);
 //! 7. the end check: every thread is dead.
 //!
 //! With [`LintOptions::all`] the checks continue after a problem (a rejected event leaves the
@@ -45,6 +46,7 @@ use trace::TraceProblem;
 
 pub use report::{Problem, Report};
 
+use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{hwc_names, processes, Nosv};
 use crate::model::openmp::{label_values, OpenMp};
 use crate::model::stack::{stack_model, Stacks};
@@ -144,8 +146,17 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         }
         _ => None,
     };
+    let nanos6 = match (&system, &ovni, &enabled) {
+        (Some(sys), Some(model), Some(en)) if en[usize::from(b'6')] => {
+            let (procs, proc_of) = processes(sys, &model.end_order());
+            let ranks: Vec<Option<i64>> = procs.iter().map(|p| p.1).collect();
+            Some(Nanos6::new(proc_of, &ranks))
+        }
+        _ => None,
+    };
     let mut ctx = Events {
         nosv,
+        nanos6,
         streams: &streams,
         roles: &roles,
         table,
@@ -161,11 +172,16 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
     if let (Some(sys), Some(model)) = (&system, &ovni) {
         end_checks(sys, model, sink)?;
     }
-    // ovniemu's openmp and nosv models fail when they list the type labels, after the
-    // events.
+    // ovniemu's nanos6, openmp and nosv models fail when they list the type labels, after
+    // the events.
+    let nanos6_labels = ctx.nanos6.as_ref().and_then(|n| label_values(n.types()).1);
     let nosv_labels = ctx.nosv.as_ref().and_then(|n| label_values(n.types()).1);
     let openmp_labels = ctx.openmp.as_ref().and_then(|o| o.label_values().1);
-    for c in openmp_labels.into_iter().chain(nosv_labels) {
+    for c in nanos6_labels
+        .into_iter()
+        .chain(openmp_labels)
+        .chain(nosv_labels)
+    {
         sink.push(Problem::new(Error::Trace(
             TraceProblem::TypeLabelCollision {
                 value: c.value,
@@ -437,6 +453,8 @@ struct Events<'a> {
     openmp: Option<OpenMp>,
     /// The nosv model, if enabled.
     nosv: Option<Nosv>,
+    /// The nanos6 model, if enabled.
+    nanos6: Option<Nanos6>,
     /// ovniemu's row of each thread.
     rows: Vec<usize>,
     /// Enabled models by model character; `None` when the metadata is unusable.
@@ -563,15 +581,18 @@ impl Events<'_> {
             }
             return ControlFlow::Continue(());
         }
-        let Some(spec) = self.table.event(ev.mcv) else {
+        // ovniemu's nanos6 model still accepts the old task creation event, with a warning.
+        let old = ev.mcv.0 == *b"6TC" && self.nanos6.is_some();
+        let spec = self.table.event(ev.mcv);
+        if spec.is_none() && !old {
             let p = EventProblem::UnknownEvent {
                 model: model.name.clone(),
             };
             return self.once(m, p, sink);
-        };
+        }
         // `VWC` holds one value per hardware counter, which the nosv model checks.
         let counters = ev.mcv.0 == *b"VWC" && self.nosv.is_some();
-        if !counters {
+        if let (Some(spec), false) = (spec, counters) {
             if let Err(p) = check_payload(spec, ev) {
                 return sink.push(self.problem(m, p));
             }
@@ -595,6 +616,10 @@ impl Events<'_> {
             (Some(stacks), _) => stacks.event(t, row, tid, running, c, v).map(|_| ()),
             (None, b'P') => match &mut self.openmp {
                 Some(omp) => omp.event(t, row, tid, running, ev).map(|_| ()),
+                None => Ok(()),
+            },
+            (None, b'6') => match &mut self.nanos6 {
+                Some(n) => n.event(t, row, tid, active, ev).map(|_| ()),
                 None => Ok(()),
             },
             (None, b'V') => match &mut self.nosv {

@@ -174,7 +174,6 @@ fn code(e: &Error) -> &'static str {
                 "require-version"
             }
             MetaProblem::FileTooLarge { .. } => "metadata-too-large",
-            MetaProblem::ModelNotEmulated(_) => "model-not-emulated",
         },
         Error::Event { problem, .. } => event_code(problem),
         Error::Trace(t) => match t {
@@ -227,6 +226,7 @@ pub(super) fn event_code(p: &EventProblem) -> &'static str {
         | EventProblem::ChannelStackFull { .. } => "stack",
         EventProblem::OpenMp(_) => "openmp",
         EventProblem::Nosv(_) => "nosv",
+        EventProblem::Nanos6(_) => "nanos6",
     }
 }
 

@@ -8,6 +8,8 @@
 
 pub(crate) mod kernel;
 pub(crate) mod mpi;
+pub(crate) mod nanos6;
+pub(crate) mod nodes;
 pub(crate) mod nosv;
 pub(crate) mod openmp;
 pub(crate) mod problem;

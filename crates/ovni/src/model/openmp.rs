@@ -288,6 +288,9 @@ impl OpenMp {
                     let top = top.map_err(|f| match f {
                         ChanFailure::Empty { chan } => EventProblem::ChannelStackEmpty { chan },
                         ChanFailure::Full { chan } => EventProblem::ChannelStackFull { chan },
+                        ChanFailure::Same { chan, value } => {
+                            EventProblem::ChannelSameValue { chan, value }
+                        }
                         ChanFailure::Mismatch { chan, value, top } => {
                             EventProblem::ChannelPopMismatch { chan, value, top }
                         }

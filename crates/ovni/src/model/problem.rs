@@ -288,6 +288,8 @@ pub enum EventProblem {
     OpenMp(OpenMpProblem),
     /// An event the nosv model rejects.
     Nosv(NosvProblem),
+    /// An event the nanos6 model rejects.
+    Nanos6(NosvProblem),
 }
 
 impl fmt::Display for EventProblem {
@@ -384,7 +386,7 @@ impl fmt::Display for EventProblem {
             }
             Self::ChannelStackFull { chan } => write!(f, "{chan}: stack full (512 values)"),
             Self::OpenMp(p) => write!(f, "{p}"),
-            Self::Nosv(p) => write!(f, "{p}"),
+            Self::Nosv(p) | Self::Nanos6(p) => write!(f, "{p}"),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Models whose whole state is one stack of values per thread, pushed and popped by paired
-//! events: mpi (the MPI function being called), tampi (the TAMPI subsystem) and kernel (out
-//! of the CPU after a context switch). ovniemu 1.14 keeps that stack in a stack channel, so
+//! events: mpi (the MPI function being called), tampi and nodes (their subsystem) and kernel
+//! (out of the CPU after a context switch). ovniemu 1.14 keeps that stack in a stack channel, so
 //! the checks are its channel's: a push of the value already on top is rejected ("same value
 //! as last_value"), a pop must name the value on top, and a stack holds at most 512 values.
 //! mpi and tampi only accept events from a running thread.
@@ -177,6 +177,7 @@ pub(crate) fn stack_model(id: u8) -> Option<&'static StackModel> {
         b'M' => Some(&super::mpi::MPI),
         b'T' => Some(&super::tampi::TAMPI),
         b'K' => Some(&super::kernel::KERNEL),
+        b'D' => Some(&super::nodes::NODES),
         _ => None,
     }
 }

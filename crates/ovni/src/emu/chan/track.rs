@@ -20,6 +20,8 @@ pub(crate) struct TrackDef {
     /// A repeated null is not written again, a repeated value is (else no repeated value is
     /// written).
     pub(crate) skip_dup_null: bool,
+    /// Every change is written, a repeated value or null too (overrides `skip_dup_null`).
+    pub(crate) emit_dup: bool,
     /// What the CPU's row shows when no thread runs on it (else nothing).
     pub(crate) cpu_default: Option<i64>,
     /// The model comes before the ovni model in ovniemu's order (model character before
@@ -50,7 +52,9 @@ impl Channels {
         self.chans
             .resize(self.track_base + self.nthreads * 2 * n + ncpus * n, blank);
         for (j, d) in defs.iter().enumerate() {
-            let rule = if d.skip_dup_null {
+            let rule = if d.emit_dup {
+                Rule::Emit
+            } else if d.skip_dup_null {
                 Rule::SkipDupNull
             } else {
                 Rule::SkipDup
@@ -85,7 +89,7 @@ impl Channels {
         self.track_in(t, j) + 1
     }
 
-    fn track_cpu_out(&self, c: usize, j: usize) -> usize {
+    pub(super) fn track_cpu_out(&self, c: usize, j: usize) -> usize {
         self.track_base + self.nthreads * 2 * self.tracks.len() + c * self.tracks.len() + j
     }
 

@@ -25,6 +25,13 @@ pub enum ChanFailure {
         /// Channel name.
         chan: String,
     },
+    /// A push of the value already on top, on a stack that refuses it (nanos6).
+    Same {
+        /// Channel name.
+        chan: String,
+        /// Value pushed.
+        value: i64,
+    },
 }
 
 impl fmt::Display for ChanFailure {
@@ -35,6 +42,7 @@ impl fmt::Display for ChanFailure {
                 write!(f, "{chan}: cannot pop {value}: top of stack is {top}")
             }
             Self::Full { chan } => write!(f, "{chan}: stack full (512 values)"),
+            Self::Same { chan, value } => write!(f, "{chan}: {value} is already on top"),
         }
     }
 }
@@ -284,7 +292,7 @@ pub enum BodyFailure {
     NotOnTop,
 }
 
-/// Why the nosv model rejects an event.
+/// Why the nosv or the nanos6 model rejects an event (they share the task and body rules).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum NosvProblem {
@@ -356,6 +364,15 @@ pub enum NosvProblem {
     },
     /// A body of task id 0 starts.
     TaskIdZero,
+    /// A nanos6 thread switches to a body of task id 0 (nested start or end).
+    SwitchTaskIdZero,
+    /// A nanos6 thread switches to a task whose id its task id channel already has.
+    SwitchSameValue {
+        /// Channel name.
+        chan: String,
+        /// The value.
+        value: i64,
+    },
     /// A body starts in a process whose application id is not positive.
     AppIdNotPositive,
     /// A body starts while the top subsystem is not "in body".
@@ -392,14 +409,14 @@ impl fmt::Display for NosvProblem {
         let body = |task: &u32, b: &u32| format!("body {b} of task {task}");
         match self {
             Self::NotActive { tid } => write!(f, "current thread {tid} not active"),
-            Self::UnknownCategory => write!(f, "unknown nOS-V event category"),
-            Self::UnknownSubsystemEvent => write!(f, "unknown nOS-V subsystem event"),
+            Self::UnknownCategory => write!(f, "unknown event category"),
+            Self::UnknownSubsystemEvent => write!(f, "unknown subsystem event"),
             Self::Subsystem(c) | Self::SubsystemForBody { failure: c, .. } => write!(f, "{c}"),
             Self::SameValue { chan, value, .. } => match value {
                 Some(v) => write!(f, "{chan}: already {v}"),
                 None => write!(f, "{chan}: already without value"),
             },
-            Self::UnexpectedTaskValue => write!(f, "unexpected nOS-V task event value"),
+            Self::UnexpectedTaskValue => write!(f, "unexpected task event value"),
             Self::CreatePayloadSize => write!(f, "task creation without 8 bytes of payload"),
             Self::TaskExists(t) => write!(f, "task {t} already exists"),
             Self::UnknownType(t) => write!(f, "unknown type id {t}"),
@@ -433,7 +450,8 @@ impl fmt::Display for NosvProblem {
                 };
                 write!(f, "{} cannot {}: {what}", body(task, b), op.name())
             }
-            Self::TaskIdZero => write!(f, "task id cannot be 0"),
+            Self::TaskIdZero | Self::SwitchTaskIdZero => write!(f, "task id cannot be 0"),
+            Self::SwitchSameValue { chan, value } => write!(f, "{chan}: already {value}"),
             Self::AppIdNotPositive => write!(f, "app id must be positive"),
             Self::WrongSubsystem => write!(f, "wrong subsystem state on task begin"),
             Self::UnexpectedTypeValue(v) => {

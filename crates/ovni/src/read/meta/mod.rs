@@ -220,6 +220,15 @@ impl StreamMeta {
             .and_then(Typed::ok)
     }
 
+    /// `nosv.can_breakdown`: `None` when absent, `Some(None)` when not a boolean.
+    pub fn nosv_can_breakdown(&self) -> Option<Option<bool>> {
+        let nosv = self.nosv.as_ref().and_then(Typed::ok)?;
+        nosv.can_breakdown.as_ref().map(|v| match v {
+            Scalar::Bool(b) => Some(*b),
+            _ => None,
+        })
+    }
+
     /// Reads `stream.json` text (comments allowed) from `r`, skipping every value this crate
     /// does not use.
     pub fn from_reader(r: impl BufRead) -> Result<Self, serde_json::Error> {

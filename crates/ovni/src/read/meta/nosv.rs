@@ -14,12 +14,15 @@ pub const MAX_HWC_KEPT: usize = 101;
 pub struct NosvMeta {
     /// `nosv.hwc`.
     pub hwc: Option<Typed<HwcMeta>>,
+    /// `nosv.can_breakdown` (the breakdown view needs it `true` in every thread).
+    pub can_breakdown: Option<Scalar>,
 }
 
 impl FromObject for NosvMeta {
     fn entry<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match key {
             "hwc" => self.hwc = Some(map.next_value()?),
+            "can_breakdown" => self.can_breakdown = Some(map.next_value()?),
             _ => {
                 map.next_value::<IgnoredAny>()?;
             }

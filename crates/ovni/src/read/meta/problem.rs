@@ -107,8 +107,6 @@ pub enum MetaProblem {
     },
     /// A version string that is not `x.y.z`.
     BadVersionString(String),
-    /// A required model that the emulator does not emulate (it only emulates ovni).
-    ModelNotEmulated(String),
     /// `stream.json` is larger than the reader accepts.
     FileTooLarge {
         /// File size in bytes.
@@ -173,12 +171,6 @@ impl fmt::Display for MetaProblem {
                 "mark type {mark} values {first} and {second} are both {} in Paraver's 32-bit values",
                 *second as i32
             ),
-            Self::ModelNotEmulated(m) => {
-                write!(
-                    f,
-                    "requires the {m} model, which is not emulated (only ovni, nosv, tampi, mpi, kernel and openmp are)"
-                )
-            }
             Self::UnsupportedModelVersion { model, want, have } => write!(
                 f,
                 "unsupported {model} model version (want {want}, have {have})"
