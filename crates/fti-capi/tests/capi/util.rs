@@ -202,7 +202,12 @@ pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
     let deadline = DEADLINE.as_secs().to_string();
     let mut cmd = Command::new(&program);
     if open_mpi_launcher() {
-        cmd.args(["--allow-run-as-root", "--oversubscribe", "--timeout", &deadline]);
+        cmd.args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--timeout",
+            &deadline,
+        ]);
     } else {
         cmd.env("MPIEXEC_TIMEOUT", &deadline);
     }
