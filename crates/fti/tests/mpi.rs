@@ -38,11 +38,17 @@ fn example() -> PathBuf {
     path
 }
 
-/// The MPI launcher, `$MPIRUN` (default `mpirun`), and its options: Open MPI's refuses to run
-/// as root and to start more ranks than there are cores unless told to; MPICH's (Hydra) needs
-/// neither and knows neither option.
-fn launcher() -> &'static (String, Vec<&'static str>) {
-    static LAUNCHER: std::sync::OnceLock<(String, Vec<&'static str>)> = std::sync::OnceLock::new();
+/// The MPI launchers the tests know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    OpenMpi,
+    /// MPICH's (and its derivatives'), Hydra.
+    Hydra,
+}
+
+/// The MPI launcher, `$MPIRUN` (default `mpirun`), and which one it is (from its `--version`).
+fn launcher() -> &'static (String, Launcher) {
+    static LAUNCHER: std::sync::OnceLock<(String, Launcher)> = std::sync::OnceLock::new();
     LAUNCHER.get_or_init(|| {
         let program = std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".to_owned());
         let out = Command::new(&program)
@@ -50,36 +56,72 @@ fn launcher() -> &'static (String, Vec<&'static str>) {
             .output()
             .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
         let version = String::from_utf8_lossy(&out.stdout);
-        let options = if ["Open MPI", "OpenRTE", "open-mpi.org"]
+        let kind = if ["Open MPI", "OpenRTE", "open-mpi.org"]
             .iter()
             .any(|s| version.contains(s))
         {
-            vec!["--allow-run-as-root", "--oversubscribe"]
+            Launcher::OpenMpi
+        } else if version.contains("HYDRA") {
+            Launcher::Hydra
         } else {
-            Vec::new()
+            panic!("{program} ($MPIRUN) is neither Open MPI's launcher nor MPICH's:\n{version}")
         };
-        (program, options)
+        (program, kind)
     })
 }
 
+/// `mpirun -np <np> mpi_levels args`. Open MPI's launcher refuses to run as root and to start
+/// more ranks than there are cores unless told to; MPICH's (Hydra) needs neither and knows
+/// neither option.
 fn mpirun(np: u32, args: &[&str]) -> Command {
-    let (program, options) = launcher();
+    launch(np, args, None)
+}
+
+/// The same, each rank's stdout and stderr going to `files/out.<rank>` and `files/err.<rank>`
+/// when `files` is given (Hydra's options).
+fn launch(np: u32, args: &[&str], files: Option<&Path>) -> Command {
+    let (program, kind) = launcher();
     let mut cmd = Command::new(program);
-    cmd.args(options)
-        .args(["-np", &np.to_string()])
-        .arg(example())
-        .args(args);
+    match kind {
+        Launcher::OpenMpi => {
+            cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+        }
+        Launcher::Hydra => {
+            if let Some(dir) = files {
+                cmd.arg("-outfile-pattern")
+                    .arg(dir.join("out.%r"))
+                    .arg("-errfile-pattern")
+                    .arg(dir.join("err.%r"));
+            }
+        }
+    }
+    cmd.args(["-np", &np.to_string()]).arg(example()).args(args);
     cmd
 }
 
+/// Runs a job to its end and returns its stdout, after checking that it succeeded. Hydra
+/// forwards the ranks' output without keeping lines whole (a line of one rank may be cut by
+/// another's): there each rank writes to files of its own, read back in rank order.
 fn run(np: u32, args: &[&str]) -> String {
+    let files = (launcher().1 == Launcher::Hydra).then(|| tempfile::tempdir().unwrap());
     let Output {
         status,
-        stdout,
-        stderr,
-    } = mpirun(np, args)
+        mut stdout,
+        mut stderr,
+    } = launch(np, args, files.as_ref().map(|d| d.path()))
         .output()
         .unwrap_or_else(|e| panic!("cannot run {} ($MPIRUN): {e}", launcher().0));
+    if let Some(dir) = &files {
+        let ranks = |stream: &str| -> Vec<u8> {
+            (0..np)
+                .flat_map(|r| {
+                    std::fs::read(dir.path().join(format!("{stream}.{r}"))).unwrap_or_default()
+                })
+                .collect()
+        };
+        stdout = [ranks("out"), stdout].concat();
+        stderr = [ranks("err"), stderr].concat();
+    }
     let (out, err) = (
         String::from_utf8_lossy(&stdout),
         String::from_utf8_lossy(&stderr),

@@ -99,20 +99,34 @@ pub fn tool(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
 }
 
-/// Whether the MPI launcher `$MPIRUN` is Open MPI's (it says so in `--version`); MPICH's
-/// (Hydra) takes other options.
-fn open_mpi_launcher() -> bool {
-    static OPEN_MPI: OnceLock<bool> = OnceLock::new();
-    *OPEN_MPI.get_or_init(|| {
+/// The MPI launchers the tests know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    OpenMpi,
+    /// MPICH's (and its derivatives'), Hydra.
+    Hydra,
+}
+
+/// Which launcher `$MPIRUN` is, from its `--version`.
+fn launcher() -> Launcher {
+    static LAUNCHER: OnceLock<Launcher> = OnceLock::new();
+    *LAUNCHER.get_or_init(|| {
         let program = tool("MPIRUN", "mpirun");
         let out = Command::new(&program)
             .arg("--version")
             .output()
             .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
         let version = String::from_utf8_lossy(&out.stdout);
-        ["Open MPI", "OpenRTE", "open-mpi.org"]
+        if ["Open MPI", "OpenRTE", "open-mpi.org"]
             .iter()
             .any(|s| version.contains(s))
+        {
+            Launcher::OpenMpi
+        } else if version.contains("HYDRA") {
+            Launcher::Hydra
+        } else {
+            panic!("{program} ($MPIRUN) is neither Open MPI's launcher nor MPICH's:\n{version}")
+        }
     })
 }
 
@@ -196,20 +210,32 @@ pub fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
 /// `mpirun -np <np> exe args` in `cwd`, with `$MPIRUN` as the launcher (default `mpirun`). The
 /// job ends at the deadline: Open MPI's launcher is told with `--timeout` (and, for the tests'
 /// containers, to run as root and oversubscribe the cores), MPICH's (Hydra) with
-/// `MPIEXEC_TIMEOUT`.
+/// `MPIEXEC_TIMEOUT`. Hydra forwards the ranks' output without keeping lines whole (a line of
+/// one rank may be cut by another's): there each rank writes to files of its own, returned in
+/// rank order, followed by what the launcher itself wrote.
 pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
     let program = tool("MPIRUN", "mpirun");
     let deadline = DEADLINE.as_secs().to_string();
     let mut cmd = Command::new(&program);
-    if open_mpi_launcher() {
-        cmd.args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "--timeout",
-            &deadline,
-        ]);
-    } else {
-        cmd.env("MPIEXEC_TIMEOUT", &deadline);
+    let mut files = None;
+    match launcher() {
+        Launcher::OpenMpi => {
+            cmd.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--timeout",
+                &deadline,
+            ]);
+        }
+        Launcher::Hydra => {
+            let dir = tempfile::tempdir().unwrap();
+            cmd.env("MPIEXEC_TIMEOUT", &deadline)
+                .arg("-outfile-pattern")
+                .arg(dir.path().join("out.%r"))
+                .arg("-errfile-pattern")
+                .arg(dir.path().join("err.%r"));
+            files = Some(dir);
+        }
     }
     let child = cmd
         .arg("-np")
@@ -222,10 +248,22 @@ pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
-    wait(
+    let mut out = wait(
         child,
         &format!("mpirun -np {np} {} {args:?}", exe.display()),
-    )
+    );
+    if let Some(dir) = files {
+        let ranks = |stream: &str| -> Vec<u8> {
+            (0..np)
+                .flat_map(|r| {
+                    std::fs::read(dir.path().join(format!("{stream}.{r}"))).unwrap_or_default()
+                })
+                .collect()
+        };
+        out.stdout = [ranks("out"), out.stdout].concat();
+        out.stderr = [ranks("err"), out.stderr].concat();
+    }
+    out
 }
 
 /// Waits for `child`, reading its output meanwhile; kills it at the deadline.
@@ -272,11 +310,13 @@ pub fn success(what: &str, out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The lines of `stdout` the C programs print for the tests (`= ...`), without FTI's messages.
+/// The lines of `stdout` the C programs print for the tests (`= ...`), without FTI's messages
+/// and without the frame of MPICH's report of a killed rank (`=   BAD TERMINATION ...`).
 pub fn results(stdout: &str) -> Vec<&str> {
     stdout
         .lines()
         .filter_map(|l| l.strip_prefix("= "))
+        .filter(|l| !l.starts_with(char::is_whitespace))
         .collect()
 }
 
