@@ -196,6 +196,9 @@ int main(int argc, char** argv) {
                        last_checkpoint);
                 fflush(stdout);
             }
+            /* Every rank waits for rank 0's line: a launcher that ends the job at the first
+             * abort (MPICH's) would otherwise kill rank 0 before it is written. */
+            MPI_Barrier(FTI_COMM_WORLD);
             abort();
         }
         /* h and g swap roles every iteration: after i iterations the grid is h for even i. */

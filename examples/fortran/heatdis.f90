@@ -177,6 +177,9 @@ program heatdis
             last_checkpoint, ')'
         flush(6)
       end if
+      ! Every rank waits for rank 0's line: a launcher that ends the job at the first abort
+      ! (MPICH's) would otherwise kill rank 0 before it is written.
+      call MPI_Barrier(comm, ierr)
       call c_abort()
     end if
     ! h and g swap roles every iteration: after i iterations the grid is h for even i.

@@ -3,7 +3,6 @@
 //! (`MpiComm` duplicates what it is given), so no message of FTI mixes with the application's.
 
 use std::mem::ManuallyDrop;
-use std::ptr::null_mut;
 
 use mpi::collective::SystemOperation;
 use mpi::ffi::{self, MPI_Comm};
@@ -15,14 +14,20 @@ use fti::comm::mpi::MpiComm;
 
 use crate::Failure;
 
+/// The handle of no communicator: all bits zero, as a C global is before it is set. Open MPI's
+/// handles are pointers (this one is NULL), MPICH's are integers (0 is none of its handles:
+/// they carry a kind in their high bits, and its MPI_COMM_NULL is 0x04000000).
+// SAFETY: MPI_Comm wraps a raw pointer or a C int, for which all-zero bits are a valid value.
+pub(crate) const NO_COMM: MPI_Comm = unsafe { std::mem::zeroed() };
+
 /// `MPI_Comm FTI_COMM_WORLD`: the communicator of the application's ranks, which applications
-/// use instead of `MPI_COMM_WORLD`. NULL until `FTI_Init`, then a duplicate of the communicator
-/// passed to it. As in FTI it is never freed by the library (MPI_Finalize releases it), so an
-/// application may still use it after FTI_Finalize.
+/// use instead of `MPI_COMM_WORLD`. Zero (NULL with Open MPI) until `FTI_Init`, then a
+/// duplicate of the communicator passed to it. As in FTI it is never freed by the library
+/// (MPI_Finalize releases it), so an application may still use it after FTI_Finalize.
 // SAFETY (of every access): written only by FTI_Init under the session lock; C reads it after
 // FTI_Init returns.
 #[no_mangle]
-pub static mut FTI_COMM_WORLD: MPI_Comm = MPI_Comm(null_mut());
+pub static mut FTI_COMM_WORLD: MPI_Comm = NO_COMM;
 
 /// The C API's side of a session.
 pub(crate) struct Comms {
@@ -59,12 +64,12 @@ pub(crate) fn setup(global: MPI_Comm) -> Result<(Comms, MpiComm), Failure> {
         ));
     }
     // SAFETY: reading a handle constant of the MPI library.
-    if global.0.is_null() || global == unsafe { ffi::RSMPI_COMM_NULL } {
+    if global == NO_COMM || global == unsafe { ffi::RSMPI_COMM_NULL } {
         return Err(Failure::Mpi(
             "the communicator passed to FTI_Init is MPI_COMM_NULL",
         ));
     }
-    let mut world = MPI_Comm(null_mut());
+    let mut world = NO_COMM;
     // SAFETY: `global` is a live communicator (the caller's contract, as with FTI); an invalid
     // one makes MPI's error handler abort, as it would in FTI.
     let rc = unsafe { ffi::MPI_Comm_dup(global, &mut world) };

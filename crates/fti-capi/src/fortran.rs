@@ -15,7 +15,7 @@ use std::ptr::{addr_of, null_mut};
 
 use mpi::ffi::{RSMPI_Comm_c2f, RSMPI_Comm_f2c, RSMPI_Fint};
 
-use crate::comm::FTI_COMM_WORLD;
+use crate::comm::{FTI_COMM_WORLD, NO_COMM};
 use crate::message;
 use crate::types::{ComplexType, FtiType};
 use crate::{FTI_Init, FTI_InitComplexType, FTI_InitType, FTI_Protect, FTI_NSCS};
@@ -38,10 +38,10 @@ pub unsafe extern "C" fn fti_f90_init(config: *mut c_char, comm: *mut c_int) -> 
     let global = unsafe { RSMPI_Comm_f2c(*comm as RSMPI_Fint) };
     // SAFETY: the caller's contract (a C string, a live communicator).
     let rc = unsafe { FTI_Init(config, global) };
-    // SAFETY: FTI_COMM_WORLD is written only by FTI_Init, which has returned; a NULL handle
+    // SAFETY: FTI_COMM_WORLD is written only by FTI_Init, which has returned; no handle yet
     // (FTI_Init refused before creating it) leaves the caller's communicator unchanged.
     let world = unsafe { addr_of!(FTI_COMM_WORLD).read() };
-    if !world.0.is_null() {
+    if world != NO_COMM {
         // SAFETY: `world` is a live communicator created by FTI_Init; `comm` is writable.
         unsafe { *comm = RSMPI_Comm_c2f(world) as c_int };
     }

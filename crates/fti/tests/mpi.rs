@@ -3,7 +3,8 @@
 //! of a node's whole directory is recovered through L2 with odd and uneven groups; a rank
 //! SIGKILLed at every step of publishing an L2 checkpoint leaves a recoverable checkpoint.
 //! Runs with `cargo build -p fti --features mpi --examples && cargo test -p fti --features mpi`
-//! (scripts/test).
+//! (scripts/test); the launcher is `$MPIRUN` (default `mpirun`), e.g. `MPIRUN=mpirun.mpich` for
+//! a build made with MPICH (scripts/test-mpich).
 #![cfg(feature = "mpi")]
 
 use crate::util::files;
@@ -37,27 +38,90 @@ fn example() -> PathBuf {
     path
 }
 
+/// The MPI launchers the tests know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    OpenMpi,
+    /// MPICH's (and its derivatives'), Hydra.
+    Hydra,
+}
+
+/// The MPI launcher, `$MPIRUN` (default `mpirun`), and which one it is (from its `--version`).
+fn launcher() -> &'static (String, Launcher) {
+    static LAUNCHER: std::sync::OnceLock<(String, Launcher)> = std::sync::OnceLock::new();
+    LAUNCHER.get_or_init(|| {
+        let program = std::env::var("MPIRUN").unwrap_or_else(|_| "mpirun".to_owned());
+        let out = Command::new(&program)
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
+        let version = String::from_utf8_lossy(&out.stdout);
+        let kind = if ["Open MPI", "OpenRTE", "open-mpi.org"]
+            .iter()
+            .any(|s| version.contains(s))
+        {
+            Launcher::OpenMpi
+        } else if version.contains("HYDRA") {
+            Launcher::Hydra
+        } else {
+            panic!("{program} ($MPIRUN) is neither Open MPI's launcher nor MPICH's:\n{version}")
+        };
+        (program, kind)
+    })
+}
+
+/// `mpirun -np <np> mpi_levels args`. Open MPI's launcher refuses to run as root and to start
+/// more ranks than there are cores unless told to; MPICH's (Hydra) needs neither and knows
+/// neither option.
 fn mpirun(np: u32, args: &[&str]) -> Command {
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-np",
-        &np.to_string(),
-    ])
-    .arg(example())
-    .args(args);
+    launch(np, args, None)
+}
+
+/// The same, each rank's stdout and stderr going to `files/out.<rank>` and `files/err.<rank>`
+/// when `files` is given (Hydra's options).
+fn launch(np: u32, args: &[&str], files: Option<&Path>) -> Command {
+    let (program, kind) = launcher();
+    let mut cmd = Command::new(program);
+    match kind {
+        Launcher::OpenMpi => {
+            cmd.args(["--allow-run-as-root", "--oversubscribe"]);
+        }
+        Launcher::Hydra => {
+            if let Some(dir) = files {
+                cmd.arg("-outfile-pattern")
+                    .arg(dir.join("out.%r"))
+                    .arg("-errfile-pattern")
+                    .arg(dir.join("err.%r"));
+            }
+        }
+    }
+    cmd.args(["-np", &np.to_string()]).arg(example()).args(args);
     cmd
 }
 
+/// Runs a job to its end and returns its stdout, after checking that it succeeded. Hydra
+/// forwards the ranks' output without keeping lines whole (a line of one rank may be cut by
+/// another's): there each rank writes to files of its own, read back in rank order.
 fn run(np: u32, args: &[&str]) -> String {
+    let files = (launcher().1 == Launcher::Hydra).then(|| tempfile::tempdir().unwrap());
     let Output {
         status,
-        stdout,
-        stderr,
-    } = mpirun(np, args)
+        mut stdout,
+        mut stderr,
+    } = launch(np, args, files.as_ref().map(|d| d.path()))
         .output()
-        .expect("mpirun (OpenMPI) is needed");
+        .unwrap_or_else(|e| panic!("cannot run {} ($MPIRUN): {e}", launcher().0));
+    if let Some(dir) = &files {
+        let ranks = |stream: &str| -> Vec<u8> {
+            (0..np)
+                .flat_map(|r| {
+                    std::fs::read(dir.path().join(format!("{stream}.{r}"))).unwrap_or_default()
+                })
+                .collect()
+        };
+        stdout = [ranks("out"), stdout].concat();
+        stderr = [ranks("err"), stderr].concat();
+    }
     let (out, err) = (
         String::from_utf8_lossy(&stdout),
         String::from_utf8_lossy(&stderr),
@@ -314,7 +378,7 @@ fn background_post_processing_over_mpi() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
-    // OpenMPI provides MPI_THREAD_MULTIPLE, so the partner copies went through the thread.
+    // Open MPI and MPICH provide MPI_THREAD_MULTIPLE: the partner copies went through the thread.
     assert!(stdout.contains("POST background"), "{stdout}");
     let exec = exec_of(&stdout);
     let ours = trees::tree(&root.path().join("run"), &exec);

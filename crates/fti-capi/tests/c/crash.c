@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
         fill(4); /* work after the last checkpoint, lost in the crash */
         MPI_Barrier(FTI_COMM_WORLD);
         if (rank == 0) SHOW("ready");
+        /* Rank 0's line is out before any rank dies: MPICH's launcher ends the job then. */
+        MPI_Barrier(FTI_COMM_WORLD);
         if (argc > 4 && strcmp(argv[4], "die") == 0) raise(SIGKILL);
         for (;;) pause();
     }

@@ -79,11 +79,22 @@ fn shared_library_is_libfti_so_exporting_fti_s_symbols() {
         .arg(&lib)
         .output()
         .unwrap();
-    let dynamic = String::from_utf8_lossy(&out.stdout);
+    let dynamic = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(dynamic.contains("Library soname: [libfti.so]"), "{dynamic}");
-    assert!(
-        dynamic.contains("libmpi.so"),
-        "libfti.so must need libmpi:\n{dynamic}"
+    // The MPI library of the MPI the tests build with ($MPICC): libmpi.so.40 for Open MPI,
+    // libmpich.so.12 for MPICH. A program linked with libfti.a needs exactly it.
+    let program = util::compile("abi", Link::Static);
+    let out = Command::new("readelf")
+        .arg("-dW")
+        .arg(&program)
+        .output()
+        .unwrap();
+    let mpi = needed_mpi(&String::from_utf8_lossy(&out.stdout));
+    assert!(!mpi.is_empty(), "an MPI program needs no MPI library");
+    assert_eq!(
+        needed_mpi(&dynamic),
+        mpi,
+        "libfti.so must need the MPI library of $MPICC's programs:\n{dynamic}"
     );
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])
@@ -139,4 +150,15 @@ fn shared_library_is_libfti_so_exporting_fti_s_symbols() {
         );
     }
     assert_eq!(exported.len(), 35, "unexpected FTI_ symbols: {exported:?}");
+}
+
+/// The MPI libraries (`lib*mpi*`) among the NEEDED entries of `readelf -d` output.
+fn needed_mpi(dynamic: &str) -> Vec<String> {
+    dynamic
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| l.split('[').nth(1)?.strip_suffix(']'))
+        .filter(|name| name.contains("mpi"))
+        .map(str::to_owned)
+        .collect()
 }

@@ -16,7 +16,7 @@ fn compile(dir: &Path) -> std::path::PathBuf {
         std::fs::copy(util::built_lib_dir().join("libovni.so"), lib.join(name)).unwrap();
     }
     let exe = dir.join("traced_app");
-    let out = Command::new("mpicc")
+    let out = Command::new(util::tool("MPICC", "mpicc"))
         .args(["-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-I"])
         .arg(util::crate_dir().join("include"))
         .arg("-I")

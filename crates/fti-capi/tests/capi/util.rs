@@ -1,6 +1,10 @@
 //! Compiling C programs against `include/fti.h` and the libfti cargo built for this run, and
 //! running them alone or under `mpirun`.
 //!
+//! The MPI tools are those of the MPI the library was built with: `$MPICC` (default `mpicc`,
+//! the variable rsmpi's build reads too), `$MPICXX` (default `mpicxx`) and the launcher
+//! `$MPIRUN` (default `mpirun`); scripts/test-mpich sets them to MPICH's.
+//!
 //! Cargo builds `libfti_capi.so` and `libfti_capi.a` next to the test binary
 //! (`target/<profile>/deps`) because the library is also an rlib the tests depend on; `cargo
 //! build` puts them one directory up. They are copied, as `libfti.so` (their SONAME) and
@@ -90,7 +94,43 @@ pub fn compile(name: &str, link: Link) -> PathBuf {
     compile_file(&crate_dir().join("tests/c").join(format!("{name}.c")), link)
 }
 
-/// Compiles a C (`.c`, with `mpicc`) or C++ (`.cpp`, with `mpicxx`) source against fti.h.
+/// `$name`, or `default` when it is not set.
+pub fn tool(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// The MPI launchers the tests know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    OpenMpi,
+    /// MPICH's (and its derivatives'), Hydra.
+    Hydra,
+}
+
+/// Which launcher `$MPIRUN` is, from its `--version`.
+fn launcher() -> Launcher {
+    static LAUNCHER: OnceLock<Launcher> = OnceLock::new();
+    *LAUNCHER.get_or_init(|| {
+        let program = tool("MPIRUN", "mpirun");
+        let out = Command::new(&program)
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
+        let version = String::from_utf8_lossy(&out.stdout);
+        if ["Open MPI", "OpenRTE", "open-mpi.org"]
+            .iter()
+            .any(|s| version.contains(s))
+        {
+            Launcher::OpenMpi
+        } else if version.contains("HYDRA") {
+            Launcher::Hydra
+        } else {
+            panic!("{program} ($MPIRUN) is neither Open MPI's launcher nor MPICH's:\n{version}")
+        }
+    })
+}
+
+/// Compiles a C (`.c`, with `$MPICC`) or C++ (`.cpp`, with `$MPICXX`) source against fti.h.
 pub fn compile_file(src: &Path, link: Link) -> PathBuf {
     let w = work();
     let name = src.file_stem().unwrap().to_string_lossy().into_owned();
@@ -101,7 +141,11 @@ pub fn compile_file(src: &Path, link: Link) -> PathBuf {
     let exe = w.dir.join(format!("{name}-{link:?}"));
     let lib = lib_dir();
     let cpp = src.extension().is_some_and(|e| e == "cpp");
-    let mut cmd = Command::new(if cpp { "mpicxx" } else { "mpicc" });
+    let mut cmd = Command::new(if cpp {
+        tool("MPICXX", "mpicxx")
+    } else {
+        tool("MPICC", "mpicc")
+    });
     if cpp {
         // OpenMPI's deprecated C++ bindings, which mpi.h pulls in, fail -Wextra -Werror.
         cmd.args(["-std=c++11", "-DOMPI_SKIP_MPICXX"]);
@@ -163,12 +207,39 @@ pub fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
     wait(child, &format!("{} {args:?}", exe.display()))
 }
 
-/// `mpirun -np <np> exe args` in `cwd`.
+/// `mpirun -np <np> exe args` in `cwd`, with `$MPIRUN` as the launcher (default `mpirun`). The
+/// job ends at the deadline: Open MPI's launcher is told with `--timeout` (and, for the tests'
+/// containers, to run as root and oversubscribe the cores), MPICH's (Hydra) with
+/// `MPIEXEC_TIMEOUT`. Hydra forwards the ranks' output without keeping lines whole (a line of
+/// one rank may be cut by another's): there each rank writes to files of its own, returned in
+/// rank order, followed by what the launcher itself wrote.
 pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
-    let child = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np"])
+    let program = tool("MPIRUN", "mpirun");
+    let deadline = DEADLINE.as_secs().to_string();
+    let mut cmd = Command::new(&program);
+    let mut files = None;
+    match launcher() {
+        Launcher::OpenMpi => {
+            cmd.args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--timeout",
+                &deadline,
+            ]);
+        }
+        Launcher::Hydra => {
+            let dir = tempfile::tempdir().unwrap();
+            cmd.env("MPIEXEC_TIMEOUT", &deadline)
+                .arg("-outfile-pattern")
+                .arg(dir.path().join("out.%r"))
+                .arg("-errfile-pattern")
+                .arg(dir.path().join("err.%r"));
+            files = Some(dir);
+        }
+    }
+    let child = cmd
+        .arg("-np")
         .arg(np.to_string())
-        .args(["--timeout", &DEADLINE.as_secs().to_string()])
         .arg(exe)
         .args(args)
         .current_dir(cwd)
@@ -176,11 +247,23 @@ pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot run mpirun (OpenMPI is needed): {e}"));
-    wait(
+        .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
+    let mut out = wait(
         child,
         &format!("mpirun -np {np} {} {args:?}", exe.display()),
-    )
+    );
+    if let Some(dir) = files {
+        let ranks = |stream: &str| -> Vec<u8> {
+            (0..np)
+                .flat_map(|r| {
+                    std::fs::read(dir.path().join(format!("{stream}.{r}"))).unwrap_or_default()
+                })
+                .collect()
+        };
+        out.stdout = [ranks("out"), out.stdout].concat();
+        out.stderr = [ranks("err"), out.stderr].concat();
+    }
+    out
 }
 
 /// Waits for `child`, reading its output meanwhile; kills it at the deadline.
@@ -227,11 +310,13 @@ pub fn success(what: &str, out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The lines of `stdout` the C programs print for the tests (`= ...`), without FTI's messages.
+/// The lines of `stdout` the C programs print for the tests (`= ...`), without FTI's messages
+/// and without the frame of MPICH's report of a killed rank (`=   BAD TERMINATION ...`).
 pub fn results(stdout: &str) -> Vec<&str> {
     stdout
         .lines()
         .filter_map(|l| l.strip_prefix("= "))
+        .filter(|l| !l.starts_with(char::is_whitespace))
         .collect()
 }
 
