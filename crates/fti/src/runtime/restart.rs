@@ -140,5 +140,10 @@ pub(super) fn newest_exec_with_checkpoints(
     execs
         .into_iter()
         .rev()
-        .find(|exec| !store::find_checkpoints(&Dirs::on(Arc::clone(storage), cfg, exec)).is_empty())
+        .find(|exec| {
+            // A rank whose own files are all lost may still hold copies of its partner's
+            // (L2) or its code (L3), from which the run recovers.
+            let dirs = Dirs::on(Arc::clone(storage), cfg, exec);
+            !store::find_checkpoints(&dirs).is_empty() || !store::find_copies(&dirs).is_empty()
+        })
 }
