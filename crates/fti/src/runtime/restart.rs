@@ -137,13 +137,10 @@ pub(super) fn newest_exec_with_checkpoints(
     }
     execs.sort();
     execs.dedup();
-    execs
-        .into_iter()
-        .rev()
-        .find(|exec| {
-            // A rank whose own files are all lost may still hold copies of its partner's
-            // (L2) or its code (L3), from which the run recovers.
-            let dirs = Dirs::on(Arc::clone(storage), cfg, exec);
-            !store::find_checkpoints(&dirs).is_empty() || !store::find_copies(&dirs).is_empty()
-        })
+    execs.into_iter().rev().find(|exec| {
+        // A rank whose own files are all lost may still hold copies of its partner's
+        // (L2) or its code (L3), from which the run recovers.
+        let dirs = Dirs::on(Arc::clone(storage), cfg, exec);
+        !store::find_checkpoints(&dirs).is_empty() || !store::find_copies(&dirs).is_empty()
+    })
 }
