@@ -37,7 +37,7 @@ struct Args {
     #[arg(short = 'a')]
     all_models: bool,
     /// Also write the breakdown views of the nanos6, openmp and nosv models
-    /// (<model>-breakdown.prv, .pcf, .row)
+    /// (MODEL-breakdown.prv, .pcf, .row)
     #[arg(short = 'b')]
     breakdown: bool,
     /// Trace directory
