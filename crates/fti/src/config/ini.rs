@@ -20,7 +20,9 @@ pub struct IniFile {
 }
 
 impl IniFile {
-    /// Parses `text` (see [`parse_ini`] for the syntax); `path` names the source in messages.
+    /// Parses `text` as FTI's iniparser reads it: sections and keys case-insensitive, `;`
+    /// and `#` start comments (also after a value), a quoted value is taken verbatim, a UTF-8
+    /// byte-order mark is skipped; `path` names the source in messages.
     /// Returns the keys and the warnings (keys set twice).
     pub fn parse(path: &Path, text: &str) -> Result<(IniFile, Vec<String>)> {
         let mut warnings = Vec::new();

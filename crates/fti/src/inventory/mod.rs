@@ -4,7 +4,7 @@
 //! restored now and after losing a node, and which archived checkpoints a prune deletes.
 //!
 //! The rules are the runtime's own: a checkpoint is restorable when the restart's plan
-//! ([`crate::restart_plan`]) recovers it from the files that verify, and the rank count is
+//! (`restart_plan`) recovers it from the files that verify, and the rank count is
 //! [`rank_count`], which the restart's rank-count check applies too. The `fti` tool's `list`
 //! and `prune` are front ends to this module.
 //!

@@ -126,7 +126,7 @@ impl Ckpt {
     }
 
     /// What keeps it from being restored once `lost`'s files are gone too (`None`: nothing):
-    /// the restart's own plan ([`restart_plan::plan`]) over what each rank holds.
+    /// the restart's own plan (`restart_plan::plan`) over what each rank holds.
     fn lacking(&self, lost: Option<&Node>) -> Option<String> {
         let holds: Vec<Holds> = self
             .ranks
