@@ -390,3 +390,58 @@ fn one_data_sync_per_file_and_directory_syncs_batched_per_checkpoint() {
         );
     }
 }
+
+/// The pessimistic model: at a cut, any subset of the unsynced changes may be on the disk, in
+/// program order; a rename inside one directory is all or nothing, one between directories is
+/// two changes; what was synced is always there.
+#[test]
+fn crash_states_hold_any_subset_of_unsynced_changes() {
+    use fti::storage::Storage;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("r");
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir(root.join("b")).unwrap();
+    std::fs::write(root.join("a/old"), b"old").unwrap();
+    let st = PowerCut::new(&root, None).unwrap();
+    let f = st.create(&root.join("a/tmp")).unwrap(); // op 0
+    f.write_all_at(b"new data", 0).unwrap(); // op 1
+    f.sync().unwrap(); // op 2
+    st.rename(&root.join("a/tmp"), &root.join("a/old")).unwrap(); // op 3: same directory
+    f.write_all_at(b"NEW", 0).unwrap(); // op 4: unsynced content
+    st.rename(&root.join("a/old"), &root.join("b/moved"))
+        .unwrap(); // op 5: two directories
+    let image = |cut: u64, reached: &dyn Fn(usize) -> bool| {
+        let out = tempfile::tempdir().unwrap();
+        st.crash_state(cut)
+            .write_image(out.path(), reached)
+            .unwrap();
+        let read = |p: &str| std::fs::read(out.path().join(p)).ok();
+        (read("a/old"), read("a/tmp"), read("b/moved"))
+    };
+    let text = |s: &str| Some(s.as_bytes().to_vec());
+    // Before the sync: the file's name and content are pending (create, write).
+    assert_eq!(st.crash_state(2).pending(), 2);
+    assert_eq!(image(2, &|_| false), (text("old"), None, None));
+    assert_eq!(image(2, &|i| i == 0), (text("old"), Some(vec![]), None));
+    // After the same-directory rename: all or nothing (pending: create, rename).
+    let state = st.crash_state(4);
+    assert_eq!(state.pending(), 2);
+    assert_eq!(image(4, &|i| i == 1), (text("new data"), None, None));
+    assert_eq!(image(4, &|i| i == 0), (text("old"), text("new data"), None));
+    // The last write either reached the disk or not; the move between directories may have
+    // reached one directory only: the file under both names, or under none. (Pending: the
+    // create, the rename in `a`, the write, the move's change in `a`, then in `b`.)
+    let state = st.crash_state(6);
+    assert_eq!(state.pending(), 5);
+    let all = image(6, &|_| true);
+    assert_eq!(all, (None, None, text("NEW data")));
+    assert_eq!(
+        image(6, &|i| i != 2 && i != 3),
+        (text("new data"), None, text("new data"))
+    );
+    assert_eq!(
+        image(6, &|i| i == 1 || i == 3),
+        (None, None, None),
+        "the old name removed, the new one not there"
+    );
+}

@@ -1,10 +1,11 @@
 //! The storage layer: every file-system effect of the runtime and of the L3 group tools
 //! ([`crate::l3::group`]) goes through one [`Storage`].
 //!
-//! [`Disk`] is the real file system. [`PowerCut`] keeps, beside the real files, an image of
-//! what a disk would still hold after a power failure (only what was synced), and fails every
-//! operation after the n-th: the crash-consistency tests run checkpoints on it and restart from
-//! the durable image (`docs/crash-safety.md`).
+//! [`Disk`] is the real file system. [`PowerCut`] logs, beside the real files, every change,
+//! from which [`CrashState`] gives what a disk may hold after a power failure at any operation
+//! (what was synced, and any subset of the rest), and it can fail every operation after the
+//! n-th: the crash-consistency tests run checkpoints on it and restart from the crash images
+//! (`docs/crash-safety.md`).
 //!
 //! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) are not
 //! effects and stay on the file system through `ftiff`'s reader, under the memory-map contract
@@ -12,8 +13,10 @@
 //! (a differential checkpoint's old file block, the sources of L2 and L4 copies) go through
 //! [`Storage::open`].
 
+mod crash_state;
 mod power_cut;
 
+pub use crash_state::CrashState;
 pub use power_cut::{PowerCut, Syncs};
 
 use std::ffi::OsString;

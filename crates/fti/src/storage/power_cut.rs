@@ -1,27 +1,21 @@
 //! A storage that loses power: the files live on the real file system (the state a process
-//! crash leaves), and beside them the runtime keeps what a disk would still hold after a power
-//! failure. A file's content becomes durable when it is synced; a directory entry (a created,
-//! renamed or removed name) when its directory is synced. Nothing else survives: no write-back
-//! of unsynced data is assumed, the most pessimistic disk a POSIX program may meet.
+//! crash leaves), and beside them the storage logs every change, from which
+//! [`PowerCut::crash_state`] computes what a disk may hold after a power failure at any
+//! operation of the run (`crash_state.rs`: what was synced is there, of the rest any subset).
 //!
 //! After the n-th operation (write, set_len, sync, create, rename, remove, mkdir, rmdir, sync
 //! of a directory) the power is cut: that operation and every later one fails, as the dead
-//! machine would. [`PowerCut::durable_image`] then writes the surviving tree elsewhere.
+//! machine would. [`PowerCut::durable_image`] then writes the tree that survives when none of
+//! the unsynced changes reached the disk.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::crash_state::{Change, CrashState, Initial, Node};
 use super::{Disk, Entry, Kind, Storage, StorageFile};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Node {
-    /// A file, by inode number.
-    File(u64),
-    Dir,
-}
 
 #[derive(Debug, Default)]
 struct State {
@@ -34,10 +28,10 @@ struct State {
     next_ino: u64,
     /// Every name under the root, as the running system sees it.
     live: BTreeMap<PathBuf, Node>,
-    /// The names a power failure keeps.
-    durable: BTreeMap<PathBuf, Node>,
-    /// Each inode's content as of its last sync.
-    synced: HashMap<u64, Vec<u8>>,
+    /// The tree when the storage was made (durable).
+    initial: Initial,
+    /// Every change since, with the operation that made it.
+    log: Vec<(u64, Change)>,
     /// File syncs and directory syncs so far.
     syncs: Syncs,
 }
@@ -52,11 +46,16 @@ pub struct Syncs {
 }
 
 impl State {
-    /// Counts one operation; fails it if the power is (now) off.
-    fn op(&mut self) -> io::Result<()> {
+    /// Counts one operation; fails it if the power is (now) off. Returns its index.
+    fn op(&mut self) -> io::Result<u64> {
         self.powered()?;
         self.ops += 1;
-        Ok(())
+        Ok(self.ops - 1)
+    }
+
+    /// Logs the change operation `op` made.
+    fn log(&mut self, op: u64, change: Change) {
+        self.log.push((op, change));
     }
 
     /// Fails once the operation whose turn cuts the power has come.
@@ -81,6 +80,9 @@ impl State {
             _ => {
                 let ino = self.new_ino();
                 self.live.insert(path.to_owned(), Node::File(ino));
+                // Its name was made before the next operation.
+                let names = vec![(path.to_owned(), Some(Node::File(ino)))];
+                self.log(self.ops, Change::Names(names));
                 ino
             }
         }
@@ -120,13 +122,14 @@ impl PowerCut {
                     }
                     Kind::File => {
                         let ino = state.new_ino();
-                        state.synced.insert(ino, std::fs::read(&entry.path)?);
+                        let content = std::fs::read(&entry.path)?;
+                        state.initial.contents.insert(ino, content);
                         Node::File(ino)
                     }
                     Kind::Other => continue,
                 };
                 state.live.insert(entry.path.clone(), node);
-                state.durable.insert(entry.path, node);
+                state.initial.names.insert(entry.path, node);
             }
         }
         Ok(PowerCut {
@@ -151,34 +154,21 @@ impl PowerCut {
     }
 
     /// Writes what survives the power failure (or would survive one now) under `dest`, which
-    /// must exist and be empty: the entries made durable whose every parent directory is too,
-    /// each file with its content as last synced (empty if never synced).
+    /// must exist and be empty, when none of the unsynced changes reached the disk: the
+    /// entries made durable whose every parent directory is too, each file with its content
+    /// as last synced (empty if never synced).
     pub fn durable_image(&self, dest: &Path) -> io::Result<()> {
+        let cut = self.ops();
+        self.crash_state(cut).write_image(dest, |_| false)
+    }
+
+    /// The disk of a power cut before operation `cut` (0-based; `cut = ops()` is now): what
+    /// was durable then, and the changes that may or may not have reached it.
+    pub fn crash_state(&self, cut: u64) -> CrashState {
         let state = self.lock();
-        let reachable = |path: &Path| {
-            path.ancestors()
-                .skip(1)
-                .take_while(|a| *a != self.root)
-                .all(|a| state.durable.get(a) == Some(&Node::Dir))
-        };
-        for (path, node) in &state.durable {
-            if !reachable(path) {
-                continue;
-            }
-            let rel = path.strip_prefix(&self.root).map_err(io::Error::other)?;
-            let to = dest.join(rel);
-            match node {
-                Node::Dir => std::fs::create_dir_all(&to)?,
-                Node::File(ino) => {
-                    if let Some(parent) = to.parent() {
-                        std::fs::create_dir_all(parent)?;
-                    }
-                    let bytes = state.synced.get(ino).map_or(&[][..], Vec::as_slice);
-                    std::fs::write(&to, bytes)?;
-                }
-            }
-        }
-        Ok(())
+        let end = state.log.partition_point(|(op, _)| *op < cut);
+        let log: Vec<Change> = state.log[..end].iter().map(|(_, c)| c.clone()).collect();
+        CrashState::replay(&self.root, &state.initial, &log)
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -217,10 +207,14 @@ impl Storage for PowerCut {
     fn create(&self, path: &Path) -> io::Result<Box<dyn StorageFile>> {
         self.inside(path)?;
         let mut state = self.lock();
-        state.op()?;
+        let op = state.op()?;
         let inner = Disk.create(path)?;
         let ino = state.new_ino();
         state.live.insert(path.to_owned(), Node::File(ino));
+        state.log(
+            op,
+            Change::Names(vec![(path.to_owned(), Some(Node::File(ino)))]),
+        );
         drop(state);
         Ok(self.file(inner, ino))
     }
@@ -239,7 +233,7 @@ impl Storage for PowerCut {
         self.inside(from)?;
         self.inside(to)?;
         let mut state = self.lock();
-        state.op()?;
+        let op = state.op()?;
         Disk.rename(from, to)?;
         // A file made behind the storage's back moves as a file never synced.
         let node = match state.live.remove(from) {
@@ -247,34 +241,27 @@ impl Storage for PowerCut {
             None => Node::File(state.new_ino()),
         };
         state.live.insert(to.to_owned(), node);
+        let names = vec![(from.to_owned(), None), (to.to_owned(), Some(node))];
+        state.log(op, Change::Names(names));
         Ok(())
     }
 
     fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inside(path)?;
-        let mut state = self.lock();
-        state.op()?;
-        Disk.remove_file(path)?;
-        state.live.remove(path);
-        Ok(())
+        self.remove(path, Disk::remove_file)
     }
 
     fn create_dir(&self, path: &Path) -> io::Result<()> {
         self.inside(path)?;
         let mut state = self.lock();
-        state.op()?;
+        let op = state.op()?;
         Disk.create_dir(path)?;
         state.live.insert(path.to_owned(), Node::Dir);
+        state.log(op, Change::Names(vec![(path.to_owned(), Some(Node::Dir))]));
         Ok(())
     }
 
     fn remove_dir(&self, path: &Path) -> io::Result<()> {
-        self.inside(path)?;
-        let mut state = self.lock();
-        state.op()?;
-        Disk.remove_dir(path)?;
-        state.live.remove(path);
-        Ok(())
+        self.remove(path, Disk::remove_dir)
     }
 
     fn list(&self, dir: &Path) -> io::Result<Vec<Entry>> {
@@ -292,19 +279,28 @@ impl Storage for PowerCut {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.inside(dir)?;
         let mut state = self.lock();
-        state.op()?;
+        let op = state.op()?;
         state.syncs.dirs += 1;
         Disk.sync_dir(dir)?;
-        let State { live, durable, .. } = &mut *state;
-        durable.retain(|p, _| p.parent() != Some(dir) || live.contains_key(p));
-        for (p, node) in live.iter().filter(|(p, _)| p.parent() == Some(dir)) {
-            durable.insert(p.clone(), *node);
-        }
+        state.log(op, Change::SyncDir(dir.to_owned()));
         Ok(())
     }
 }
 
-/// A file of [`PowerCut`]: every change is an operation; a sync records the content.
+impl PowerCut {
+    /// Removes a file or an empty directory with `remove`.
+    fn remove(&self, path: &Path, remove: fn(&Disk, &Path) -> io::Result<()>) -> io::Result<()> {
+        self.inside(path)?;
+        let mut state = self.lock();
+        let op = state.op()?;
+        remove(&Disk, path)?;
+        state.live.remove(path);
+        state.log(op, Change::Names(vec![(path.to_owned(), None)]));
+        Ok(())
+    }
+}
+
+/// A file of [`PowerCut`]: every change is an operation, logged.
 #[derive(Debug)]
 struct PowerCutFile {
     inner: Box<dyn StorageFile>,
@@ -319,13 +315,15 @@ impl PowerCutFile {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Makes the file's content as it is now durable.
     fn record(&self) -> io::Result<()> {
         let mut state = self.lock();
-        state.op()?;
+        let op = state.op()?;
         let len = self.inner.len()?;
-        let mut bytes = vec![0u8; usize::try_from(len).map_err(io::Error::other)?];
-        self.inner.read_exact_at(&mut bytes, 0)?;
-        state.synced.insert(self.ino, bytes);
+        let mut content = vec![0u8; usize::try_from(len).map_err(io::Error::other)?];
+        self.inner.read_exact_at(&mut content, 0)?;
+        let ino = self.ino;
+        state.log(op, Change::SyncFile { ino, content });
         Ok(())
     }
 }
@@ -333,8 +331,11 @@ impl PowerCutFile {
 impl ftiff::Sink for PowerCutFile {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut state = self.lock();
-        state.op()?;
-        self.inner.write_all_at(buf, offset)
+        let op = state.op()?;
+        self.inner.write_all_at(buf, offset)?;
+        let (ino, bytes) = (self.ino, buf.to_vec());
+        state.log(op, Change::Write { ino, offset, bytes });
+        Ok(())
     }
 
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -344,8 +345,10 @@ impl ftiff::Sink for PowerCutFile {
 
     fn set_len(&self, len: u64) -> io::Result<()> {
         let mut state = self.lock();
-        state.op()?;
-        self.inner.set_len(len)
+        let op = state.op()?;
+        self.inner.set_len(len)?;
+        state.log(op, Change::SetLen { ino: self.ino, len });
+        Ok(())
     }
 
     fn data_written(&self) -> io::Result<()> {
