@@ -172,23 +172,24 @@ fn subsets(state: &CrashState, rng: &mut Seeded) -> Vec<Vec<bool>> {
     out
 }
 
-/// A digest of every path and content under `dir`, to restart each distinct image once.
+/// A digest of every path (directories included) and file content under `dir`, to restart
+/// each distinct image once.
 fn digest(dir: &Path) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     let mut stack = vec![dir.to_owned()];
-    let mut files = Vec::new();
+    let mut paths = Vec::new();
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap() {
             let p = e.unwrap().path();
             if p.is_dir() {
                 stack.push(p.clone());
             }
-            files.push(p);
+            paths.push(p);
         }
     }
-    files.sort();
-    for p in files {
+    paths.sort();
+    for p in paths {
         p.strip_prefix(dir).unwrap().hash(&mut h);
         if p.is_file() {
             std::fs::read(&p).unwrap().hash(&mut h);

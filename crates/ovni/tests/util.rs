@@ -51,39 +51,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static A: Counting = Counting;
 
-/// Runs the test `name` (its path in this binary) alone in a new process of this binary, so
-/// that the counting allocator sees no other test. Returns true in that process, where the
-/// caller runs the test's body; false in the caller's, once the other process passed.
-pub fn in_own_process(name: &str) -> bool {
-    const ALONE: &str = "OVNI_RS_TEST_ALONE";
-    if std::env::var_os(ALONE).is_some_and(|v| v == name) {
-        return true;
-    }
-    let exe = std::env::current_exe().expect("the test binary");
-    let out = std::process::Command::new(exe)
-        .args([name, "--exact", "--test-threads=1"])
-        .env(ALONE, name)
-        .output()
-        .expect("the test binary runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && stdout.contains("1 passed"),
-        "{name} in its own process:\n{stdout}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    false
-}
+pub use test_support::in_own_process;
 
-/// Copies a directory tree.
-pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            std::fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
+pub use test_support::copy_dir;

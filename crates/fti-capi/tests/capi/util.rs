@@ -15,11 +15,10 @@
 #![allow(dead_code)]
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a program is linked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -267,35 +266,8 @@ pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
 }
 
 /// Waits for `child`, reading its output meanwhile; kills it at the deadline.
-pub fn wait(mut child: Child, what: &str) -> Output {
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = out.read_to_end(&mut b);
-        b
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = err.read_to_end(&mut b);
-        b
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > DEADLINE + Duration::from_secs(10) {
-            let _ = child.kill();
-            panic!("{what}: still running after {DEADLINE:?}, killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: reader.join().unwrap(),
-        stderr: err_reader.join().unwrap(),
-    }
+pub fn wait(child: Child, what: &str) -> Output {
+    test_support::output_within(child, DEADLINE + Duration::from_secs(10), what)
 }
 
 /// The program's stdout, after checking that it exited with status 0.

@@ -46,16 +46,4 @@ pub fn assert_same_but_unreproducible(name: &str, ours: &[u8], theirs: &[u8]) {
     assert!(a.verify(&|_| {}).is_empty(), "{name}: verifies");
 }
 
-/// Copies a directory tree.
-pub fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+pub use test_support::copy_dir as copy_tree;
