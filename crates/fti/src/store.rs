@@ -23,6 +23,8 @@ pub struct Dirs {
     pub rank: u32,
     /// Where every file effect goes ([`Disk`] unless a test says otherwise).
     pub storage: Arc<dyn Storage>,
+    /// How the level's files are laid out (`ckpt_io`), with this rank's group.
+    pub io: crate::io::Io,
 }
 
 impl PartialEq for Dirs {
@@ -55,7 +57,13 @@ impl Dirs {
             meta: cfg.meta_dir.join(exec_id),
             rank: cfg.rank,
             storage,
+            io: crate::io::Io::new(cfg, None),
         }
+    }
+
+    /// These directories with the I/O mode `io` (which knows the rank's group).
+    pub fn with_io(self, io: crate::io::Io) -> Dirs {
+        Dirs { io, ..self }
     }
 
     /// `lK/`, where FTI 1.1 looks for the level's checkpoint.
@@ -397,6 +405,7 @@ pub fn publish_all(dirs: &Dirs, pending: Vec<Pending>) -> Result<Vec<PathBuf>> {
 pub fn retire(dirs: &Dirs, level: Level, id: i32, keep: usize, retire_lower: bool) -> Result<()> {
     let lowest = if retire_lower { Level::L1 } else { level };
     retire_older(dirs, lowest, level, id, keep)?;
+    crate::io::retire(dirs, level, retire_lower)?;
     crash_point("retired");
     for l in Level::ALL
         .into_iter()
@@ -565,6 +574,18 @@ const META_FILES: [&str; 2] = ["Topology.fti", ".Topology.fti.tmp"];
 pub fn remove_meta_files(dirs: &Dirs) -> Result<()> {
     for name in META_FILES {
         remove(&*dirs.storage, &dirs.meta.join(name))?;
+    }
+    // POSIX meta-data files (`l<K>/sector<s>-group<g>.fti`, and the ones kept or written
+    // through beside them).
+    for level in Level::ALL {
+        let dir = dirs.meta.join(format!("l{}", level.number()));
+        for entry in dirs.storage.list(&dir).unwrap_or_default() {
+            let name = entry.name.to_string_lossy();
+            if name.trim_start_matches('.').starts_with("sector") {
+                remove(&*dirs.storage, &entry.path)?;
+            }
+        }
+        let _ = dirs.storage.remove_dir(&dir);
     }
     let _ = dirs.storage.remove_dir(&dirs.meta);
     Ok(())

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use fti::report::{Priority, Reporter};
 use fti::storage::PowerCut;
-use fti::{Config, Fti, Level, Options, SelfComm, Status, Var};
+use fti::{Config, Fti, IoMode, Level, Options, SelfComm, Status, Var};
 use ftiff::VarSize;
 
 /// How the run checkpoints.
@@ -32,6 +32,10 @@ enum Mode {
     /// Asynchronous differential checkpoints (deferred: the background thread updates the
     /// older file, the next call publishes it).
     AsyncDcp,
+    /// Full checkpoints as POSIX files (`ckpt_io = 1`): raw files and the sector meta data.
+    Posix,
+    /// POSIX files, then finalize with `keep_last_ckpt` (files and meta data into L4).
+    PosixKeepLast,
 }
 
 impl Mode {
@@ -41,6 +45,10 @@ impl Mode {
 
     fn dcp(self) -> bool {
         matches!(self, Mode::Dcp | Mode::AsyncDcp)
+    }
+
+    fn keep_last(self) -> bool {
+        matches!(self, Mode::KeepLast | Mode::PosixKeepLast)
     }
 }
 
@@ -83,7 +91,10 @@ fn config(root: &Path, mode: Mode) -> Config {
     cfg.dcp_block_size = 1024;
     cfg.keep_ckpts = if mode.dcp() { 2 } else { 1 };
     cfg.async_ckpt = mode.asynchronous();
-    cfg.keep_last_ckpt = mode == Mode::KeepLast;
+    cfg.keep_last_ckpt = mode.keep_last();
+    if matches!(mode, Mode::Posix | Mode::PosixKeepLast) {
+        cfg.io = IoMode::Posix;
+    }
     cfg
 }
 
@@ -145,7 +156,7 @@ fn run(root: &Path, mode: Mode, storage: &PowerCut) -> Seen {
         }
         seen.done = COUNT;
     }
-    if matches!(mode, Mode::Finalize | Mode::KeepLast) {
+    if mode == Mode::Finalize || mode.keep_last() {
         seen.finalizing = true;
         let _ = fti.finalize();
     }
@@ -389,4 +400,13 @@ fn one_data_sync_per_file_and_directory_syncs_batched_per_checkpoint() {
             "{level}: {dir_syncs} directory syncs for 4 ranks"
         );
     }
+}
+
+/// POSIX files (`ckpt_io = 1`): the sector meta-data file is the commit point; the one it
+/// replaces is kept until the new checkpoint is retired, so a cut anywhere leaves the last
+/// checkpoint whose call returned (or the one in flight) described and whole.
+#[test]
+fn power_cut_at_every_operation_of_posix_checkpoints() {
+    cut_everywhere(Mode::Posix);
+    cut_everywhere(Mode::PosixKeepLast);
 }

@@ -43,6 +43,7 @@ pub(crate) fn flush(
     keep: usize,
 ) -> Result<PathBuf> {
     let path = agree(comm, Step::L4Flush, copy_in(dirs, id, local))?;
+    crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
     store::retire(dirs, Level::L4, id, keep, false)?;
     Ok(path)
 }

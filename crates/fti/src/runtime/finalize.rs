@@ -46,6 +46,9 @@ impl Fti {
                     Ok(())
                 };
                 agree(&*self.comm, Step::KeepLast, flushed)?;
+                if last.level != Level::L4 {
+                    crate::io::copy_meta(&*self.comm, &self.dirs, last.level, Level::L4)?;
+                }
                 store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
                 self.recovery.restart = None;
                 store::remove_rank_files(&self.dirs, true)?;

@@ -96,6 +96,7 @@ impl Configured {
     /// run's groups can do.
     pub(super) fn place(self) -> Result<Placed> {
         let (cfg, messages) = (&self.cfg, &self.messages);
+        crate::io::check_config(cfg)?;
         let (topology, node_names) = build_topology(cfg, &*self.comm)?;
         let bg_comm = if cfg.inline_l2 && cfg.inline_l4 && !cfg.async_ckpt {
             None
@@ -244,7 +245,8 @@ impl Traced {
         } = configured;
         Fti {
             messages,
-            dirs: Dirs::on(storage, &cfg, &exec_id),
+            dirs: Dirs::on(storage, &cfg, &exec_id)
+                .with_io(crate::io::Io::new(&cfg, topology.place(cfg.rank))),
             exec_id,
             recovery: Recovery::default(),
             layout: None,

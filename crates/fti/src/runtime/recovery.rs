@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ftiff::Checkpoint;
+use crate::io::Stored;
 
 use crate::error::{Candidate, Error, Misuse, Result};
 use crate::store::{self, Found};
@@ -24,7 +24,8 @@ impl Fti {
             .as_ref()
             .ok_or(Error::State(Misuse::NotARestart("recover")))?;
         let ckpt = restart.ckpt()?;
-        let stored: Vec<&ftiff::VarInfo> = ckpt.vars().iter().filter(|v| !v.removed).collect();
+        let all = ckpt.vars();
+        let stored: Vec<&ftiff::VarInfo> = all.iter().filter(|v| !v.removed).collect();
         if stored.len() != vars.len() {
             return Err(Error::Variable {
                 id: vars.get(stored.len()).or(vars.last()).map_or(-1, |v| v.id),
@@ -43,10 +44,9 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin(Phase::Recover)
         });
-        let copied = vars.iter_mut().try_for_each(|v| {
-            ckpt.copy_var_into(v.id, v.bytes)
-                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
-        });
+        let copied = vars
+            .iter_mut()
+            .try_for_each(|v| ckpt.copy_var_into(v.id, v.bytes, &restart.info.path));
         if copied.is_err() {
             trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
         }
@@ -67,8 +67,7 @@ impl Fti {
             .ok_or(Error::State(Misuse::NotARestart("recover_var")))?;
         let ckpt = restart.ckpt()?;
         matching_var(&ckpt, var)?;
-        ckpt.copy_var_into(var.id, var.bytes)
-            .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+        ckpt.copy_var_into(var.id, var.bytes, &restart.info.path)
     }
 
     /// Recovers one variable from the newest checkpoint of this run (or the one with id
@@ -120,8 +119,7 @@ impl Fti {
         {
             let ckpt = r.ckpt()?;
             matching_var(&ckpt, var)?;
-            ckpt.copy_var_into(var.id, var.bytes)
-                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            ckpt.copy_var_into(var.id, var.bytes, &found.path)?;
             return Ok(found_info(found, &ckpt));
         }
         let key = FileKey::of(&found.path);
@@ -132,8 +130,7 @@ impl Fti {
             .is_some_and(|v| Some(&v.key) == key.as_ref());
         if !cached {
             self.recovery.verified = None;
-            let file = open_verified(found, &|_| {})
-                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            let file = open_verified(&self.dirs, found, &|_| {})?;
             self.recovery.verified = key.map(|key| VerifiedFile { key, file });
         }
         let Some(v) = &self.recovery.verified else {
@@ -144,14 +141,13 @@ impl Fti {
         };
         let ckpt = v.file.ckpt()?;
         matching_var(&ckpt, var)?;
-        ckpt.copy_var_into(var.id, var.bytes)
-            .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+        ckpt.copy_var_into(var.id, var.bytes, &found.path)?;
         Ok(found_info(found, &ckpt))
     }
 
     pub(super) fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
         if let Some(r) = self.recovery.restart.take() {
-            self.layout = Some(r.ckpt()?.layout());
+            self.layout = Some(r.ckpt()?.layout()?);
         }
         // Restarting from a chosen older checkpoint abandons the newer ones: they belong to
         // a timeline this run no longer continues, and keeping them would make a later
@@ -235,26 +231,25 @@ pub(super) struct VerifiedFile {
 }
 
 /// The protected (not removed) variable of `ckpt` with `var`'s id and size.
-pub(super) fn matching_var(ckpt: &Checkpoint<'_>, var: &Var<'_>) -> Result<()> {
+pub(super) fn matching_var(ckpt: &Stored<'_>, var: &Var<'_>) -> Result<()> {
     let stored = ckpt
         .var(var.id)
-        .ok()
         .filter(|v| !v.removed)
         .ok_or_else(|| Error::Variable {
             id: var.id,
             what: "not in the checkpoint".into(),
         })?;
-    check_matches(stored, var)
+    check_matches(&stored, var)
 }
 
 /// What is known of a checkpoint found on disk.
-pub(super) fn found_info(found: &Found, ckpt: &Checkpoint<'_>) -> CheckpointInfo {
+pub(super) fn found_info(found: &Found, ckpt: &Stored<'_>) -> CheckpointInfo {
     CheckpointInfo {
         id: found.id,
         level: found.level,
         path: found.path.clone(),
         size: ckpt.fs(),
-        timestamp: ckpt.fb.timestamp,
+        timestamp: ckpt.timestamp(),
         bytes_written: 0,
     }
 }

@@ -10,6 +10,7 @@ use ftiff::{Layout, VarSize, WriteOptions};
 use crate::collective::agree;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::io::{self, Io};
 use crate::store;
 use crate::trace::{self, Phase};
 use crate::var::Var;
@@ -118,27 +119,32 @@ impl Fti {
             .progress(format!("checkpoint {id} ({level})"), layout.file_size());
         let progress = |n| bar.set(n);
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
-        let written = agree(
-            &*self.comm,
-            Step::Write,
-            match &base {
-                Some((_, b)) => ftiff::update_file(
-                    &pending.file,
-                    Some((&b.layout, &b.table)),
-                    &layout,
-                    &data,
-                    &opts,
-                    &progress,
-                ),
-                None => {
-                    ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
-                }
-            }
+        let written = match (&self.dirs.io, &base) {
+            (Io::Posix(_), _) => io::write_posix(&*pending.file, &pending.path, &data, &progress),
+            (Io::Ftiff, Some((_, b))) => ftiff::update_file(
+                &pending.file,
+                Some((&b.layout, &b.table)),
+                &layout,
+                &data,
+                &opts,
+                &progress,
+            )
             .map_err(|e| Error::Format(e.with_path(&pending.path))),
-        )?;
+            (Io::Ftiff, None) => {
+                ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+                    .map_err(|e| Error::Format(e.with_path(&pending.path)))
+            }
+        };
+        let written = agree(&*self.comm, Step::Write, written)?;
         drop(bar);
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
-        let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
+        let (path, fb) = self.publish_checkpoint(
+            id,
+            (level, write_level),
+            pending,
+            written.fb,
+            &layout.vars(),
+        )?;
         let bytes_written = written.bytes_written;
         self.remember_written(id, write_level, &layout, written.table, fb);
         Ok((path, layout, fb, bytes_written))
