@@ -62,7 +62,7 @@ fn fti_tree(root: &Path) {
 }
 
 /// The fixture's config with its directories under `root`; a restart of FTI's execution with
-/// `restart`, else a fresh run.
+/// `restart`, else a fresh run. Read once per run: the runtime records the restart in it.
 fn config(root: &Path, restart: bool) -> Config {
     let text = std::fs::read_to_string(fixture().join("config.fti")).unwrap();
     let text = if restart {
@@ -104,9 +104,10 @@ fn recover_and_check(fti: &mut Fti, rank: u32, k: i32) -> fti::CheckpointInfo {
 fn fti_posix_l1_tree_restarts_here() {
     let root = tempfile::tempdir().unwrap();
     fti_tree(root.path());
+    let cfg = config(root.path(), true);
     on_ranks(4, |comm| {
         let rank = comm.rank();
-        let mut fti = Fti::init_with(config(root.path(), true), comm).unwrap();
+        let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
         assert!(matches!(fti.status(), Status::Restart(_)), "rank {rank}");
         assert_eq!(fti.stored_size(2), Some(4 * N as u64));
         let mut b = vec![0i32; N];
@@ -130,8 +131,9 @@ fn posix_file_not_matching_its_checksum_is_refused() {
     let mut bytes = std::fs::read(&victim).unwrap();
     bytes[12345] ^= 1;
     std::fs::write(&victim, bytes).unwrap();
+    let cfg = config(root.path(), true);
     let said = on_ranks(4, |comm| {
-        let fti = Fti::init_with(config(root.path(), true), comm).unwrap();
+        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
         assert_eq!(fti.status(), &Status::Fresh);
         fti.skipped()
             .iter()
@@ -146,24 +148,23 @@ fn posix_file_not_matching_its_checksum_is_refused() {
     );
 }
 
-/// The files of every level of a tree, by relative path (exec id as `EXEC`), without
-/// `Topology.fti`.
+/// The files of every level of a tree, by relative path (exec id as `EXEC`).
 fn level_files(root: &Path, exec: &str) -> BTreeMap<String, Vec<u8>> {
     tree(&root.join("run"), exec)
-        .into_iter()
-        .filter(|(k, _)| !k.ends_with("Topology.fti"))
-        .collect()
 }
 
-/// Our POSIX L1 tree, from the same config and data, is FTI's: the same files, the data files
-/// and the sector meta-data file byte for byte (`FTI_WriteMetadata` in `src/meta.c`: the
-/// config's other sections first, then one section per group rank, dumped as iniparser does).
+/// Our POSIX L1 tree, from the same config and data, is FTI's: the same files, the data files,
+/// `Topology.fti` and the sector meta-data file byte for byte (`FTI_CreateTopoFile` in
+/// `src/topo.c`: the config without `[basic]`, `[restart]`, `[advanced]`, then `[topology]`;
+/// `FTI_WriteMetadata` in `src/meta.c`: that without `[topology]`, then one section per group
+/// rank; both dumped as iniparser does).
 #[test]
 fn posix_l1_tree_is_ftis() {
     let ours = tempfile::tempdir().unwrap();
+    let cfg = config(ours.path(), false);
     let execs = on_ranks(4, |comm| {
         let rank = comm.rank();
-        let mut fti = Fti::init_with(config(ours.path(), false), comm).unwrap();
+        let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
         checkpoint(&mut fti, rank, 1, Level::L1);
         checkpoint(&mut fti, rank, 2, Level::L1);
         fti.exec_id().to_owned()

@@ -75,10 +75,25 @@ impl Group {
 fn config_sections(cfg: &Config) -> String {
     let mut out = String::new();
     for (name, keys) in cfg.keys.sections_in_order() {
-        if !NOT_REPEATED.contains(&name.as_str()) {
+        if !name.is_empty() && name != "topology" && !NOT_REPEATED.contains(&name.as_str()) {
             dump_section(&mut out, &name, &keys);
         }
     }
+    out
+}
+
+/// `Topology.fti` as FTI 1.1 writes it (`FTI_CreateTopoFile`, `src/topo.c`): the config without
+/// `[basic]`, `[restart]` and `[advanced]`, then `[topology]` (node index = node name), dumped
+/// by iniparser.
+pub fn topology_text(cfg: &Config, node_names: &[String]) -> String {
+    let mut out = config_sections(cfg);
+    let nodes: Vec<(String, String)> = node_names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| (i.to_string(), name.clone()))
+        .collect();
+    dump_section(&mut out, "topology", &nodes);
+    out.push('\n');
     out
 }
 

@@ -74,11 +74,7 @@ impl Fti {
     /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
     pub(super) fn write_topology(&self) -> Result<()> {
         store::create_dir_durable(&*self.dirs.storage, &self.dirs.meta)?;
-        let mut text = String::from("\n[topology]\n");
-        for (i, name) in self.node_names.iter().enumerate() {
-            text.push_str(&format!("{i:<31}= {name}\n"));
-        }
-        text.push('\n');
+        let text = crate::io::posix::topology_text(&self.cfg, &self.node_names);
         store::replace_file(
             &*self.dirs.storage,
             &self.dirs.meta.join("Topology.fti"),
