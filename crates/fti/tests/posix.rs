@@ -108,8 +108,18 @@ fn fti_posix_l1_tree_restarts_here() {
     on_ranks(4, |comm| {
         let rank = comm.rank();
         let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
-        assert!(matches!(fti.status(), Status::Restart(_)), "rank {rank}");
+        let Status::Restart(info) = fti.status().clone() else {
+            panic!("rank {rank}: not a restart");
+        };
         assert_eq!(fti.stored_size(2), Some(4 * N as u64));
+        // What the C API sizes its scratch buffers and roll-back checks from.
+        let sizes: Vec<(i32, u64)> = fti
+            .stored_vars(&info)
+            .unwrap()
+            .iter()
+            .map(|v| (v.id, v.size))
+            .collect();
+        assert_eq!(sizes, [(1, 4 * N as u64), (2, 4 * N as u64)]);
         let mut b = vec![0i32; N];
         fti.recover_var(&mut Var::slice(2, &mut b)).unwrap();
         assert!(b == data(rank, 2)[1].1, "rank {rank}: variable 2 alone");

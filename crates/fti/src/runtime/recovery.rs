@@ -110,17 +110,51 @@ impl Fti {
         found: &Found,
         var: &mut Var<'_>,
     ) -> Result<CheckpointInfo> {
-        // The restart's checkpoint was verified in full at init: its mapped bytes are used.
+        self.with_verified(found, |ckpt| {
+            matching_var(ckpt, var)?;
+            ckpt.copy_var_into(var.id, var.bytes, &found.path)?;
+            Ok(found_info(found, ckpt))
+        })
+    }
+
+    /// The variables `(id, size)` of checkpoint `info` (the restart's or one on disk), in
+    /// protect order, removed ones left out: from the file itself (FTI-FF) or its meta data
+    /// (POSIX). The file is verified in full first, and kept for single-variable recovery.
+    pub fn stored_vars(&mut self, info: &CheckpointInfo) -> Result<Vec<ftiff::VarSize>> {
+        let found = Found {
+            path: info.path.clone(),
+            id: info.id,
+            level: info.level,
+            archived: false,
+        };
+        self.with_verified(&found, |ckpt| {
+            Ok(ckpt
+                .vars()
+                .into_iter()
+                .filter(|v| !v.removed)
+                .map(|v| ftiff::VarSize {
+                    id: v.id,
+                    size: v.size,
+                })
+                .collect())
+        })
+    }
+
+    /// Calls `f` with the content of `found`, verified in full by this process: the restart's
+    /// checkpoint (verified at init), or the file verified last if it has not changed since,
+    /// or verified now.
+    fn with_verified<T>(
+        &mut self,
+        found: &Found,
+        f: impl FnOnce(&Stored<'_>) -> Result<T>,
+    ) -> Result<T> {
         if let Some(r) = self
             .recovery
             .restart
             .as_ref()
             .filter(|r| r.info.path == found.path)
         {
-            let ckpt = r.ckpt()?;
-            matching_var(&ckpt, var)?;
-            ckpt.copy_var_into(var.id, var.bytes, &found.path)?;
-            return Ok(found_info(found, &ckpt));
+            return f(&r.ckpt()?);
         }
         let key = FileKey::of(&found.path);
         let cached = self
@@ -139,10 +173,7 @@ impl Fti {
                 err: std::io::Error::other("the file changed while it was read"),
             });
         };
-        let ckpt = v.file.ckpt()?;
-        matching_var(&ckpt, var)?;
-        ckpt.copy_var_into(var.id, var.bytes, &found.path)?;
-        Ok(found_info(found, &ckpt))
+        f(&v.file.ckpt()?)
     }
 
     pub(super) fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
