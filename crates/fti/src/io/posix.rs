@@ -379,3 +379,95 @@ fn sector_files(dir: &Path, depth: u32) -> Vec<PathBuf> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{encode, parse_rank, RankMeta};
+    use crate::error::Error;
+    use std::path::Path;
+
+    fn section(g: u32) -> RankMeta {
+        RankMeta {
+            name: format!("Ckpt2-Rank{g}.fti"),
+            size: 12,
+            maxs: 12,
+            checksum: "0123456789abcdef0123456789abcdef".into(),
+            vars: vec![(1, 8), (7, 4)],
+            rsed_checksum: None,
+        }
+    }
+
+    #[test]
+    fn sections_read_back_as_written() {
+        let text = encode("", &[section(0), section(1)]);
+        assert!(text.starts_with("\n[0]\nckpt_file_name                 = Ckpt2-Rank0.fti\n"));
+        assert!(text.ends_with("var1_size                      = 4\n\n\n"));
+        let path = Path::new("m.fti");
+        assert_eq!(parse_rank(path, &text, 1).unwrap(), section(1));
+    }
+
+    /// Each broken key is an error naming the file, the section's key and what is wrong.
+    #[test]
+    fn broken_meta_data_is_refused_by_key() {
+        let good = encode("", &[section(0)]);
+        for (from, to, key, says) in [
+            (
+                "ckpt_checksum                  = 0123456789abcdef0123456789abcdef\n",
+                "",
+                "0:ckpt_checksum",
+                "missing",
+            ),
+            (
+                "= 0123456789abcdef0123456789abcdef",
+                "= 0123",
+                "0:ckpt_checksum",
+                "not an MD5",
+            ),
+            (
+                "ckpt_file_size                 = 12",
+                "ckpt_file_size = -3",
+                "0:ckpt_file_size",
+                "not a size",
+            ),
+            (
+                "ckpt_file_maxs                 = 12",
+                "ckpt_file_maxs = 11",
+                "0:ckpt_file_maxs",
+                "below",
+            ),
+            (
+                "var1_size                      = 4",
+                "var1_size = 5",
+                "0:ckpt_file_size",
+                "add up to 13",
+            ),
+            (
+                "var1_id                        = 7",
+                "var1_id = x",
+                "0:var1_id",
+                "not an id",
+            ),
+            (
+                "= Ckpt2-Rank0.fti",
+                "= ../Ckpt2-Rank0.fti",
+                "0:ckpt_file_name",
+                "not a file name",
+            ),
+        ] {
+            assert!(good.contains(from), "{from}");
+            let text = good.replace(from, to);
+            match parse_rank(Path::new("m.fti"), &text, 0) {
+                Err(Error::Meta { key: k, what, .. }) => {
+                    assert_eq!(k, key, "{what}");
+                    assert!(what.contains(says), "{key}: {what}");
+                }
+                other => panic!("{key}: {other:?}"),
+            }
+        }
+        let missing = parse_rank(Path::new("m.fti"), &good, 3).unwrap_err();
+        assert!(
+            missing.to_string().contains("[3:ckpt_file_name]: missing"),
+            "{missing}"
+        );
+    }
+}
