@@ -413,16 +413,16 @@ pub(crate) fn verify_copy(dirs: &Dirs, id: i32, level: Level, copy: &Found) -> R
     }
 }
 
-/// The group's largest file and this rank's file size of checkpoint `id` at `level`, from the
-/// meta data (POSIX; `None` for FTI-FF, whose files and trailers carry them).
-pub(crate) fn meta_sizes(dirs: &Dirs, id: i32, level: Level) -> Option<(u64, u64)> {
+/// The group's largest file, this rank's file size and its MD5 (hex) of checkpoint `id` at
+/// `level`, from the meta data (POSIX; `None` for FTI-FF, whose files and trailers carry them).
+pub(crate) fn meta_sizes(dirs: &Dirs, id: i32, level: Level) -> Option<(u64, u64, String)> {
     let Io::Posix(g) = &dirs.io else {
         return None;
     };
     let name = FileName::new(id, FileKind::Rank, dirs.rank).to_string();
     find_meta(dirs, g, level, g.rank, &name)
         .ok()
-        .map(|(_, m)| (m.maxs, m.size))
+        .map(|(_, m)| (m.maxs, m.size, m.checksum))
 }
 
 /// This rank's part of a group's meta data, as sent to the group's first rank.

@@ -190,9 +190,9 @@ pub(crate) struct Held<'a> {
     pub own: Option<(&'a Path, u64)>,
     /// Its verified `RSed` file.
     pub rsed: Option<&'a Path>,
-    /// POSIX: its file's size, from the meta data (an FTI-FF file says it in its block, an
-    /// FTI-FF `RSed` file in its trailer).
-    pub meta_fs: Option<u64>,
+    /// POSIX: its file's size and MD5 (hex), from the meta data (an FTI-FF file says them in
+    /// its block, an FTI-FF `RSed` file in its trailer).
+    pub meta: Option<(u64, String)>,
 }
 
 /// Rebuilds the lost Rank and `RSed` files of this rank's group for checkpoint `id` (every
@@ -236,7 +236,7 @@ pub(crate) fn rebuild(
     // maxFs its last byte was lost with the code's high half: its own hashes tell it.
     let mut fs = own_fs;
     if let (Some(p), None) = (new_own, &first_error) {
-        match finish_rank_file(p, max_fs, held.meta_fs) {
+        match finish_rank_file(p, max_fs, held.meta.as_ref()) {
             Ok(n) => fs = n,
             Err(e) => first_error = Some(e),
         }
@@ -248,7 +248,7 @@ pub(crate) fn rebuild(
             _ => None,
         };
         // Without a file to read (already failed), this rank takes part with zeros.
-        let trailer = held.meta_fs.is_none();
+        let trailer = held.meta.is_none();
         let own = own.map(|(f, p)| (f, p, fs));
         let encoded = encode(comm, place, own, (new_rsed, trailer), max_fs);
         if let Err(e) = encoded {
@@ -268,8 +268,8 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
     let place = team.place()?.clone();
     // maxFs: in every surviving Rank file of the group and RSed trailer.
     let meta = crate::io::meta_sizes(dirs, id, Level::L3);
-    let rsed_max = match meta {
-        Some((max_fs, _)) => max_fs,
+    let rsed_max = match &meta {
+        Some((max_fs, ..)) => *max_fs,
         None => rsed
             .and_then(|p| verify_rsed(p).ok())
             .map_or(0, |fb| fb.fs.max(0) as u64),
@@ -299,7 +299,7 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
             storage: &*dirs.storage,
             own: own.map(|r| (r.info.path.as_path(), r.info.size)),
             rsed,
-            meta_fs: meta.map(|(_, fs)| fs),
+            meta: meta.map(|(_, fs, checksum)| (fs, checksum)),
         };
         let (o, r) = (
             new_own.as_ref().ok().and_then(Option::as_ref),
@@ -389,10 +389,9 @@ fn decode(
 
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
 /// returns `fs`.
-fn finish_rank_file(p: &Pending, max_fs: u64, meta_fs: Option<u64>) -> Result<u64> {
-    if let Some(fs) = meta_fs {
-        // A POSIX file has no hashes of its own to restore an odd last byte from: the code
-        // covers it whole (FTI pads every file to maxFs), so it is cut to its size only.
+fn finish_rank_file(p: &Pending, max_fs: u64, meta: Option<&(u64, String)>) -> Result<u64> {
+    if let Some((fs, checksum)) = meta {
+        let fs = *fs;
         if fs > max_fs {
             return Err(Error::RebuiltSize {
                 path: p.path.clone(),
@@ -401,6 +400,9 @@ fn finish_rank_file(p: &Pending, max_fs: u64, meta_fs: Option<u64>) -> Result<u6
             });
         }
         p.file.set_len(fs).map_err(|e| Error::io(&p.path, e))?;
+        if fs == max_fs && fs % 2 == 1 {
+            restore_last_byte_by_md5(p, fs, checksum)?;
+        }
         return Ok(fs);
     }
     let fb = super::l2::read_fb(&*p.file, &p.path)?;
@@ -422,4 +424,32 @@ fn finish_rank_file(p: &Pending, max_fs: u64, meta_fs: Option<u64>) -> Result<u6
             .map_err(|e| Error::io(&p.path, e))?;
     }
     Ok(fs)
+}
+
+/// The last byte of a rebuilt POSIX file of odd size `maxFs`, which the code loses: the one of
+/// the 256 values that gives the file the MD5 of its meta data (`checksum`). None does: the file
+/// is left as it is, and its verification says so.
+fn restore_last_byte_by_md5(p: &Pending, fs: u64, checksum: &str) -> Result<()> {
+    let mut md5 = ftiff::hash::Md5Stream::default();
+    let mut buf = vec![0; crate::collective::CHUNK.min(fs) as usize];
+    let mut at = 0;
+    while at < fs - 1 {
+        let n = (fs - 1 - at).min(buf.len() as u64) as usize;
+        p.file
+            .read_exact_at(&mut buf[..n], at)
+            .map_err(|e| Error::io(&p.path, e))?;
+        md5.update(&buf[..n]);
+        at += n as u64;
+    }
+    for last in 0..=u8::MAX {
+        let mut candidate = md5.clone();
+        candidate.update(&[last]);
+        if ftiff::hash::to_hex(&candidate.finish()) == checksum {
+            return p
+                .file
+                .write_all_at(&[last], fs - 1)
+                .map_err(|e| Error::io(&p.path, e));
+        }
+    }
+    Ok(())
 }
