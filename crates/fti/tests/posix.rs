@@ -485,3 +485,46 @@ fn posix_l3_odd_sized_files_are_rebuilt_exactly() {
         );
     }
 }
+
+/// The variables of a POSIX file are those of its checkpoint call, in that call's order: one no
+/// longer protected is not in the file or the meta data, a reordered one moves
+/// (`FTI_WritePosix` writes `FTI_Data` as it is at the call).
+#[test]
+fn posix_file_follows_the_protected_variables_of_each_checkpoint() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut a, mut b, mut c) = (vec![1i32; 10], vec![2i32; 20], vec![3i32; 30]);
+    let mut fti = Fti::init(Config {
+        group_size: 1,
+        ..code_config(root.path(), None)
+    })
+    .unwrap();
+    let first = [
+        Var::slice(1, &mut a),
+        Var::slice(2, &mut b),
+        Var::slice(3, &mut c),
+    ];
+    fti.checkpoint(1, Level::L1, &first).unwrap();
+    let info = fti
+        .checkpoint(
+            2,
+            Level::L1,
+            &[Var::slice(2, &mut b), Var::slice(1, &mut a)],
+        )
+        .unwrap();
+    let want: Vec<u8> = [2i32; 20]
+        .iter()
+        .chain(&[1i32; 10])
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    assert!(std::fs::read(&info.path).unwrap() == want);
+    let exec = fti.exec_id().to_owned();
+    let text = std::fs::read_to_string(
+        root.path()
+            .join(format!("run/Meta/{exec}/l1/sector0-group0.fti")),
+    )
+    .unwrap();
+    assert!(
+        text.contains("var0_id                        = 2\nvar0_size                      = 80\nvar1_id                        = 1\nvar1_size                      = 40\n\n"),
+        "{text}"
+    );
+}

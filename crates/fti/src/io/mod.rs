@@ -130,6 +130,16 @@ pub(crate) fn write_posix(
     })
 }
 
+/// The structure a new file continues: an FTI-FF file the previous one's (containers keep
+/// their places, removed variables stay); a POSIX file none (it holds the variables of its
+/// checkpoint call, in that call's order, as `FTI_WritePosix` writes them).
+pub(crate) fn continued<'l>(io: &Io, previous: Option<&'l Layout>) -> Option<&'l Layout> {
+    match io {
+        Io::Ftiff => previous,
+        Io::Posix(_) => None,
+    }
+}
+
 /// The size of a file written with `layout` and described by `fb`.
 pub(crate) fn file_size(io: &Io, layout: &Layout, fb: &FileBlock) -> u64 {
     match io {
@@ -511,12 +521,16 @@ pub(crate) fn commit(
         if g.rank != 0 {
             return Ok(());
         }
-        let mut sections: Vec<RankMeta> = g
+        let sections: Option<Vec<RankMeta>> = g
             .ranks
             .iter()
             .map(|&r| all.get(r as usize).and_then(|b| decode_record(b)))
-            .collect::<Option<_>>()
-            .ok_or(Error::Internal("a rank of the group sent no meta data"))?;
+            .collect();
+        // A rank that could not send its part fails the step itself (agreed below): the
+        // group's meta data stays as it was.
+        let Some(mut sections) = sections else {
+            return Ok(());
+        };
         let maxs = sections.iter().map(|s| s.size).max().unwrap_or(0);
         for s in &mut sections {
             s.maxs = maxs;

@@ -97,7 +97,12 @@ impl Fti {
         ready: Result<()>,
     ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
         let sizes = var_sizes(vars);
-        let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
+        let layout = match ready.and_then(|()| {
+            Ok(Layout::plan(
+                io::continued(&self.dirs.io, self.layout.as_ref()),
+                &sizes,
+            )?)
+        }) {
             Ok(layout) => layout,
             Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
