@@ -517,6 +517,13 @@ fn posix_file_follows_the_protected_variables_of_each_checkpoint() {
         .flat_map(|x| x.to_le_bytes())
         .collect();
     assert!(std::fs::read(&info.path).unwrap() == want);
+    // One variable back from the file on disk, by its meta data (FTI_RecoverVar after a
+    // checkpoint, and the C API's roll-back).
+    let mut back = vec![0i32; 10];
+    let from = fti
+        .recover_var_from(Some(2), &mut Var::slice(1, &mut back))
+        .unwrap();
+    assert_eq!((from.id, back), (2, vec![1i32; 10]));
     let exec = fti.exec_id().to_owned();
     let text = std::fs::read_to_string(
         root.path()
@@ -527,4 +534,47 @@ fn posix_file_follows_the_protected_variables_of_each_checkpoint() {
         text.contains("var0_id                        = 2\nvar0_size                      = 80\nvar1_id                        = 1\nvar1_size                      = 40\n\n"),
         "{text}"
     );
+}
+
+/// `finalize` removes the run's files, the meta-data files included (FTI_Finalize's
+/// `FTI_Clean` at level 5); with `keep_last_ckpt` the last checkpoint stays in L4 with its
+/// meta data, and restarts from there (`failure = 2`).
+#[test]
+fn posix_finalize_removes_or_keeps_the_meta_data() {
+    for keep in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            keep_last_ckpt: keep,
+            ..code_config(root.path(), None)
+        };
+        let execs = on_ranks(4, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
+            let mut d = uneven(rank, 2);
+            let vars: Vec<Var> = d.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+            fti.checkpoint(2, Level::L2, &vars).unwrap();
+            let exec = fti.exec_id().to_owned();
+            fti.finalize().unwrap();
+            exec
+        });
+        let exec = &execs[0];
+        let meta = root.path().join(format!("run/Meta/{exec}"));
+        if keep {
+            assert!(meta.join("l4/sector0-group0.fti").is_file());
+            restart_and_check_with(
+                Config {
+                    failure: Some(2),
+                    exec_id: Some(exec.clone()),
+                    ..code_config(root.path(), None)
+                },
+                (2, Level::L4),
+            );
+        } else {
+            assert!(
+                !meta.exists(),
+                "{:?}",
+                tree(&root.path().join("run"), exec).keys()
+            );
+        }
+    }
 }
