@@ -222,7 +222,7 @@ fn refuse_posix(command: &Command) -> Result<()> {
     for path in paths(command) {
         if let Some(meta) = fti::io::posix::meta_near(path) {
             anyhow::bail!(
-                "{}: a POSIX checkpoint tree (ckpt_io = 1; meta data in {}): this tool reads FTI-FF files (ckpt_io = 3) only; the runtime restarts from POSIX trees",
+                "{}: a POSIX checkpoint tree (ckpt_io = 1 or 2; meta data in {}): this tool reads FTI-FF files (ckpt_io = 3) only; the runtime restarts from POSIX trees",
                 path.display(),
                 meta.display()
             );

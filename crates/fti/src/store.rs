@@ -207,7 +207,15 @@ pub struct Found {
 /// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
 /// by id, then in FTI's level order, then `lK/` before its archive.
 pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
-    scan(dirs, &Level::ALL, FileKind::Rank)
+    let mut found = scan(dirs, &Level::ALL, FileKind::Rank);
+    // MPI-IO's shared L4 files hold a part of every rank's.
+    found.extend(crate::io::mpiio::find(dirs));
+    found.sort_by(|a, b| {
+        b.id.cmp(&a.id)
+            .then(a.level.cmp(&b.level))
+            .then(a.archived.cmp(&b.archived))
+    });
+    found
 }
 
 /// The named steps of [`publish_pending`], where a crash test can stop the process.

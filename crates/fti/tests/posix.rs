@@ -578,3 +578,76 @@ fn posix_finalize_removes_or_keeps_the_meta_data() {
         }
     }
 }
+
+/// MPI-IO (`ckpt_io = 2`): L1-L3 as POSIX, L4 as one shared file `Ckpt<id>-mpiio.fti` in the
+/// global directory, each rank's data at the sum of the lower ranks' sizes (`FTI_WriteMPI` in
+/// `src/checkpoint.c`; flushed by `FTI_FlushMPI` in `src/postckpt.c` with `inline_l4 = 0`),
+/// the meta data in `l4/` naming the ranks' `Ckpt<id>-Rank<r>.fti` as FTI's does. Every local
+/// file lost, the run restarts from it (`FTI_RecoverL4Mpi` in `src/postreco.c` reads each
+/// rank's part at the same offsets).
+#[test]
+fn mpiio_l4_is_one_shared_file() {
+    for (inline, keep_last) in [(true, false), (false, false), (true, true)] {
+        let root = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            io: fti::IoMode::MpiIo,
+            inline_l4: inline,
+            keep_last_ckpt: keep_last,
+            ..code_config(root.path(), None)
+        };
+        let execs = on_ranks(4, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
+            for (k, level) in [
+                (1, Level::L4),
+                (2, if keep_last { Level::L2 } else { Level::L4 }),
+            ] {
+                let mut d = uneven(rank, k);
+                let vars: Vec<Var> = d.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+                fti.checkpoint(k, level, &vars).unwrap();
+            }
+            let exec = fti.exec_id().to_owned();
+            if keep_last {
+                fti.finalize().unwrap();
+            }
+            exec
+        });
+        let exec = &execs[0];
+        let l4 = root.path().join(format!("run/Global/{exec}/l4"));
+        let names: Vec<String> = std::fs::read_dir(&l4)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            ["Ckpt2-mpiio.fti"],
+            "inline {inline}, keep {keep_last}"
+        );
+        let all: Vec<u8> = (0..4).flat_map(|r| uneven_file(r, 2)).collect();
+        assert!(std::fs::read(l4.join("Ckpt2-mpiio.fti")).unwrap() == all);
+        let m = meta(root.path(), exec, 4);
+        for r in 0..4u32 {
+            assert_eq!(
+                m[&(r.to_string(), "ckpt_file_name".into())],
+                format!("Ckpt2-Rank{r}.fti")
+            );
+            assert_eq!(
+                m[&(r.to_string(), "ckpt_checksum".into())],
+                md5_hex(&uneven_file(r, 2))
+            );
+        }
+        // (finalize with keep_last_ckpt removed them already)
+        let local = root.path().join("run/Local");
+        if local.exists() {
+            std::fs::remove_dir_all(local).unwrap();
+        }
+        restart_and_check_with(
+            Config {
+                failure: Some(if keep_last { 2 } else { 1 }),
+                exec_id: Some(exec.clone()),
+                ..cfg.clone()
+            },
+            (2, Level::L4),
+        );
+    }
+}

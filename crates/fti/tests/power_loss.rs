@@ -36,6 +36,9 @@ enum Mode {
     Posix,
     /// POSIX files, then finalize with `keep_last_ckpt` (files and meta data into L4).
     PosixKeepLast,
+    /// MPI-IO (`ckpt_io = 2`), then finalize with `keep_last_ckpt`: the last checkpoint into
+    /// L4's shared file.
+    MpiIoKeepLast,
 }
 
 impl Mode {
@@ -48,7 +51,10 @@ impl Mode {
     }
 
     fn keep_last(self) -> bool {
-        matches!(self, Mode::KeepLast | Mode::PosixKeepLast)
+        matches!(
+            self,
+            Mode::KeepLast | Mode::PosixKeepLast | Mode::MpiIoKeepLast
+        )
     }
 }
 
@@ -94,6 +100,9 @@ fn config(root: &Path, mode: Mode) -> Config {
     cfg.keep_last_ckpt = mode.keep_last();
     if matches!(mode, Mode::Posix | Mode::PosixKeepLast) {
         cfg.io = IoMode::Posix;
+    }
+    if mode == Mode::MpiIoKeepLast {
+        cfg.io = IoMode::MpiIo;
     }
     cfg
 }
@@ -409,4 +418,5 @@ fn one_data_sync_per_file_and_directory_syncs_batched_per_checkpoint() {
 fn power_cut_at_every_operation_of_posix_checkpoints() {
     cut_everywhere(Mode::Posix);
     cut_everywhere(Mode::PosixKeepLast);
+    cut_everywhere(Mode::MpiIoKeepLast);
 }

@@ -79,7 +79,7 @@ fn unsupported_or_unreadable_configs_are_refused() {
     assert!(
         stderr.contains("hdf5.fti:7")
             && stderr.contains("HDF5")
-            && stderr.contains("ckpt_io = 1 (POSIX)"),
+            && stderr.contains("ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)"),
         "{stderr}"
     );
     assert!(

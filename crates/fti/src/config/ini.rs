@@ -331,7 +331,7 @@ impl Keys<'_> {
             }
         };
         match self.int("basic", "ckpt_io")? {
-            None | Some(1 | 3) => {}
+            None | Some(1..=3) => {}
             Some(v) => {
                 return Err(self.error("basic", "ckpt_io", format!("{v}: {}", io_refusal(v))))
             }
@@ -346,8 +346,10 @@ impl Keys<'_> {
     }
 
     pub(super) fn read_basic(&self, cfg: &mut Config) -> Result<()> {
-        if self.int("basic", "ckpt_io")? == Some(1) {
-            cfg.io = IoMode::Posix;
+        match self.int("basic", "ckpt_io")? {
+            Some(1) => cfg.io = IoMode::Posix,
+            Some(2) => cfg.io = IoMode::MpiIo,
+            _ => {}
         }
         cfg.ckpt_dir = self.dir("ckpt_dir", std::mem::take(&mut cfg.ckpt_dir));
         cfg.glbl_dir = self.dir("glbl_dir", std::mem::take(&mut cfg.glbl_dir));
@@ -564,9 +566,8 @@ impl Keys<'_> {
 /// Why an FTI I/O mode other than 1 (POSIX) and 3 (FTI-FF) is refused.
 fn io_refusal(v: i64) -> &'static str {
     match v {
-        2 => "MPI-IO (one shared L4 file) is not supported; use ckpt_io = 1 (POSIX: the same files at L1-L3, one file per rank at L4) or ckpt_io = 3 (FTI-FF)",
-        4 => "SIONlib is not supported (FTI 1.1 built without it writes POSIX files instead; this runtime does not write another format than the one asked for): use ckpt_io = 1 (POSIX) or ckpt_io = 3 (FTI-FF)",
-        5 => "HDF5 is not supported (FTI 1.1 built without it writes POSIX files instead; this runtime does not write another format than the one asked for): use ckpt_io = 1 (POSIX) or ckpt_io = 3 (FTI-FF)",
-        _ => "not an FTI I/O mode; use ckpt_io = 1 (POSIX) or ckpt_io = 3 (FTI-FF)",
+        4 => "SIONlib is not supported (FTI 1.1 built without it writes POSIX files instead; this runtime does not write another format than the one asked for): use ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)",
+        5 => "HDF5 is not supported (FTI 1.1 built without it writes POSIX files instead; this runtime does not write another format than the one asked for): use ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)",
+        _ => "not an FTI I/O mode; use ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)",
     }
 }

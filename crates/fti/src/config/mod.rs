@@ -64,6 +64,9 @@ pub enum IoMode {
     /// `ckpt_io = 1`: each rank's file is its protected variables' bytes in protect order;
     /// what a restart needs is in FTI's sector meta-data files under `meta_dir`.
     Posix,
+    /// `ckpt_io = 2`: as POSIX, but L4 is one file shared by every rank,
+    /// `Ckpt<id>-mpiio.fti` (each rank's data after the lower ranks').
+    MpiIo,
     /// `ckpt_io = 3`: FTI-FF, self-describing files.
     Ftiff,
 }
@@ -72,6 +75,7 @@ impl std::fmt::Display for IoMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             IoMode::Posix => "ckpt_io = 1 (POSIX)",
+            IoMode::MpiIo => "ckpt_io = 2 (MPI-IO)",
             IoMode::Ftiff => "ckpt_io = 3 (FTI-FF)",
         })
     }
@@ -320,20 +324,15 @@ mod tests {
     fn unsupported_values_are_refused_with_the_line() {
         assert_eq!(parse("[basic]\nckpt_io = 1\n").unwrap().io, IoMode::Posix);
         assert_eq!(parse("[basic]\nckpt_io = 3\n").unwrap().io, IoMode::Ftiff);
-        for (v, says) in [
-            (2, "MPI-IO"),
-            (4, "SIONlib"),
-            (5, "HDF5"),
-            (7, "not an FTI I/O mode"),
-        ] {
+        assert_eq!(parse("[basic]\nckpt_io = 2\n").unwrap().io, IoMode::MpiIo);
+        for (v, says) in [(4, "SIONlib"), (5, "HDF5"), (7, "not an FTI I/O mode")] {
             let err = parse(&format!("[basic]\nckpt_io = {v}\n"))
                 .unwrap_err()
                 .to_string();
             assert!(
                 err.contains("test.cfg:2")
                     && err.contains(says)
-                    && err.contains("ckpt_io = 1 (POSIX")
-                    && err.contains("ckpt_io = 3 (FTI-FF)"),
+                    && err.contains("ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)"),
                 "{err}"
             );
         }

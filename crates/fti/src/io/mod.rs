@@ -7,8 +7,10 @@
 //! * verifying a rank's file, a partner copy or an `RSed` file at restart;
 //! * the sizes L2 and L3 record (`ptFs`, `maxFs`: in the file block for FTI-FF, in the meta
 //!   data for POSIX) and whether an `RSed` file ends with a trailer;
-//! * publishing, copying and retiring the meta data (POSIX; FTI-FF files describe themselves).
+//! * publishing, copying and retiring the meta data (POSIX; FTI-FF files describe themselves);
+//! * MPI-IO's shared L4 file (`mpiio`).
 
+pub(crate) mod mpiio;
 pub mod posix;
 
 use std::path::Path;
@@ -42,7 +44,7 @@ impl Io {
     pub(crate) fn new(cfg: &Config, place: Option<&Place>) -> Io {
         match cfg.io {
             IoMode::Ftiff => Io::Ftiff,
-            IoMode::Posix => {
+            IoMode::Posix | IoMode::MpiIo => {
                 let alone = Place {
                     node: 0,
                     position: 0,
@@ -58,8 +60,14 @@ impl Io {
     pub fn mode(&self) -> IoMode {
         match self {
             Io::Ftiff => IoMode::Ftiff,
+            Io::Posix(g) if g.shared_l4 => IoMode::MpiIo,
             Io::Posix(_) => IoMode::Posix,
         }
+    }
+
+    /// Whether checkpoints at `level` go into one file shared by every rank (MPI-IO's L4).
+    pub(crate) fn shared(&self, level: Level) -> bool {
+        matches!(self, Io::Posix(g) if g.shared_l4 && level == Level::L4)
     }
 
     /// Whether an L3 `RSed` file ends with FTI-FF's trailer (POSIX keeps its MD5 in the meta
@@ -73,7 +81,7 @@ impl Io {
 /// what only FTI-FF files hold (block hashes, in-place updates, archived checkpoints'
 /// self-description) or a write path POSIX does not have (asynchronous staging).
 pub(crate) fn check_config(cfg: &Config) -> Result<()> {
-    if cfg.io != IoMode::Posix {
+    if cfg.io == IoMode::Ftiff {
         return Ok(());
     }
     let refused = [
@@ -83,10 +91,7 @@ pub(crate) fn check_config(cfg: &Config) -> Result<()> {
         (cfg.keep_ckpts > 1, "keep_ckpts > 1 keeps archived checkpoints, which only FTI-FF files describe: it needs ckpt_io = 3"),
     ];
     match refused.into_iter().find(|(on, _)| *on) {
-        Some((_, what)) => Err(Error::IoMode {
-            mode: IoMode::Posix,
-            what,
-        }),
+        Some((_, what)) => Err(Error::IoMode { mode: cfg.io, what }),
         None => Ok(()),
     }
 }
@@ -97,7 +102,7 @@ pub(crate) fn check_incremental(io: &Io) -> Result<()> {
     match io {
         Io::Ftiff => Ok(()),
         Io::Posix(_) => Err(Error::IoMode {
-            mode: IoMode::Posix,
+            mode: io.mode(),
             what: "incremental checkpoints (FTI_InitICP) need ckpt_io = 3 (FTI-FF)",
         }),
     }
@@ -113,8 +118,18 @@ pub(crate) fn write_posix(
 ) -> Result<ftiff::Written> {
     let digest = posix::write_data(file, path, data, progress)?;
     let fs: u64 = data.iter().map(|d| d.len() as u64).sum();
-    let fb = FileBlock {
-        checksum: ftiff::hash::checksum_field(&digest),
+    Ok(ftiff::Written {
+        fb: posix_fb(&digest, fs),
+        table: None,
+        bytes_written: fs,
+    })
+}
+
+/// The file block that describes a POSIX file of `fs` bytes with MD5 `digest` (kept in the
+/// meta data rather than in the file).
+pub(crate) fn posix_fb(digest: &ftiff::hash::Digest, fs: u64) -> FileBlock {
+    FileBlock {
+        checksum: ftiff::hash::checksum_field(digest),
         my_hash: [0; 16],
         mode: [0; 7],
         ckpt_size: fs as i64,
@@ -122,12 +137,7 @@ pub(crate) fn write_posix(
         max_fs: fs as i64,
         pt_fs: 0,
         timestamp: ftiff::write::now_ns(),
-    };
-    Ok(ftiff::Written {
-        fb,
-        table: None,
-        bytes_written: fs,
-    })
+    }
 }
 
 /// The structure a new file continues: an FTI-FF file the previous one's (containers keep
@@ -272,9 +282,18 @@ impl Stored<'_> {
     }
 }
 
-/// A file verified in full, mapped: the map, the group's largest file (`maxFs`), the
-/// variables of a POSIX file.
-pub(crate) type Verified = (MappedFile, u64, Option<Vec<(i32, u64)>>);
+/// A file verified in full, mapped.
+pub(crate) struct Verified {
+    /// The file.
+    pub map: MappedFile,
+    /// The group's largest file (`maxFs`).
+    pub max_fs: u64,
+    /// A POSIX file's variables `(id, size)`.
+    pub vars: Option<Vec<(i32, u64)>>,
+    /// Where the rank's bytes are in the file, and how many (a shared MPI-IO file holds every
+    /// rank's).
+    pub part: (usize, usize),
+}
 
 /// Opens and verifies one of this rank's checkpoint files: FTI-FF's own hashes, or POSIX's
 /// size and MD5 against the group's meta data.
@@ -292,21 +311,39 @@ pub(crate) fn verify_own(
                 .fb
                 .max_fs
                 .max(0) as u64;
-            Ok((map, max_fs, None))
+            let part = (0, map.bytes().len());
+            Ok(Verified {
+                map,
+                max_fs,
+                vars: None,
+                part,
+            })
         }
         Io::Posix(g) => {
             let name = FileName::new(found.id, FileKind::Rank, dirs.rank).to_string();
-            let (meta_path, meta) = find_meta(dirs, g, found.level, g.rank, &name)?;
+            let (meta_path, meta, offset) = if mpiio::parse_name(&found.path).is_some() {
+                mpiio::locate(dirs, found.id, &name)?
+            } else {
+                let (p, m) = find_meta(dirs, g, found.level, g.rank, &name)?;
+                (p, m, 0)
+            };
             let map = MappedFile::open(&found.path)
                 .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            let part = mpiio::part(map.bytes(), &found.path, offset, meta.size)?;
             check_bytes(
-                map.bytes(),
+                part.1,
                 &found.path,
                 (meta.size, &meta.checksum, "ckpt_checksum"),
                 &meta_path,
             )?;
             progress(meta.size);
-            Ok((map, meta.maxs, Some(meta.vars)))
+            let part = (part.0, part.1.len());
+            Ok(Verified {
+                map,
+                max_fs: meta.maxs,
+                vars: Some(meta.vars),
+                part,
+            })
         }
     }
 }
@@ -344,7 +381,7 @@ fn check_bytes(
 /// Section `section` of the group's meta data at `level` that describes the file `name`: in
 /// the meta-data file, or in the one it replaced (kept until the checkpoint is complete on
 /// every rank).
-fn find_meta(
+pub(crate) fn find_meta(
     dirs: &Dirs,
     g: &Group,
     level: Level,

@@ -40,6 +40,8 @@ pub struct Group {
     pub ranks: Vec<u32>,
     /// The config's other sections, dumped as iniparser does (FTI 1.1 writes them first).
     pub head: String,
+    /// MPI-IO (`ckpt_io = 2`): L4 is one file shared by every rank.
+    pub shared_l4: bool,
 }
 
 impl Group {
@@ -52,6 +54,7 @@ impl Group {
             rank: place.group_rank,
             ranks: place.group.clone(),
             head: config_sections(cfg),
+            shared_l4: cfg.io == crate::config::IoMode::MpiIo,
         }
     }
 

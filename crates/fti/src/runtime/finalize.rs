@@ -37,16 +37,12 @@ impl Fti {
             if let Some(last) = last {
                 // The local files go only once every rank's copy is in L4: a crash in between
                 // leaves the checkpoint complete at one level or the other.
-                let flushed = if last.level != Level::L4 {
-                    trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                    let done = l4::copy_in(&self.dirs, last.id, &last.path);
-                    trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
-                    done.map(|_| ())
-                } else {
-                    Ok(())
-                };
-                agree(&*self.comm, Step::KeepLast, flushed)?;
                 if last.level != Level::L4 {
+                    trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
+                    let local = (last.id, last.path.as_path());
+                    let done = l4::copy_in_all(&*self.comm, &self.dirs, local, Step::KeepLast);
+                    trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
+                    done?;
                     crate::io::copy_meta(&*self.comm, &self.dirs, last.level, Level::L4)?;
                 }
                 store::retire(&self.dirs, Level::L4, last.id, 1, false)?;

@@ -122,6 +122,9 @@ pub(crate) struct Restart {
     /// A POSIX file's variables `(id, size)` in file order, from the meta data (an FTI-FF
     /// file says it itself).
     posix_vars: Option<Vec<(i32, u64)>>,
+    /// Where this rank's bytes are in the file, and how many (all of it but in MPI-IO's shared
+    /// L4 file).
+    part: (usize, usize),
 }
 
 impl Restart {
@@ -131,7 +134,11 @@ impl Restart {
     fn ckpt(&self) -> Result<Stored<'_>> {
         match &self.posix_vars {
             Some(vars) => Ok(Stored::Posix {
-                bytes: self.map.bytes(),
+                bytes: self
+                    .map
+                    .bytes()
+                    .get(self.part.0..self.part.0 + self.part.1)
+                    .ok_or(Error::Internal("a verified part beyond its file"))?,
                 vars,
                 timestamp: self.info.timestamp,
             }),
@@ -457,19 +464,20 @@ pub(crate) fn open_verified(
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Restart> {
-    let (map, max_fs, posix_vars) = crate::io::verify_own(dirs, found, progress)?;
+    let verified = crate::io::verify_own(dirs, found, progress)?;
     let mut restart = Restart {
         info: CheckpointInfo {
             id: found.id,
             level: found.level,
             path: found.path.clone(),
-            size: map.bytes().len() as u64,
+            size: verified.part.1 as u64,
             timestamp: 0,
             bytes_written: 0,
         },
-        map,
-        max_fs,
-        posix_vars,
+        map: verified.map,
+        max_fs: verified.max_fs,
+        posix_vars: verified.vars,
+        part: verified.part,
     };
     restart.info.timestamp = match restart.posix_vars {
         Some(_) => modified_ns(&found.path),

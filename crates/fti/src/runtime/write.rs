@@ -109,6 +109,9 @@ impl Fti {
         let data = by_position(&layout, vars);
         let opts = self.write_options();
         let write_level = self.write_level(level);
+        if self.dirs.io.shared(write_level) {
+            return self.write_shared(id, layout, &data);
+        }
         let base = self.take_dcp_base(write_level);
         let pending = match store::begin(
             &self.dirs,
@@ -152,6 +155,23 @@ impl Fti {
         )?;
         let bytes_written = written.bytes_written;
         self.remember_written(id, write_level, &layout, written.table, fb);
+        Ok((path, layout, fb, bytes_written))
+    }
+
+    /// Writes checkpoint `id` into MPI-IO's shared L4 file with the other ranks, publishes it
+    /// and its meta data, and retires older checkpoints (collective).
+    fn write_shared(
+        &mut self,
+        id: i32,
+        layout: Layout,
+        data: &[&[u8]],
+    ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
+        let source = Ok(io::mpiio::Source::Data(data));
+        let (path, fb) = io::mpiio::write(&*self.comm, &self.dirs, id, source)?;
+        io::commit(&*self.comm, &self.dirs, id, Level::L4, &fb, &layout.vars())?;
+        store::retire(&self.dirs, Level::L4, id, self.keep(), true)?;
+        self.dcp_files.clear();
+        let bytes_written = fb.fs.max(0) as u64;
         Ok((path, layout, fb, bytes_written))
     }
 
