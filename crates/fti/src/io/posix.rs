@@ -64,7 +64,8 @@ impl Group {
             .join(format!("sector{}-group{}.fti", self.sector, self.id))
     }
 
-    /// The file kept while a new meta-data file replaces `path` (see [`super::commit`]).
+    /// The file kept while a new meta-data file replaces `path`, until the new checkpoint is
+    /// retired (`docs/io-modes.md`, *Crash safety*).
     pub fn previous(path: &Path) -> PathBuf {
         let name = path
             .file_name()
@@ -150,7 +151,7 @@ pub fn encode(head: &str, sections: &[RankMeta]) -> String {
     out
 }
 
-/// Reads a meta-data file (at most [`MAX_META`] bytes).
+/// Reads a meta-data file (at most 64 MiB).
 pub fn read(storage: &dyn Storage, path: &Path) -> Result<String> {
     let file = storage.open(path, false).map_err(|e| Error::io(path, e))?;
     let len = file.len().map_err(|e| Error::io(path, e))?;
