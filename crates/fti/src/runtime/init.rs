@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::collective::{self, agree};
 use crate::comm::Comm;
-use crate::config::{self, Config, Level};
+use crate::config::{self, Config, IoMode, Level};
 use crate::error::{Error, Result, Step};
 use crate::report::Messages;
 use crate::storage::Storage;
@@ -182,7 +182,11 @@ impl Placed {
         } else {
             format!("The execution ID is: {exec_id}")
         });
-        c.messages.info("Selected Ckpt I/O is FTI-FF");
+        c.messages.info(match c.cfg.io {
+            IoMode::Posix => "Selected Ckpt I/O is POSIX",
+            IoMode::MpiIo => "Selected Ckpt I/O is MPI-I/O",
+            IoMode::Ftiff => "Selected Ckpt I/O is FTI-FF",
+        });
         Ok(Chosen {
             placed: self,
             exec_id,
