@@ -651,3 +651,37 @@ fn mpiio_l4_is_one_shared_file() {
         );
     }
 }
+
+/// A FIFO in place of the meta-data file does not hang the restart: the file is never opened,
+/// the checkpoint is skipped naming it.
+#[test]
+fn posix_meta_data_fifo_is_not_opened() {
+    let root = tempfile::tempdir().unwrap();
+    let mut fti = Fti::init(code_config(root.path(), None)).unwrap();
+    let mut x = 5u64;
+    fti.checkpoint(1, Level::L1, &[Var::new(0, &mut x)])
+        .unwrap();
+    let exec = fti.exec_id().to_owned();
+    drop(fti);
+    let meta = root
+        .path()
+        .join(format!("run/Meta/{exec}/l1/sector0-group0.fti"));
+    std::fs::remove_file(&meta).unwrap();
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&meta)
+        .status()
+        .unwrap()
+        .success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let cfg = code_config(root.path(), Some(&exec));
+    std::thread::spawn(move || {
+        let fti = Fti::init(cfg).unwrap();
+        let said: Vec<String> = fti.skipped().iter().map(ToString::to_string).collect();
+        tx.send((fti.status().clone(), said)).unwrap();
+    });
+    let (status, said) = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the restart hangs on a FIFO");
+    assert_eq!(status, Status::Fresh);
+    assert!(said[0].contains("not a regular file"), "{said:?}");
+}

@@ -153,6 +153,17 @@ pub fn encode(head: &str, sections: &[RankMeta]) -> String {
 
 /// Reads a meta-data file (at most 64 MiB).
 pub fn read(storage: &dyn Storage, path: &Path) -> Result<String> {
+    // Never opened unless a regular file: opening a FIFO would block.
+    match storage.kind(path).map_err(|e| Error::io(path, e))? {
+        crate::storage::Kind::File => {}
+        other => {
+            return Err(Error::meta(
+                path,
+                "",
+                format!("not a regular file ({other:?})"),
+            ));
+        }
+    }
     let file = storage.open(path, false).map_err(|e| Error::io(path, e))?;
     let len = file.len().map_err(|e| Error::io(path, e))?;
     if len > MAX_META {
