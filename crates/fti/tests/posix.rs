@@ -225,12 +225,14 @@ fn uneven_file(rank: u32, k: i32) -> Vec<u8> {
         .collect()
 }
 
-/// Writes checkpoint 1 at L1 and 2 at `level` on 4 ranks; returns the execution id.
-fn run_levels(root: &Path, level: Level, inline_l4: bool) -> String {
+/// Writes checkpoint 1 at L1 and 2 at `level` on 4 ranks, the L2 copies and the L4 flush
+/// inline or not; returns the execution id.
+fn run_levels(root: &Path, level: Level, inline: bool) -> String {
     let execs = on_ranks(4, |comm| {
         let rank = comm.rank();
         let cfg = Config {
-            inline_l4,
+            inline_l2: inline,
+            inline_l4: inline,
             ..code_config(root, None)
         };
         let mut fti = Fti::init_with(cfg, comm).unwrap();
@@ -289,11 +291,18 @@ fn md5_hex(bytes: &[u8]) -> String {
 /// L2 with POSIX files, as FTI 1.1 lays it out (`FTI_Ptner` in `src/postckpt.c`: the partner
 /// copy `Ckpt<id>-Pcof<r>.fti` is the left partner's file byte for byte; `FTI_WriteMetadata` in
 /// `src/meta.c`: `l2/sector0-group0.fti`); a lost node's files come back from its partners
-/// (`FTI_RecoverL2` in `src/postreco.c`), byte for byte.
+/// (`FTI_RecoverL2` in `src/postreco.c`), byte for byte. The copies are sent inline or, with
+/// `inline_l2 = 0`, in the background after the meta data is written.
 #[test]
 fn posix_l2_partner_copies_and_node_loss() {
+    for inline in [true, false] {
+        posix_l2(inline);
+    }
+}
+
+fn posix_l2(inline: bool) {
     let root = tempfile::tempdir().unwrap();
-    let exec = run_levels(root.path(), Level::L2, true);
+    let exec = run_levels(root.path(), Level::L2, inline);
     let m = meta(root.path(), &exec, 2);
     for r in 0..4u32 {
         let left = (r + 3) % 4;
