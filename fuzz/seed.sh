@@ -32,4 +32,5 @@ put ovni_stream $(find "$ovni" -name stream.obs)
 put ovni_view $(find "$ovni" -name stream.obs) $(find ../crates/ovni-view/tests/fixtures -name stream.obs)
 put ovni_stream_json $(find "$ovni" -name stream.json)
 put fti_config "$fti"/configs/*.cfg "$fti"/levels/L1/config-after-run.ini
+put fti_posix_meta "$fti"/posix-L1/run/Meta/*/l1/sector0-group0.fti
 ls seeds | while read -r t; do echo "$t: $(ls "seeds/$t" | wc -l) files, $(du -sk "seeds/$t" | cut -f1) KiB"; done

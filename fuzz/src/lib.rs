@@ -23,7 +23,37 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ovni_stream_json", ovni_stream_json),
     ("fti_config", fti_config),
     ("ovni_view", ovni_view),
+    ("fti_posix_meta", fti_posix_meta),
 ];
+
+/// A POSIX sector meta-data file (`ckpt_io = 1`): every section that reads is consistent (the
+/// variables add up to the file size, the group's largest file is no smaller), and writing it
+/// back gives the same section.
+pub fn fti_posix_meta(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let path = Path::new("sector0-group0.fti");
+    for g in 0..8 {
+        let Ok(m) = fti::io::posix::parse_rank(path, text, g) else {
+            continue;
+        };
+        let total: u64 = m.vars.iter().map(|v| v.1).sum();
+        assert_eq!(total, m.size, "section {g}: variables add up to the size");
+        assert!(m.maxs >= m.size, "section {g}: maxs below size");
+        // Comment and quote characters in a name are the reader's to strip, not the writer's
+        // to quote: FTI writes plain `Ckpt<id>-Rank<r>.fti` names.
+        if m.name.contains([';', '#', '"', '\'']) {
+            continue;
+        }
+        let again = fti::io::posix::encode("", std::slice::from_ref(&m));
+        assert_eq!(
+            fti::io::posix::parse_rank(path, &again, 0).ok().as_ref(),
+            Some(&m),
+            "section {g} written back:\n{again}"
+        );
+    }
+}
 
 /// An FTI-FF checkpoint file (Rank, Pcof or L4): structure, verification (every hash), the
 /// variables read back with their chunk hashes checked, and the views `fti inspect` prints.

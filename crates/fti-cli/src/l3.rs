@@ -80,6 +80,13 @@ pub struct GroupArgs {
 }
 
 impl GroupArgs {
+    /// The group's directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+}
+
+impl GroupArgs {
     /// The group to encode: as given, or every rank with a Rank file (all must be there).
     fn for_encode(&self) -> Result<Group> {
         let group = Group::find(&Disk, &self.dir, self.id, self.group.as_deref())?;

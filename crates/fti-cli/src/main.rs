@@ -203,7 +203,36 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         .any(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
+/// The files and directories a command reads.
+fn paths(command: &Command) -> Vec<&std::path::Path> {
+    match command {
+        Command::Inspect { file, .. } | Command::Extract { file, .. } => vec![file],
+        Command::Verify { files, .. } => files.iter().map(PathBuf::as_path).collect(),
+        Command::Diff { a, b, .. } => vec![a, b],
+        Command::List(args) => vec![&args.dir],
+        Command::Prune(args) => vec![&args.dir],
+        Command::L3Encode(args) | Command::L3Rebuild(args) => vec![args.dir()],
+        Command::Heatdis { .. } | Command::Demo { .. } | Command::TraceSummary(_) => Vec::new(),
+    }
+}
+
+/// Refuses POSIX checkpoints (`ckpt_io = 1`): these tools read FTI-FF files, and a POSIX
+/// file's raw bytes would read as a corrupt FTI-FF file.
+fn refuse_posix(command: &Command) -> Result<()> {
+    for path in paths(command) {
+        if let Some(meta) = fti::io::posix::meta_near(path) {
+            anyhow::bail!(
+                "{}: a POSIX checkpoint tree (ckpt_io = 1 or 2; meta data in {}): this tool reads FTI-FF files (ckpt_io = 3) only; the runtime restarts from POSIX trees",
+                path.display(),
+                meta.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> Result<ExitCode> {
+    refuse_posix(&cli.command)?;
     match cli.command {
         Command::Inspect { file, format, kind } => inspect(&file, format, kind),
         Command::Verify { files, kind, quiet } => verify(&files, kind, quiet),

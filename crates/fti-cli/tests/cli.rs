@@ -278,3 +278,53 @@ fn fast_integrity_files_are_understood() {
         stdout(&out)
     );
 }
+
+/// A POSIX tree (`ckpt_io = 1`, FTI 1.1's `posix-L1` meta data) is named as such by every
+/// command that reads checkpoints, never reported as corrupt FTI-FF.
+#[test]
+fn posix_trees_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let exec = "2026-11-27_16-39-21";
+    let meta = dir.path().join("run/Meta").join(exec).join("l1");
+    std::fs::create_dir_all(&meta).unwrap();
+    std::fs::copy(
+        fixtures()
+            .join("posix-L1/run/Meta")
+            .join(exec)
+            .join("l1/sector0-group0.fti"),
+        meta.join("sector0-group0.fti"),
+    )
+    .unwrap();
+    let l1 = dir.path().join("run/Local/node0").join(exec).join("l1");
+    std::fs::create_dir_all(&l1).unwrap();
+    let file = l1.join("Ckpt2-Rank0.fti");
+    std::fs::write(&file, vec![7u8; 4096]).unwrap();
+    let run = dir.path().join("run");
+    let out_file = dir.path().join("x");
+    let (file, l1, run, out_file) = (
+        file.as_os_str(),
+        l1.as_os_str(),
+        run.as_os_str(),
+        out_file.as_os_str(),
+    );
+    let os = std::ffi::OsStr::new;
+    let cases: [Vec<&std::ffi::OsStr>; 8] = [
+        vec![os("verify"), file],
+        vec![os("inspect"), file],
+        vec![os("extract"), file, os("--id"), os("1"), os("-o"), out_file],
+        vec![os("diff"), file, file],
+        vec![os("list"), run],
+        vec![os("prune"), run, os("--keep"), os("1")],
+        vec![os("l3-encode"), l1],
+        vec![os("l3-rebuild"), l1],
+    ];
+    for args in cases {
+        let out = fti(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("POSIX checkpoint tree (ckpt_io = 1") && stdout(&out).is_empty(),
+            "{args:?}: {stderr}"
+        );
+    }
+}

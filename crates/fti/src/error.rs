@@ -138,6 +138,32 @@ pub enum Error {
         /// How it differs.
         what: &'static str,
     },
+    /// A POSIX meta-data file (`sector<s>-group<g>.fti`) is unreadable as FTI writes it.
+    #[error("{}: [{key}]: {what}", path.display())]
+    Meta {
+        /// The meta-data file.
+        path: PathBuf,
+        /// The key (`<group rank>:<key>`), empty when the whole file is wrong.
+        key: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// A POSIX checkpoint file is not the one its meta data describes.
+    #[error("{}: {what}", path.display())]
+    PosixFile {
+        /// The checkpoint file (or partner copy, or `RSed` file).
+        path: PathBuf,
+        /// How it differs (size, MD5).
+        what: String,
+    },
+    /// A setting or call the I/O mode cannot do, refused before anything is written.
+    #[error("{mode}: {what}")]
+    IoMode {
+        /// The I/O mode.
+        mode: crate::config::IoMode,
+        /// What is refused, and what to do instead.
+        what: &'static str,
+    },
     /// L2 and L3 need several ranks over MPI.
     #[error("{0} needs a partner rank: run several ranks (over MPI, or fti::Threads) with group_size >= 2")]
     NeedsMpi(crate::Level),
@@ -181,6 +207,8 @@ pub enum Step {
     RebuildL2Copies,
     /// Rebuilding lost L3 files from the group's code.
     RebuildL3,
+    /// Writing the POSIX meta-data files.
+    WriteMeta,
 }
 
 impl std::fmt::Display for Step {
@@ -195,6 +223,7 @@ impl std::fmt::Display for Step {
             Step::L2Copy => "L2 partner copy",
             Step::L3Encode => "L3 encoding",
             Step::L4Flush => "flushing the checkpoint to L4",
+            Step::WriteMeta => "writing the meta data",
             Step::KeepLast => "keeping the last checkpoint in L4",
             Step::RecordRestart(Some(path)) => {
                 return write!(f, "recording the restart in {}", path.display())
@@ -329,6 +358,14 @@ impl Error {
         Error::Io {
             path: path.to_path_buf(),
             err,
+        }
+    }
+
+    pub(crate) fn meta(path: &Path, key: &str, what: String) -> Self {
+        Error::Meta {
+            path: path.to_path_buf(),
+            key: key.to_owned(),
+            what,
         }
     }
 

@@ -36,6 +36,7 @@ pub mod comm;
 mod config;
 mod error;
 pub mod inventory;
+pub mod io;
 mod level;
 pub mod report;
 mod restart_plan;
@@ -48,7 +49,7 @@ mod trace;
 mod var;
 
 pub use comm::{Comm, SelfComm, Threads};
-pub use config::{check_exec_id, record_restart, restart_text, Config, IniFile, Level};
+pub use config::{check_exec_id, record_restart, restart_text, Config, IniFile, IoMode, Level};
 pub use error::{Candidate, Error, Misuse, Result, Skipped, Step};
 pub use level::l3;
 pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Options, Snapshot, Status};

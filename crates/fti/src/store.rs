@@ -23,6 +23,8 @@ pub struct Dirs {
     pub rank: u32,
     /// Where every file effect goes ([`Disk`] unless a test says otherwise).
     pub storage: Arc<dyn Storage>,
+    /// How the level's files are laid out (`ckpt_io`), with this rank's group.
+    pub io: crate::io::Io,
 }
 
 impl PartialEq for Dirs {
@@ -55,7 +57,13 @@ impl Dirs {
             meta: cfg.meta_dir.join(exec_id),
             rank: cfg.rank,
             storage,
+            io: crate::io::Io::new(cfg, None),
         }
+    }
+
+    /// These directories with the I/O mode `io` (which knows the rank's group).
+    pub fn with_io(self, io: crate::io::Io) -> Dirs {
+        Dirs { io, ..self }
     }
 
     /// `lK/`, where FTI 1.1 looks for the level's checkpoint.
@@ -199,7 +207,15 @@ pub struct Found {
 /// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
 /// by id, then in FTI's level order, then `lK/` before its archive.
 pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
-    scan(dirs, &Level::ALL, FileKind::Rank)
+    let mut found = scan(dirs, &Level::ALL, FileKind::Rank);
+    // MPI-IO's shared L4 files hold a part of every rank's.
+    found.extend(crate::io::mpiio::find(dirs));
+    found.sort_by(|a, b| {
+        b.id.cmp(&a.id)
+            .then(a.level.cmp(&b.level))
+            .then(a.archived.cmp(&b.archived))
+    });
+    found
 }
 
 /// The named steps of [`publish_pending`], where a crash test can stop the process.
@@ -397,6 +413,7 @@ pub fn publish_all(dirs: &Dirs, pending: Vec<Pending>) -> Result<Vec<PathBuf>> {
 pub fn retire(dirs: &Dirs, level: Level, id: i32, keep: usize, retire_lower: bool) -> Result<()> {
     let lowest = if retire_lower { Level::L1 } else { level };
     retire_older(dirs, lowest, level, id, keep)?;
+    crate::io::retire(dirs, level, retire_lower)?;
     crash_point("retired");
     for l in Level::ALL
         .into_iter()
@@ -565,6 +582,18 @@ const META_FILES: [&str; 2] = ["Topology.fti", ".Topology.fti.tmp"];
 pub fn remove_meta_files(dirs: &Dirs) -> Result<()> {
     for name in META_FILES {
         remove(&*dirs.storage, &dirs.meta.join(name))?;
+    }
+    // POSIX meta-data files (`l<K>/sector<s>-group<g>.fti`, and the ones kept or written
+    // through beside them).
+    for level in Level::ALL {
+        let dir = dirs.meta.join(format!("l{}", level.number()));
+        for entry in dirs.storage.list(&dir).unwrap_or_default() {
+            let name = entry.name.to_string_lossy();
+            if name.trim_start_matches('.').starts_with("sector") {
+                remove(&*dirs.storage, &entry.path)?;
+            }
+        }
+        let _ = dirs.storage.remove_dir(&dir);
     }
     let _ = dirs.storage.remove_dir(&dirs.meta);
     Ok(())

@@ -1,5 +1,5 @@
 //! FTI users' configs and habits: config files written the way FTI 1.1's and 1.6's examples
-//! are start unchanged (once `ckpt_io = 3`), and the runtime's log reads like FTI's.
+//! are start unchanged (with `ckpt_io` 1, 2 or 3), and the runtime's log reads like FTI's.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -38,8 +38,25 @@ impl Reporter for Captured {
 
 #[test]
 fn fti_s_example_config_runs_unchanged_on_eight_ranks() {
+    for (io, says) in [(3, "FTI-FF"), (1, "POSIX"), (2, "MPI-I/O")] {
+        example_config_on_eight_ranks(io, says);
+    }
+}
+
+/// FTI's example config with `ckpt_io = io` runs every level on eight ranks; the log names the
+/// I/O mode as FTI's does (`Selected Ckpt I/O is <says>`).
+fn example_config_on_eight_ranks(io: u8, says: &str) {
     let root = tempfile::tempdir().unwrap();
     let path = config_in(root.path(), "fti-example-style.cfg");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replace(
+            "ckpt_io                     = 3",
+            &format!("ckpt_io                     = {io}"),
+        ),
+    )
+    .unwrap();
     let cfg = Config::from_file(&path).unwrap();
     assert!(cfg.warnings.is_empty(), "{:?}", cfg.warnings);
     assert_eq!(cfg.notes.len(), 1, "{:?}", cfg.notes);
@@ -104,7 +121,7 @@ fn fti_s_example_config_runs_unchanged_on_eight_ranks() {
     for line in [
         "Reading FTI configuration file (",
         "The execution ID is: ",
-        "Selected Ckpt I/O is FTI-FF",
+        &format!("Selected Ckpt I/O is {says}"),
         "FTI has been initialized.",
         "Ckpt. ID 2 (L2) (0.00 MB/proc) taken in ",
         "Ckpt. ID 4 (L4) (0.00 MB/proc) taken in ",

@@ -10,6 +10,7 @@ mod inventory;
 mod l3_group;
 mod levels;
 mod mpi;
+mod posix;
 mod power_cut_ranks;
 mod power_loss;
 mod regression;

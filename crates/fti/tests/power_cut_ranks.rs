@@ -36,12 +36,13 @@ fn content(rank: u32, k: i32) -> Vec<u8> {
         .collect()
 }
 
-fn write_config(root: &Path) {
+/// The run's config: FTI's I/O mode `ckpt_io` (3: FTI-FF, 1: POSIX, 2: MPI-IO).
+fn write_config(root: &Path, ckpt_io: u8) {
     std::fs::write(
         root.join("config.fti"),
         format!(
             "[basic]\nckpt_dir = {0}/Local\nglbl_dir = {0}/Global\nmeta_dir = {0}/Meta\n\
-             verbosity = 3\ngroup_size = 4\nnode_size = 1\nlocal_test = 1\n\n\
+             verbosity = 3\ngroup_size = 4\nnode_size = 1\nlocal_test = 1\nckpt_io = {ckpt_io}\n\n\
              [restart]\nfailure = 0\nexec_id = X\n",
             root.display()
         ),
@@ -80,8 +81,8 @@ fn run_rank(root: &Path, level: Level, storage: &PowerCut, comm: Box<dyn Comm>) 
 
 /// The logged run, and for each checkpoint the first operation by which some rank's call had
 /// returned.
-fn logged_run(root: &Path, level: Level) -> (PowerCut, Vec<u64>) {
-    write_config(root);
+fn logged_run(root: &Path, level: Level, ckpt_io: u8) -> (PowerCut, Vec<u64>) {
+    write_config(root, ckpt_io);
     let storage = PowerCut::new(root, None).unwrap();
     let per_rank = on_ranks(RANKS, |comm| run_rank(root, level, &storage, comm));
     let returned = (0..COUNT as usize)
@@ -198,12 +199,13 @@ fn digest(dir: &Path) -> u64 {
     h.finish()
 }
 
-/// Every cut point of a logged run at `level`, each with its sample of crash states.
-fn explore(level: Level) {
+/// Every cut point of a logged run at `level` in I/O mode `ckpt_io`, each with its sample of
+/// crash states.
+fn explore(level: Level, ckpt_io: u8) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("run");
     std::fs::create_dir(&root).unwrap();
-    let (storage, returned) = logged_run(&root, level);
+    let (storage, returned) = logged_run(&root, level, ckpt_io);
     let total = storage.ops();
     let seed = std::env::var("FTI_POWER_CUT_SEED")
         .ok()
@@ -228,7 +230,7 @@ fn explore(level: Level) {
                 continue;
             }
             let what = format!(
-                "{level}, power cut at operation {cut} of {total}, {} of {} unsynced changes",
+                "{level}, ckpt_io = {ckpt_io}, power cut at operation {cut} of {total}, {} of {} unsynced changes",
                 subset.iter().filter(|b| **b).count(),
                 subset.len()
             );
@@ -251,7 +253,7 @@ fn explore(level: Level) {
     }
     if std::env::var_os("FTI_POWER_CUT_STATS").is_some() {
         eprintln!(
-            "{level}: {total} operations, {} distinct crash images restarted, up to {max_pending} unsynced changes at a cut",
+            "{level}, ckpt_io = {ckpt_io}: {total} operations, {} distinct crash images restarted, up to {max_pending} unsynced changes at a cut",
             seen.len()
         );
     }
@@ -259,20 +261,37 @@ fn explore(level: Level) {
 
 #[test]
 fn pessimistic_power_cuts_at_l1_on_4_ranks() {
-    explore(Level::L1);
+    explore(Level::L1, 3);
 }
 
 #[test]
 fn pessimistic_power_cuts_at_l2_on_4_ranks() {
-    explore(Level::L2);
+    explore(Level::L2, 3);
 }
 
 #[test]
 fn pessimistic_power_cuts_at_l3_on_4_ranks() {
-    explore(Level::L3);
+    explore(Level::L3, 3);
 }
 
 #[test]
 fn pessimistic_power_cuts_at_l4_on_4_ranks() {
-    explore(Level::L4);
+    explore(Level::L4, 3);
+}
+
+/// FTI's POSIX files: the group's meta-data file is the commit point.
+#[test]
+fn pessimistic_power_cuts_of_posix_files_at_l2_on_4_ranks() {
+    explore(Level::L2, 1);
+}
+
+#[test]
+fn pessimistic_power_cuts_of_posix_files_at_l3_on_4_ranks() {
+    explore(Level::L3, 1);
+}
+
+/// MPI-IO: L4 is one file shared by every rank.
+#[test]
+fn pessimistic_power_cuts_of_mpiio_files_at_l4_on_4_ranks() {
+    explore(Level::L4, 2);
 }

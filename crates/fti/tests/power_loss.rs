@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use fti::report::{Priority, Reporter};
 use fti::storage::PowerCut;
-use fti::{Config, Fti, Level, Options, SelfComm, Status, Var};
+use fti::{Config, Fti, IoMode, Level, Options, SelfComm, Status, Var};
 use ftiff::VarSize;
 
 /// How the run checkpoints.
@@ -32,6 +32,12 @@ enum Mode {
     /// Asynchronous differential checkpoints (deferred: the background thread updates the
     /// older file, the next call publishes it).
     AsyncDcp,
+    /// Full checkpoints as POSIX files (`ckpt_io = 1`: raw files and the sector meta data),
+    /// then finalize with `keep_last_ckpt` (files and meta data into L4).
+    PosixKeepLast,
+    /// MPI-IO (`ckpt_io = 2`), then finalize with `keep_last_ckpt`: the last checkpoint into
+    /// L4's shared file.
+    MpiIoKeepLast,
 }
 
 impl Mode {
@@ -41,6 +47,13 @@ impl Mode {
 
     fn dcp(self) -> bool {
         matches!(self, Mode::Dcp | Mode::AsyncDcp)
+    }
+
+    fn keep_last(self) -> bool {
+        matches!(
+            self,
+            Mode::KeepLast | Mode::PosixKeepLast | Mode::MpiIoKeepLast
+        )
     }
 }
 
@@ -83,7 +96,13 @@ fn config(root: &Path, mode: Mode) -> Config {
     cfg.dcp_block_size = 1024;
     cfg.keep_ckpts = if mode.dcp() { 2 } else { 1 };
     cfg.async_ckpt = mode.asynchronous();
-    cfg.keep_last_ckpt = mode == Mode::KeepLast;
+    cfg.keep_last_ckpt = mode.keep_last();
+    if mode == Mode::PosixKeepLast {
+        cfg.io = IoMode::Posix;
+    }
+    if mode == Mode::MpiIoKeepLast {
+        cfg.io = IoMode::MpiIo;
+    }
     cfg
 }
 
@@ -145,7 +164,7 @@ fn run(root: &Path, mode: Mode, storage: &PowerCut) -> Seen {
         }
         seen.done = COUNT;
     }
-    if matches!(mode, Mode::Finalize | Mode::KeepLast) {
+    if mode == Mode::Finalize || mode.keep_last() {
         seen.finalizing = true;
         let _ = fti.finalize();
     }
@@ -444,4 +463,19 @@ fn crash_states_hold_any_subset_of_unsynced_changes() {
         (None, None, None),
         "the old name removed, the new one not there"
     );
+}
+
+/// POSIX files (`ckpt_io = 1`): the sector meta-data file is the commit point; the one it
+/// replaces is kept until the new checkpoint is retired, so a cut anywhere leaves the last
+/// checkpoint whose call returned (or the one in flight) described and whole. The run ends with
+/// finalize and `keep_last_ckpt`, so the cuts cover the checkpoints and the flush to L4.
+#[test]
+fn power_cut_at_every_operation_of_posix_checkpoints() {
+    cut_everywhere(Mode::PosixKeepLast);
+}
+
+/// MPI-IO (`ckpt_io = 2`): as POSIX, the last checkpoint kept in L4's shared file at finalize.
+#[test]
+fn power_cut_at_every_operation_of_mpiio_checkpoints() {
+    cut_everywhere(Mode::MpiIoKeepLast);
 }

@@ -240,7 +240,7 @@ fn load_config(path: &Path) -> Result<Config, Failure> {
         .retain(|w| !w.contains("max_sync_intv") && !w.contains("[injection]"));
     if cfg.keys.get("basic", "ckpt_io").is_none() {
         message::warn(&format!(
-            "{}: no [basic] ckpt_io: FTI 1.1 would write POSIX files; this library writes FTI-FF (ckpt_io = 3)",
+            "{}: no [basic] ckpt_io: FTI 1.1 would write POSIX files; this library writes FTI-FF (ckpt_io = 3); set ckpt_io = 1 for FTI's POSIX files",
             path.display()
         ));
     }

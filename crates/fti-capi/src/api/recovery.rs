@@ -22,18 +22,11 @@ impl Session {
         let Status::Restart(info) = self.fti.status() else {
             return Ok(());
         };
-        let path = info.path.clone();
+        let info = info.clone();
         let closing = "completing the restart before a new checkpoint";
-        let unreadable = |e: ftiff::Error| Failure::Runtime {
-            doing: closing,
-            err: Box::new(e.into()),
-        };
-        let map = ftiff::MappedFile::open(&path).map_err(unreadable)?;
-        let ckpt = ftiff::Checkpoint::of(&map).map_err(unreadable)?;
-        let mut scratch: Vec<(c_int, Vec<u8>)> = ckpt
-            .vars()
+        let stored = self.fti.stored_vars(&info).map_err(runtime(closing))?;
+        let mut scratch: Vec<(c_int, Vec<u8>)> = stored
             .iter()
-            .filter(|v| !v.removed)
             .map(|v| (v.id, vec![0u8; v.size as usize]))
             .collect();
         let mut vars: Vec<Var<'_>> = scratch
@@ -83,18 +76,12 @@ impl Session {
                 "no checkpoint to recover: this run is not a restart and has taken none".into(),
             ))
         })?;
-        let unreadable = |e: ftiff::Error| {
-            Fail::nrec(Failure::Runtime {
-                doing: "FTI_Recover",
-                err: Box::new(e.into()),
-            })
-        };
-        let map = ftiff::MappedFile::open(&last.path).map_err(unreadable)?;
-        let ckpt = ftiff::Checkpoint::of(&map).map_err(unreadable)?;
-        let stored: Vec<(c_int, u64)> = ckpt
-            .vars()
+        let stored: Vec<(c_int, u64)> = self
+            .fti
+            .stored_vars(&last)
+            .map_err(runtime("FTI_Recover"))
+            .map_err(Fail::nrec)?
             .iter()
-            .filter(|v| !v.removed)
             .map(|v| (v.id, v.size))
             .collect();
         if stored.len() != self.datasets.len() {

@@ -45,12 +45,12 @@ fn unsupported_or_unreadable_configs_are_refused() {
         path
     };
     let base = std::fs::read_to_string(util::config(dir.path(), "")).unwrap();
-    let posix = write("posix.fti", base.replace("ckpt_io = 3", "ckpt_io = 1"));
+    let hdf5 = write("hdf5.fti", base.replace("ckpt_io = 3", "ckpt_io = 5"));
     let head = write("head.fti", base.replace("head = 0", "head = 1"));
     let default_io = write("default-io.fti", base.replace("ckpt_io = 3\n", ""));
     let missing = dir.path().join("missing.fti");
     let exe = util::compile("codes", Link::Shared);
-    let args: Vec<&str> = [&missing, &posix, &head, &default_io]
+    let args: Vec<&str> = [&missing, &hdf5, &head, &default_io]
         .iter()
         .map(|p| p.to_str().unwrap())
         .collect();
@@ -74,8 +74,12 @@ fn unsupported_or_unreadable_configs_are_refused() {
     // Each refusal says why, naming the file and line.
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("missing.fti"), "{stderr}");
+    // HDF5 is refused (FTI 1.1 without HDF5 would write POSIX files instead), naming the
+    // modes that work.
     assert!(
-        stderr.contains("posix.fti:7") && stderr.contains("only ckpt_io = 3 (FTI-FF)"),
+        stderr.contains("hdf5.fti:7")
+            && stderr.contains("HDF5")
+            && stderr.contains("ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)"),
         "{stderr}"
     );
     assert!(

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{check_exec_id, Config, Level};
+use super::{check_exec_id, Config, IoMode, Level};
 use crate::error::{Error, Result};
 
 /// Parsed INI: section -> key -> (value, line number). Keys and sections lower-cased.
@@ -46,6 +46,29 @@ impl IniFile {
     /// A floating-point value; `None` when absent or not a number.
     pub fn float(&self, section: &str, key: &str) -> Option<f64> {
         self.get(section, key)?.parse().ok()
+    }
+
+    /// Every section with its keys and values (lower-cased names), in the order of the
+    /// text: sections by their first key's line, keys by line; sections without keys last.
+    pub fn sections_in_order(&self) -> Vec<(String, Vec<(String, String)>)> {
+        type Lines = Vec<(usize, String, String)>;
+        let mut out: Vec<(usize, String, Lines)> = self
+            .sections
+            .iter()
+            .map(|(name, keys)| {
+                let mut keys: Vec<(usize, String, String)> = keys
+                    .iter()
+                    .map(|(k, (v, line))| (*line, k.clone(), v.clone()))
+                    .collect();
+                keys.sort();
+                let first = keys.first().map_or(usize::MAX, |k| k.0);
+                (first, name.clone(), keys)
+            })
+            .collect();
+        out.sort();
+        out.into_iter()
+            .map(|(_, name, keys)| (name, keys.into_iter().map(|(_, k, v)| (k, v)).collect()))
+            .collect()
     }
 
     /// The keys (lower-cased) and values of a section, in key order.
@@ -307,11 +330,12 @@ impl Keys<'_> {
                 _ => Ok(()),
             }
         };
-        refuse(
-            "ckpt_io",
-            |v| v == 3,
-            "only ckpt_io = 3 (FTI-FF) is supported",
-        )?;
+        match self.int("basic", "ckpt_io")? {
+            None | Some(1..=3) => {}
+            Some(v) => {
+                return Err(self.error("basic", "ckpt_io", format!("{v}: {}", io_refusal(v))))
+            }
+        }
         refuse(
             "head",
             |v| v == 0,
@@ -322,6 +346,11 @@ impl Keys<'_> {
     }
 
     pub(super) fn read_basic(&self, cfg: &mut Config) -> Result<()> {
+        match self.int("basic", "ckpt_io")? {
+            Some(1) => cfg.io = IoMode::Posix,
+            Some(2) => cfg.io = IoMode::MpiIo,
+            _ => {}
+        }
         cfg.ckpt_dir = self.dir("ckpt_dir", std::mem::take(&mut cfg.ckpt_dir));
         cfg.glbl_dir = self.dir("glbl_dir", std::mem::take(&mut cfg.glbl_dir));
         cfg.meta_dir = self.dir("meta_dir", std::mem::take(&mut cfg.meta_dir));
@@ -531,5 +560,14 @@ impl Keys<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// Why an FTI I/O mode other than 1 (POSIX) and 3 (FTI-FF) is refused.
+fn io_refusal(v: i64) -> &'static str {
+    match v {
+        4 => "SIONlib is not supported (FTI 1.1 built without it writes POSIX files instead; this runtime does not write another format than the one asked for): use ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)",
+        5 => "HDF5 is not supported (FTI 1.1 built without it writes POSIX files instead; this runtime does not write another format than the one asked for): use ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)",
+        _ => "not an FTI I/O mode; use ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)",
     }
 }

@@ -58,6 +58,29 @@ impl std::fmt::Display for Level {
     }
 }
 
+/// How a level's checkpoint files are laid out (`[basic] ckpt_io`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoMode {
+    /// `ckpt_io = 1`: each rank's file is its protected variables' bytes in protect order;
+    /// what a restart needs is in FTI's sector meta-data files under `meta_dir`.
+    Posix,
+    /// `ckpt_io = 2`: as POSIX, but L4 is one file shared by every rank,
+    /// `Ckpt<id>-mpiio.fti` (each rank's data after the lower ranks').
+    MpiIo,
+    /// `ckpt_io = 3`: FTI-FF, self-describing files.
+    Ftiff,
+}
+
+impl std::fmt::Display for IoMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            IoMode::Posix => "ckpt_io = 1 (POSIX)",
+            IoMode::MpiIo => "ckpt_io = 2 (MPI-IO)",
+            IoMode::Ftiff => "ckpt_io = 3 (FTI-FF)",
+        })
+    }
+}
+
 /// Runtime settings. `Config::default()` works without any file: directories under `./fti`,
 /// L1 only on explicit checkpoints, one rank.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +94,10 @@ pub struct Config {
     /// `[basic] ckpt_l1..ckpt_l4` (minutes) or our `ckpt_lK_secs`: interval of each level for
     /// [`crate::Fti::snapshot`]; `None` = off.
     pub intervals: [Option<Duration>; 4],
+    /// `[basic] ckpt_io`: how a level's files are laid out: 3 = FTI-FF (the default of a
+    /// config built in code, and of a file without the key), 1 = POSIX (raw data files and
+    /// FTI's sector meta-data files; `docs/io-modes.md`).
+    pub io: IoMode,
     /// `[basic] inline_l2`: send L2 partner copies inside `checkpoint` (1, default) or in a
     /// background thread while the application goes on (0).
     pub inline_l2: bool,
@@ -159,6 +186,7 @@ impl Default for Config {
             glbl_dir: PathBuf::from("fti/Global"),
             meta_dir: PathBuf::from("fti/Meta"),
             intervals: [None; 4],
+            io: IoMode::Ftiff,
             inline_l2: true,
             inline_l4: true,
             keep_last_ckpt: false,
@@ -294,11 +322,20 @@ mod tests {
 
     #[test]
     fn unsupported_values_are_refused_with_the_line() {
-        let err = parse("[basic]\nckpt_io = 1\n").unwrap_err().to_string();
-        assert!(
-            err.contains("test.cfg:2") && err.contains("ckpt_io"),
-            "{err}"
-        );
+        assert_eq!(parse("[basic]\nckpt_io = 1\n").unwrap().io, IoMode::Posix);
+        assert_eq!(parse("[basic]\nckpt_io = 3\n").unwrap().io, IoMode::Ftiff);
+        assert_eq!(parse("[basic]\nckpt_io = 2\n").unwrap().io, IoMode::MpiIo);
+        for (v, says) in [(4, "SIONlib"), (5, "HDF5"), (7, "not an FTI I/O mode")] {
+            let err = parse(&format!("[basic]\nckpt_io = {v}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("test.cfg:2")
+                    && err.contains(says)
+                    && err.contains("ckpt_io = 1 (POSIX), 2 (MPI-IO) or 3 (FTI-FF)"),
+                "{err}"
+            );
+        }
         assert!(parse("[basic]\nhead = 1\n")
             .unwrap_err()
             .to_string()

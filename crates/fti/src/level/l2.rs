@@ -73,7 +73,7 @@ fn partner_plan(
         left_fs: sizes[place.left() as usize],
         rounds: rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
     };
-    let fb = set_fb(&*pending.file, &pending.path, |b| {
+    let fb = crate::io::set_size(&team.dirs.io, &*pending.file, &pending.path, fb, |b| {
         b.pt_fs = plan.left_fs as i64
     });
     agree(team.comm, Step::L2Copy, fb.map(|fb| (plan, fb)))

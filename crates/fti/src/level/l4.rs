@@ -33,6 +33,33 @@ pub(crate) fn copy_in(dirs: &Dirs, id: i32, local: &Path) -> Result<PathBuf> {
     store::copy_into(dirs, Level::L4, id, local).and_then(|p| store::publish_pending(dirs, p))
 }
 
+/// Copies every rank's published file `local` of checkpoint `id` into the global directory
+/// (collective; `step` names it): each into its own file, or with MPI-IO all into the shared
+/// file.
+pub(crate) fn copy_in_all(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    (id, local): (i32, &Path),
+    step: Step,
+) -> Result<PathBuf> {
+    if !dirs.io.shared(Level::L4) {
+        return agree(comm, step, copy_in(dirs, id, local));
+    }
+    // A rank that cannot read its file still takes part: its error fails the step everywhere.
+    let (file, source) = match dirs.storage.open(local, false) {
+        Ok(f) => (Some(f), Ok(())),
+        Err(e) => (None, Err(Error::io(local, e))),
+    };
+    let source = source.and_then(|()| {
+        let f = file
+            .as_deref()
+            .ok_or(Error::Internal("an open file without its handle"))?;
+        let len = f.len().map_err(|e| Error::io(local, e))?;
+        Ok(crate::io::mpiio::Source::File(f, local, len))
+    });
+    crate::io::mpiio::write(comm, dirs, id, source).map(|(path, _)| path)
+}
+
 /// Flushes checkpoint `id`, published at L1 as `local`, to L4 on every rank (collective);
 /// once every rank has, older L4 checkpoints are retired (keeping `keep`).
 pub(crate) fn flush(
@@ -42,7 +69,8 @@ pub(crate) fn flush(
     local: &Path,
     keep: usize,
 ) -> Result<PathBuf> {
-    let path = agree(comm, Step::L4Flush, copy_in(dirs, id, local))?;
+    let path = copy_in_all(comm, dirs, (id, local), Step::L4Flush)?;
+    crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
     store::retire(dirs, Level::L4, id, keep, false)?;
     Ok(path)
 }

@@ -227,7 +227,13 @@ impl Fti {
         });
         let published = agree(&*self.comm, Step::Write, written)
             .and_then(|(pending, w)| {
-                let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, w.fb)?;
+                let vars = self
+                    .layout
+                    .as_ref()
+                    .map(ftiff::Layout::vars)
+                    .unwrap_or_default();
+                let (path, fb) =
+                    self.publish_checkpoint(id, (level, write_level), pending, w.fb, &vars)?;
                 Ok((path, ftiff::Written { fb, ..w }))
             })
             .and_then(|done| self.record_first_checkpoint().map(|()| done));

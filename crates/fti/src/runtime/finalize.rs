@@ -37,15 +37,14 @@ impl Fti {
             if let Some(last) = last {
                 // The local files go only once every rank's copy is in L4: a crash in between
                 // leaves the checkpoint complete at one level or the other.
-                let flushed = if last.level != Level::L4 {
+                if last.level != Level::L4 {
                     trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                    let done = l4::copy_in(&self.dirs, last.id, &last.path);
+                    let local = (last.id, last.path.as_path());
+                    let done = l4::copy_in_all(&*self.comm, &self.dirs, local, Step::KeepLast);
                     trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
-                    done.map(|_| ())
-                } else {
-                    Ok(())
-                };
-                agree(&*self.comm, Step::KeepLast, flushed)?;
+                    done?;
+                    crate::io::copy_meta(&*self.comm, &self.dirs, last.level, Level::L4)?;
+                }
                 store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
                 self.recovery.restart = None;
                 store::remove_rank_files(&self.dirs, true)?;
@@ -71,11 +70,7 @@ impl Fti {
     /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
     pub(super) fn write_topology(&self) -> Result<()> {
         store::create_dir_durable(&*self.dirs.storage, &self.dirs.meta)?;
-        let mut text = String::from("\n[topology]\n");
-        for (i, name) in self.node_names.iter().enumerate() {
-            text.push_str(&format!("{i:<31}= {name}\n"));
-        }
-        text.push('\n');
+        let text = crate::io::posix::topology_text(&self.cfg, &self.node_names);
         store::replace_file(
             &*self.dirs.storage,
             &self.dirs.meta.join("Topology.fti"),

@@ -23,6 +23,7 @@ impl Fti {
         self.release_maps();
         self.wait()?;
         self.check_level(level)?;
+        crate::io::check_incremental(&self.dirs.io)?;
         if self.icp.is_some() {
             return Err(Error::State(Misuse::IncrementalAlreadyOpen));
         }
@@ -110,7 +111,13 @@ impl Fti {
                 .map_err(|e| Error::Format(e.with_path(&pending.path))),
         )?;
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
-        let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
+        let (path, fb) = self.publish_checkpoint(
+            id,
+            (level, write_level),
+            pending,
+            written.fb,
+            &layout.vars(),
+        )?;
         let written = ftiff::Written { fb, ..written };
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.end_checkpoint(id, level, layout.file_size())

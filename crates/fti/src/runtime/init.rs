@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::collective::{self, agree};
 use crate::comm::Comm;
-use crate::config::{self, Config, Level};
+use crate::config::{self, Config, IoMode, Level};
 use crate::error::{Error, Result, Step};
 use crate::report::Messages;
 use crate::storage::Storage;
@@ -96,6 +96,7 @@ impl Configured {
     /// run's groups can do.
     pub(super) fn place(self) -> Result<Placed> {
         let (cfg, messages) = (&self.cfg, &self.messages);
+        crate::io::check_config(cfg)?;
         let (topology, node_names) = build_topology(cfg, &*self.comm)?;
         let bg_comm = if cfg.inline_l2 && cfg.inline_l4 && !cfg.async_ckpt {
             None
@@ -181,7 +182,11 @@ impl Placed {
         } else {
             format!("The execution ID is: {exec_id}")
         });
-        c.messages.info("Selected Ckpt I/O is FTI-FF");
+        c.messages.info(match c.cfg.io {
+            IoMode::Posix => "Selected Ckpt I/O is POSIX",
+            IoMode::MpiIo => "Selected Ckpt I/O is MPI-I/O",
+            IoMode::Ftiff => "Selected Ckpt I/O is FTI-FF",
+        });
         Ok(Chosen {
             placed: self,
             exec_id,
@@ -244,7 +249,8 @@ impl Traced {
         } = configured;
         Fti {
             messages,
-            dirs: Dirs::on(storage, &cfg, &exec_id),
+            dirs: Dirs::on(storage, &cfg, &exec_id)
+                .with_io(crate::io::Io::new(&cfg, topology.place(cfg.rank))),
             exec_id,
             recovery: Recovery::default(),
             layout: None,

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, Layout, MappedFile};
 
+use crate::io::Stored;
+
 use crate::comm::{Comm, SelfComm};
 use crate::config::{Config, Level};
 use crate::error::{Error, Misuse, Result, Skipped};
@@ -32,7 +34,7 @@ use crate::trace::{self, Tracer};
 use crate::var::Var;
 
 use background::Background;
-use recovery::{found_info, VerifiedFile};
+use recovery::VerifiedFile;
 use snapshot::SnapshotTimer;
 
 pub use exec::{format_utc, new_exec_id};
@@ -115,15 +117,35 @@ pub enum Snapshot {
 pub(crate) struct Restart {
     pub(crate) info: CheckpointInfo,
     map: MappedFile,
-    /// `FB.maxFs`, for an L3 rebuild.
+    /// `FB.maxFs` (POSIX: `ckpt_file_maxs`), for an L3 rebuild.
     pub(crate) max_fs: u64,
+    /// A POSIX file's variables `(id, size)` in file order, from the meta data (an FTI-FF
+    /// file says it itself).
+    posix_vars: Option<Vec<(i32, u64)>>,
+    /// Where this rank's bytes are in the file, and how many (all of it but in MPI-IO's shared
+    /// L4 file).
+    part: (usize, usize),
 }
 
 impl Restart {
-    /// The checkpoint, parsed again from its map (the meta data only: a walk over its block
-    /// records). The bytes are those verified: a map is never held across a checkpoint.
-    fn ckpt(&self) -> Result<Checkpoint<'_>> {
-        Checkpoint::of(&self.map).map_err(Error::Format)
+    /// The checkpoint's content, parsed again from its map (the meta data only: a walk over
+    /// an FTI-FF file's block records). The bytes are those verified: a map is never held
+    /// across a checkpoint.
+    fn ckpt(&self) -> Result<Stored<'_>> {
+        match &self.posix_vars {
+            Some(vars) => Ok(Stored::Posix {
+                bytes: self
+                    .map
+                    .bytes()
+                    .get(self.part.0..self.part.0 + self.part.1)
+                    .ok_or(Error::Internal("a verified part beyond its file"))?,
+                vars,
+                timestamp: self.info.timestamp,
+            }),
+            None => Checkpoint::of(&self.map)
+                .map(|c| Stored::Ftiff(Box::new(c)))
+                .map_err(Error::Format),
+        }
     }
 }
 
@@ -270,7 +292,7 @@ impl Fti {
     /// [`Fti::recover`], as `FTI_GetStoredSize` and `FTI_Realloc` do), or in the last checkpoint.
     pub fn stored_size(&self, id: i32) -> Option<u64> {
         if let Some(r) = &self.recovery.restart {
-            return r.ckpt().ok()?.var(id).ok().map(|v| v.size);
+            return r.ckpt().ok()?.var(id).map(|v| v.size);
         }
         let layout = self.layout.as_ref()?;
         layout
@@ -311,7 +333,7 @@ impl Fti {
         let info = CheckpointInfo {
             id,
             level,
-            size: layout.file_size(),
+            size: crate::io::file_size(&self.dirs.io, &layout, &fb),
             timestamp: fb.timestamp,
             bytes_written,
             path,
@@ -436,13 +458,39 @@ fn check_unique_ids(vars: &[Var<'_>]) -> Result<()> {
     Ok(())
 }
 
-/// Opens, parses and verifies a candidate.
+/// Opens, parses and verifies a candidate (as its I/O mode says: [`crate::io::verify_own`]).
 pub(crate) fn open_verified(
+    dirs: &Dirs,
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
-) -> std::result::Result<Restart, ftiff::Error> {
-    let map = MappedFile::open(&found.path)?;
-    let ckpt = Checkpoint::verified(&map, progress)?;
-    let (info, max_fs) = (found_info(found, &ckpt), ckpt.fb.max_fs.max(0) as u64);
-    Ok(Restart { info, map, max_fs })
+) -> Result<Restart> {
+    let verified = crate::io::verify_own(dirs, found, progress)?;
+    let mut restart = Restart {
+        info: CheckpointInfo {
+            id: found.id,
+            level: found.level,
+            path: found.path.clone(),
+            size: verified.part.1 as u64,
+            timestamp: 0,
+            bytes_written: 0,
+        },
+        map: verified.map,
+        max_fs: verified.max_fs,
+        posix_vars: verified.vars,
+        part: verified.part,
+    };
+    restart.info.timestamp = match restart.posix_vars {
+        Some(_) => modified_ns(&found.path),
+        None => restart.ckpt()?.timestamp(),
+    };
+    Ok(restart)
+}
+
+/// A file's modification time, ns since the epoch (0 when unknown).
+fn modified_ns(path: &std::path::Path) -> i64 {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

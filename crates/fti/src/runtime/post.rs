@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use ftiff::raw::FileBlock;
+use ftiff::VarSize;
 
 use crate::collective::agree;
 use crate::comm::Comm;
@@ -27,10 +28,10 @@ impl Fti {
     pub(super) fn publish_checkpoint(
         &mut self,
         id: i32,
-        level: Level,
-        write_level: Level,
+        (level, write_level): (Level, Level),
         pending: store::Pending,
         fb: FileBlock,
+        vars: &[VarSize],
     ) -> Result<(PathBuf, FileBlock)> {
         let keep = self.keep();
         trace::with(&mut self.tracer, &self.messages, |t| {
@@ -67,6 +68,7 @@ impl Fti {
         let files = std::iter::once(pending).chain(copy).collect();
         let local = store::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
         let mut path = agree(&*self.comm, Step::Publish, local)?;
+        crate::io::commit(&*self.comm, &self.dirs, id, write_level, &fb, vars)?;
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
         if let Some(plan) = partner {
             // Every rank's own file is published: the partner copies follow in the background,

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ftiff::Checkpoint;
+use crate::io::Stored;
 
 use crate::error::{Candidate, Error, Misuse, Result};
 use crate::store::{self, Found};
@@ -24,7 +24,8 @@ impl Fti {
             .as_ref()
             .ok_or(Error::State(Misuse::NotARestart("recover")))?;
         let ckpt = restart.ckpt()?;
-        let stored: Vec<&ftiff::VarInfo> = ckpt.vars().iter().filter(|v| !v.removed).collect();
+        let all = ckpt.vars();
+        let stored: Vec<&ftiff::VarInfo> = all.iter().filter(|v| !v.removed).collect();
         if stored.len() != vars.len() {
             return Err(Error::Variable {
                 id: vars.get(stored.len()).or(vars.last()).map_or(-1, |v| v.id),
@@ -43,10 +44,9 @@ impl Fti {
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin(Phase::Recover)
         });
-        let copied = vars.iter_mut().try_for_each(|v| {
-            ckpt.copy_var_into(v.id, v.bytes)
-                .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
-        });
+        let copied = vars
+            .iter_mut()
+            .try_for_each(|v| ckpt.copy_var_into(v.id, v.bytes, &restart.info.path));
         if copied.is_err() {
             trace::with(&mut self.tracer, &self.messages, Tracer::close_all);
         }
@@ -67,8 +67,7 @@ impl Fti {
             .ok_or(Error::State(Misuse::NotARestart("recover_var")))?;
         let ckpt = restart.ckpt()?;
         matching_var(&ckpt, var)?;
-        ckpt.copy_var_into(var.id, var.bytes)
-            .map_err(|e| Error::Format(e.with_path(&restart.info.path)))
+        ckpt.copy_var_into(var.id, var.bytes, &restart.info.path)
     }
 
     /// Recovers one variable from the newest checkpoint of this run (or the one with id
@@ -111,18 +110,51 @@ impl Fti {
         found: &Found,
         var: &mut Var<'_>,
     ) -> Result<CheckpointInfo> {
-        // The restart's checkpoint was verified in full at init: its mapped bytes are used.
+        self.with_verified(found, |ckpt| {
+            matching_var(ckpt, var)?;
+            ckpt.copy_var_into(var.id, var.bytes, &found.path)?;
+            Ok(found_info(found, ckpt))
+        })
+    }
+
+    /// The variables `(id, size)` of checkpoint `info` (the restart's or one on disk), in
+    /// protect order, removed ones left out: from the file itself (FTI-FF) or its meta data
+    /// (POSIX). The file is verified in full first, and kept for single-variable recovery.
+    pub fn stored_vars(&mut self, info: &CheckpointInfo) -> Result<Vec<ftiff::VarSize>> {
+        let found = Found {
+            path: info.path.clone(),
+            id: info.id,
+            level: info.level,
+            archived: false,
+        };
+        self.with_verified(&found, |ckpt| {
+            Ok(ckpt
+                .vars()
+                .into_iter()
+                .filter(|v| !v.removed)
+                .map(|v| ftiff::VarSize {
+                    id: v.id,
+                    size: v.size,
+                })
+                .collect())
+        })
+    }
+
+    /// Calls `f` with the content of `found`, verified in full by this process: the restart's
+    /// checkpoint (verified at init), or the file verified last if it has not changed since,
+    /// or verified now.
+    fn with_verified<T>(
+        &mut self,
+        found: &Found,
+        f: impl FnOnce(&Stored<'_>) -> Result<T>,
+    ) -> Result<T> {
         if let Some(r) = self
             .recovery
             .restart
             .as_ref()
             .filter(|r| r.info.path == found.path)
         {
-            let ckpt = r.ckpt()?;
-            matching_var(&ckpt, var)?;
-            ckpt.copy_var_into(var.id, var.bytes)
-                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-            return Ok(found_info(found, &ckpt));
+            return f(&r.ckpt()?);
         }
         let key = FileKey::of(&found.path);
         let cached = self
@@ -132,8 +164,7 @@ impl Fti {
             .is_some_and(|v| Some(&v.key) == key.as_ref());
         if !cached {
             self.recovery.verified = None;
-            let file = open_verified(found, &|_| {})
-                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            let file = open_verified(&self.dirs, found, &|_| {})?;
             self.recovery.verified = key.map(|key| VerifiedFile { key, file });
         }
         let Some(v) = &self.recovery.verified else {
@@ -142,16 +173,12 @@ impl Fti {
                 err: std::io::Error::other("the file changed while it was read"),
             });
         };
-        let ckpt = v.file.ckpt()?;
-        matching_var(&ckpt, var)?;
-        ckpt.copy_var_into(var.id, var.bytes)
-            .map_err(|e| Error::Format(e.with_path(&found.path)))?;
-        Ok(found_info(found, &ckpt))
+        f(&v.file.ckpt()?)
     }
 
     pub(super) fn finish_recovery(&mut self, info: &CheckpointInfo) -> Result<()> {
         if let Some(r) = self.recovery.restart.take() {
-            self.layout = Some(r.ckpt()?.layout());
+            self.layout = Some(r.ckpt()?.layout()?);
         }
         // Restarting from a chosen older checkpoint abandons the newer ones: they belong to
         // a timeline this run no longer continues, and keeping them would make a later
@@ -235,26 +262,25 @@ pub(super) struct VerifiedFile {
 }
 
 /// The protected (not removed) variable of `ckpt` with `var`'s id and size.
-pub(super) fn matching_var(ckpt: &Checkpoint<'_>, var: &Var<'_>) -> Result<()> {
+pub(super) fn matching_var(ckpt: &Stored<'_>, var: &Var<'_>) -> Result<()> {
     let stored = ckpt
         .var(var.id)
-        .ok()
         .filter(|v| !v.removed)
         .ok_or_else(|| Error::Variable {
             id: var.id,
             what: "not in the checkpoint".into(),
         })?;
-    check_matches(stored, var)
+    check_matches(&stored, var)
 }
 
 /// What is known of a checkpoint found on disk.
-pub(super) fn found_info(found: &Found, ckpt: &Checkpoint<'_>) -> CheckpointInfo {
+pub(super) fn found_info(found: &Found, ckpt: &Stored<'_>) -> CheckpointInfo {
     CheckpointInfo {
         id: found.id,
         level: found.level,
         path: found.path.clone(),
         size: ckpt.fs(),
-        timestamp: ckpt.fb.timestamp,
+        timestamp: ckpt.timestamp(),
         bytes_written: 0,
     }
 }

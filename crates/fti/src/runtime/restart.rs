@@ -57,7 +57,8 @@ impl Fti {
                 self.exec_id,
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
             ));
-        self.dirs = Dirs::on(Arc::clone(&self.dirs.storage), &self.cfg, &fresh);
+        self.dirs = Dirs::on(Arc::clone(&self.dirs.storage), &self.cfg, &fresh)
+            .with_io(self.dirs.io.clone());
         self.exec_id = fresh;
     }
 }

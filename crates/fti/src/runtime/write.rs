@@ -10,6 +10,7 @@ use ftiff::{Layout, VarSize, WriteOptions};
 use crate::collective::agree;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::io::{self, Io};
 use crate::store;
 use crate::trace::{self, Phase};
 use crate::var::Var;
@@ -96,13 +97,21 @@ impl Fti {
         ready: Result<()>,
     ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
         let sizes = var_sizes(vars);
-        let layout = match ready.and_then(|()| Ok(Layout::plan(self.layout.as_ref(), &sizes)?)) {
+        let layout = match ready.and_then(|()| {
+            Ok(Layout::plan(
+                io::continued(&self.dirs.io, self.layout.as_ref()),
+                &sizes,
+            )?)
+        }) {
             Ok(layout) => layout,
             Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
         let data = by_position(&layout, vars);
         let opts = self.write_options();
         let write_level = self.write_level(level);
+        if self.dirs.io.shared(write_level) {
+            return self.write_shared(id, layout, &data);
+        }
         let base = self.take_dcp_base(write_level);
         let pending = match store::begin(
             &self.dirs,
@@ -118,29 +127,51 @@ impl Fti {
             .progress(format!("checkpoint {id} ({level})"), layout.file_size());
         let progress = |n| bar.set(n);
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
-        let written = agree(
-            &*self.comm,
-            Step::Write,
-            match &base {
-                Some((_, b)) => ftiff::update_file(
-                    &pending.file,
-                    Some((&b.layout, &b.table)),
-                    &layout,
-                    &data,
-                    &opts,
-                    &progress,
-                ),
-                None => {
-                    ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
-                }
-            }
+        let written = match (&self.dirs.io, &base) {
+            (Io::Posix(_), _) => io::write_posix(&*pending.file, &pending.path, &data, &progress),
+            (Io::Ftiff, Some((_, b))) => ftiff::update_file(
+                &pending.file,
+                Some((&b.layout, &b.table)),
+                &layout,
+                &data,
+                &opts,
+                &progress,
+            )
             .map_err(|e| Error::Format(e.with_path(&pending.path))),
-        )?;
+            (Io::Ftiff, None) => {
+                ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+                    .map_err(|e| Error::Format(e.with_path(&pending.path)))
+            }
+        };
+        let written = agree(&*self.comm, Step::Write, written)?;
         drop(bar);
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
-        let (path, fb) = self.publish_checkpoint(id, level, write_level, pending, written.fb)?;
+        let (path, fb) = self.publish_checkpoint(
+            id,
+            (level, write_level),
+            pending,
+            written.fb,
+            &layout.vars(),
+        )?;
         let bytes_written = written.bytes_written;
         self.remember_written(id, write_level, &layout, written.table, fb);
+        Ok((path, layout, fb, bytes_written))
+    }
+
+    /// Writes checkpoint `id` into MPI-IO's shared L4 file with the other ranks, publishes it
+    /// and its meta data, and retires older checkpoints (collective).
+    fn write_shared(
+        &mut self,
+        id: i32,
+        layout: Layout,
+        data: &[&[u8]],
+    ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
+        let source = Ok(io::mpiio::Source::Data(data));
+        let (path, fb) = io::mpiio::write(&*self.comm, &self.dirs, id, source)?;
+        io::commit(&*self.comm, &self.dirs, id, Level::L4, &fb, &layout.vars())?;
+        store::retire(&self.dirs, Level::L4, id, self.keep(), true)?;
+        self.dcp_files.clear();
+        let bytes_written = fb.fs.max(0) as u64;
         Ok((path, layout, fb, bytes_written))
     }
 

@@ -185,13 +185,7 @@ impl Search<'_> {
     fn verify_copy(&mut self, local: &mut Local<'_>, id: i32, level: Level) {
         local.copy_ok = match local.copy {
             Some(c) if matches!(level, Level::L2 | Level::L3) => {
-                let checked = if level == Level::L3 {
-                    level::l3::verify_rsed(&c.path).map(|_| ())
-                } else {
-                    open_verified(c, &|_| {})
-                        .map(|_| ())
-                        .map_err(|e| Error::Format(e.with_path(&c.path)))
-                };
+                let checked = crate::io::verify_copy(self.team.dirs, id, level, c);
                 match checked {
                     Ok(()) => true,
                     Err(e) => {
@@ -249,14 +243,14 @@ impl Search<'_> {
         let bar = self
             .messages
             .progress(format!("verifying checkpoint {}", found.id), size);
-        let verified = open_verified(found, &|n| bar.set(n));
+        let verified = open_verified(self.team.dirs, found, &|n| bar.set(n));
         drop(bar);
         verified.map_err(|e| {
             Skipped::Unverified(Candidate {
                 id: found.id,
                 level: found.level,
                 path: found.path.clone(),
-                err: Box::new(Error::Format(e)),
+                err: Box::new(e),
             })
         })
     }
@@ -325,5 +319,5 @@ fn own_after_rebuild(
         level,
         archived: false,
     };
-    open_verified(&found, &|_| {}).map_err(|e| Error::Format(e.with_path(&found.path)))
+    open_verified(dirs, &found, &|_| {})
 }

@@ -81,7 +81,7 @@ pub(crate) fn encode(
     comm: &dyn Comm,
     place: &Place,
     own: Option<(&dyn StorageFile, &Path, u64)>,
-    rsed: Option<&Pending>,
+    (rsed, trailer): (Option<&Pending>, bool),
     max_fs: u64,
 ) -> Result<()> {
     let own_fs = own.map_or(0, |(_, _, fs)| fs);
@@ -119,7 +119,7 @@ pub(crate) fn encode(
         mine = std::mem::take(&mut blocks[g]);
         at += len;
     }
-    if let Some(rsed) = rsed {
+    if let Some(rsed) = rsed.filter(|_| trailer) {
         let trailer =
             ftiff::l3::rsed_trailer(&md5.finish(), max_fs, own_fs, ftiff::write::now_ns());
         if let Err(e) = rsed.file.write_all_at(&trailer.encode(), max_fs) {
@@ -148,7 +148,9 @@ pub(crate) fn post_process(
         .map(|&r| sizes[r as usize])
         .max()
         .unwrap_or(0);
-    let fb = super::l2::set_fb(&*pending.file, &pending.path, |b| b.max_fs = max_fs as i64);
+    let fb = crate::io::set_size(&dirs.io, &*pending.file, &pending.path, fb, |b| {
+        b.max_fs = max_fs as i64
+    });
     let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
     let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
     // Every rank takes part in the encoding even after a local error, so that the group's
@@ -157,7 +159,7 @@ pub(crate) fn post_process(
         comm,
         place,
         Some((&*pending.file, pending.path.as_path(), own_fs)),
-        rsed.as_ref().ok(),
+        (rsed.as_ref().ok(), dirs.io.rsed_trailer()),
         max_fs,
     );
     let local = fb.and_then(|fb| {
@@ -188,6 +190,9 @@ pub(crate) struct Held<'a> {
     pub own: Option<(&'a Path, u64)>,
     /// Its verified `RSed` file.
     pub rsed: Option<&'a Path>,
+    /// POSIX: its file's size and MD5 (hex), from the meta data (an FTI-FF file says them in
+    /// its block, an FTI-FF `RSed` file in its trailer).
+    pub meta: Option<(u64, String)>,
 }
 
 /// Rebuilds the lost Rank and `RSed` files of this rank's group for checkpoint `id` (every
@@ -231,7 +236,7 @@ pub(crate) fn rebuild(
     // maxFs its last byte was lost with the code's high half: its own hashes tell it.
     let mut fs = own_fs;
     if let (Some(p), None) = (new_own, &first_error) {
-        match finish_rank_file(p, max_fs) {
+        match finish_rank_file(p, max_fs, held.meta.as_ref()) {
             Ok(n) => fs = n,
             Err(e) => first_error = Some(e),
         }
@@ -243,7 +248,9 @@ pub(crate) fn rebuild(
             _ => None,
         };
         // Without a file to read (already failed), this rank takes part with zeros.
-        let encoded = encode(comm, place, own.map(|(f, p)| (f, p, fs)), new_rsed, max_fs);
+        let trailer = held.meta.is_none();
+        let own = own.map(|(f, p)| (f, p, fs));
+        let encoded = encode(comm, place, own, (new_rsed, trailer), max_fs);
         if let Err(e) = encoded {
             first_error.get_or_insert(e);
         }
@@ -260,9 +267,13 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
     let rsed = plan.copy.filter(|_| plan.copy_ok).map(|c| c.path.as_path());
     let place = team.place()?.clone();
     // maxFs: in every surviving Rank file of the group and RSed trailer.
-    let rsed_max = rsed
-        .and_then(|p| verify_rsed(p).ok())
-        .map_or(0, |fb| fb.fs.max(0) as u64);
+    let meta = crate::io::meta_sizes(dirs, id, Level::L3);
+    let rsed_max = match &meta {
+        Some((max_fs, ..)) => *max_fs,
+        None => rsed
+            .and_then(|p| verify_rsed(p).ok())
+            .map_or(0, |fb| fb.fs.max(0) as u64),
+    };
     let known_max_fs = own.map_or(0, |r| r.max_fs);
     let all = gather_u64(comm, known_max_fs.max(rsed_max));
     let max_fs = place
@@ -288,6 +299,7 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
             storage: &*dirs.storage,
             own: own.map(|r| (r.info.path.as_path(), r.info.size)),
             rsed,
+            meta: meta.map(|(_, fs, checksum)| (fs, checksum)),
         };
         let (o, r) = (
             new_own.as_ref().ok().and_then(Option::as_ref),
@@ -377,7 +389,22 @@ fn decode(
 
 /// Cuts a rebuilt Rank file to its `fs` and restores its last byte when `fs` is an odd `maxFs`;
 /// returns `fs`.
-fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
+fn finish_rank_file(p: &Pending, max_fs: u64, meta: Option<&(u64, String)>) -> Result<u64> {
+    if let Some((fs, checksum)) = meta {
+        let fs = *fs;
+        if fs > max_fs {
+            return Err(Error::RebuiltSize {
+                path: p.path.clone(),
+                fs: fs as i64,
+                max_fs,
+            });
+        }
+        p.file.set_len(fs).map_err(|e| Error::io(&p.path, e))?;
+        if fs == max_fs && fs % 2 == 1 {
+            restore_last_byte_by_md5(p, fs, checksum)?;
+        }
+        return Ok(fs);
+    }
     let fb = super::l2::read_fb(&*p.file, &p.path)?;
     let fs = u64::try_from(fb.fs)
         .ok()
@@ -397,4 +424,32 @@ fn finish_rank_file(p: &Pending, max_fs: u64) -> Result<u64> {
             .map_err(|e| Error::io(&p.path, e))?;
     }
     Ok(fs)
+}
+
+/// The last byte of a rebuilt POSIX file of odd size `maxFs`, which the code loses: the one of
+/// the 256 values that gives the file the MD5 of its meta data (`checksum`). None does: the file
+/// is left as it is, and its verification says so.
+fn restore_last_byte_by_md5(p: &Pending, fs: u64, checksum: &str) -> Result<()> {
+    let mut md5 = ftiff::hash::Md5Stream::default();
+    let mut buf = vec![0; crate::collective::CHUNK.min(fs) as usize];
+    let mut at = 0;
+    while at < fs - 1 {
+        let n = (fs - 1 - at).min(buf.len() as u64) as usize;
+        p.file
+            .read_exact_at(&mut buf[..n], at)
+            .map_err(|e| Error::io(&p.path, e))?;
+        md5.update(&buf[..n]);
+        at += n as u64;
+    }
+    for last in 0..=u8::MAX {
+        let mut candidate = md5.clone();
+        candidate.update(&[last]);
+        if ftiff::hash::to_hex(&candidate.finish()) == checksum {
+            return p
+                .file
+                .write_all_at(&[last], fs - 1)
+                .map_err(|e| Error::io(&p.path, e));
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,637 @@
+//! How a level's files are laid out: FTI's I/O modes (`[basic] ckpt_io`). The levels know their
+//! redundancy (copies, codes, a global copy), not the layout; what depends on the layout is
+//! here, one function each:
+//!
+//! * writing a rank's file, and what describes it ([`FileBlock`]: in the file for FTI-FF, in
+//!   the meta data for POSIX);
+//! * verifying a rank's file, a partner copy or an `RSed` file at restart;
+//! * the sizes L2 and L3 record (`ptFs`, `maxFs`: in the file block for FTI-FF, in the meta
+//!   data for POSIX) and whether an `RSed` file ends with a trailer;
+//! * publishing, copying and retiring the meta data (POSIX; FTI-FF files describe themselves);
+//! * MPI-IO's shared L4 file (`mpiio`).
+
+pub(crate) mod mpiio;
+pub mod posix;
+
+use std::path::Path;
+
+use ftiff::raw::FileBlock;
+use ftiff::{Checkpoint, FileKind, FileName, Layout, MappedFile, VarInfo, VarSize};
+
+use crate::collective::agree;
+use crate::comm::Comm;
+use crate::config::{Config, IoMode, Level};
+use crate::error::{Error, Result, Step};
+use crate::storage::StorageFile;
+use crate::store::{self, Dirs, Found};
+use crate::topology::Place;
+
+use posix::{Group, RankMeta};
+
+/// The I/O mode of a run, with what it needs to know of the rank's place.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Io {
+    /// FTI-FF (`ckpt_io = 3`): self-describing files.
+    #[default]
+    Ftiff,
+    /// POSIX (`ckpt_io = 1`): raw files and the group's meta-data files.
+    Posix(Group),
+}
+
+impl Io {
+    /// The I/O mode `cfg` asks for, for a rank at `place` (a rank outside the topology is a
+    /// group of its own).
+    pub(crate) fn new(cfg: &Config, place: Option<&Place>) -> Io {
+        match cfg.io {
+            IoMode::Ftiff => Io::Ftiff,
+            IoMode::Posix | IoMode::MpiIo => {
+                let alone = Place {
+                    node: 0,
+                    position: 0,
+                    group: vec![cfg.rank],
+                    group_rank: 0,
+                };
+                Io::Posix(Group::new(cfg, place.unwrap_or(&alone)))
+            }
+        }
+    }
+
+    /// Which mode.
+    pub fn mode(&self) -> IoMode {
+        match self {
+            Io::Ftiff => IoMode::Ftiff,
+            Io::Posix(g) if g.shared_l4 => IoMode::MpiIo,
+            Io::Posix(_) => IoMode::Posix,
+        }
+    }
+
+    /// Whether checkpoints at `level` go into one file shared by every rank (MPI-IO's L4).
+    pub(crate) fn shared(&self, level: Level) -> bool {
+        matches!(self, Io::Posix(g) if g.shared_l4 && level == Level::L4)
+    }
+
+    /// Whether an L3 `RSed` file ends with FTI-FF's trailer (POSIX keeps its MD5 in the meta
+    /// data instead: `FTI_RSenc` in `src/postckpt.c`).
+    pub(crate) fn rsed_trailer(&self) -> bool {
+        matches!(self, Io::Ftiff)
+    }
+}
+
+/// Refuses the extensions POSIX files cannot carry, before anything is written: each needs
+/// what only FTI-FF files hold (block hashes, in-place updates, archived checkpoints'
+/// self-description) or a write path POSIX does not have (asynchronous staging).
+pub(crate) fn check_config(cfg: &Config) -> Result<()> {
+    if cfg.io == IoMode::Ftiff {
+        return Ok(());
+    }
+    let refused = [
+        (cfg.async_ckpt, "asynchronous checkpoints (async_ckpt = 1) need ckpt_io = 3 (FTI-FF)"),
+        (cfg.dcp, "differential checkpoints (enable_dcp = 1) update FTI-FF files in place: they need ckpt_io = 3"),
+        (cfg.fast_integrity, "integrity = fast keeps block hashes in FTI-FF files: it needs ckpt_io = 3"),
+        (cfg.keep_ckpts > 1, "keep_ckpts > 1 keeps archived checkpoints, which only FTI-FF files describe: it needs ckpt_io = 3"),
+    ];
+    match refused.into_iter().find(|(on, _)| *on) {
+        Some((_, what)) => Err(Error::IoMode { mode: cfg.io, what }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses an incremental checkpoint (`init_icp`) with POSIX files: it writes an FTI-FF file
+/// variable by variable.
+pub(crate) fn check_incremental(io: &Io) -> Result<()> {
+    match io {
+        Io::Ftiff => Ok(()),
+        Io::Posix(_) => Err(Error::IoMode {
+            mode: io.mode(),
+            what: "incremental checkpoints (FTI_InitICP) need ckpt_io = 3 (FTI-FF)",
+        }),
+    }
+}
+
+/// Writes a POSIX file: the variables' bytes in protect order; returns the file block that
+/// describes it (checksum, sizes, time), kept in the meta data rather than in the file.
+pub(crate) fn write_posix(
+    file: &dyn StorageFile,
+    path: &Path,
+    data: &[&[u8]],
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<ftiff::Written> {
+    let digest = posix::write_data(file, path, data, progress)?;
+    let fs: u64 = data.iter().map(|d| d.len() as u64).sum();
+    Ok(ftiff::Written {
+        fb: posix_fb(&digest, fs),
+        table: None,
+        bytes_written: fs,
+    })
+}
+
+/// The file block that describes a POSIX file of `fs` bytes with MD5 `digest` (kept in the
+/// meta data rather than in the file).
+pub(crate) fn posix_fb(digest: &ftiff::hash::Digest, fs: u64) -> FileBlock {
+    FileBlock {
+        checksum: ftiff::hash::checksum_field(digest),
+        my_hash: [0; 16],
+        mode: [0; 7],
+        ckpt_size: fs as i64,
+        fs: fs as i64,
+        max_fs: fs as i64,
+        pt_fs: 0,
+        timestamp: ftiff::write::now_ns(),
+    }
+}
+
+/// The structure a new file continues: an FTI-FF file the previous one's (containers keep
+/// their places, removed variables stay); a POSIX file none (it holds the variables of its
+/// checkpoint call, in that call's order, as `FTI_WritePosix` writes them).
+pub(crate) fn continued<'l>(io: &Io, previous: Option<&'l Layout>) -> Option<&'l Layout> {
+    match io {
+        Io::Ftiff => previous,
+        Io::Posix(_) => None,
+    }
+}
+
+/// The size of a file written with `layout` and described by `fb`.
+pub(crate) fn file_size(io: &Io, layout: &Layout, fb: &FileBlock) -> u64 {
+    match io {
+        Io::Ftiff => layout.file_size(),
+        Io::Posix(_) => fb.fs.max(0) as u64,
+    }
+}
+
+/// Records a size L2 or L3 keeps of a written file (`ptFs`, `maxFs`): FTI-FF rewrites the
+/// file's block; POSIX keeps it in the meta data, written at [`commit`].
+pub(crate) fn set_size(
+    io: &Io,
+    file: &dyn StorageFile,
+    path: &Path,
+    fb: FileBlock,
+    change: impl FnOnce(&mut FileBlock),
+) -> Result<FileBlock> {
+    match io {
+        Io::Ftiff => crate::level::l2::set_fb(file, path, change),
+        Io::Posix(_) => {
+            let mut fb = fb;
+            change(&mut fb);
+            Ok(fb)
+        }
+    }
+}
+
+/// A verified checkpoint's content: its bytes and where each variable is.
+pub(crate) enum Stored<'a> {
+    /// An FTI-FF file.
+    Ftiff(Box<Checkpoint<'a>>),
+    /// A POSIX file: its bytes, its variables `(id, size)` in order (from the meta data).
+    Posix {
+        bytes: &'a [u8],
+        vars: &'a [(i32, u64)],
+        timestamp: i64,
+    },
+}
+
+impl Stored<'_> {
+    /// The variables, in protect order.
+    pub fn vars(&self) -> Vec<VarInfo> {
+        match self {
+            Stored::Ftiff(c) => c.vars().to_vec(),
+            Stored::Posix { vars, .. } => vars
+                .iter()
+                .enumerate()
+                .map(|(i, &(id, size))| VarInfo {
+                    id,
+                    idx: i as u32,
+                    size,
+                    removed: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// Variable `id`.
+    pub fn var(&self, id: i32) -> Option<VarInfo> {
+        self.vars().into_iter().find(|v| v.id == id)
+    }
+
+    /// Copies variable `id` into `out` (of its size); `path` names the file in errors.
+    pub fn copy_var_into(&self, id: i32, out: &mut [u8], path: &Path) -> Result<()> {
+        match self {
+            Stored::Ftiff(c) => c
+                .copy_var_into(id, out)
+                .map_err(|e| Error::Format(e.with_path(path))),
+            Stored::Posix { bytes, vars, .. } => {
+                let at = vars.iter().position(|v| v.0 == id).ok_or(Error::Variable {
+                    id,
+                    what: "not in the checkpoint".into(),
+                })?;
+                let start: u64 = vars[..at].iter().map(|v| v.1).sum();
+                let size = vars[at].1;
+                let src = usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(start + size).ok())
+                    .and_then(|(a, b)| bytes.get(a..b))
+                    .ok_or_else(|| Error::PosixFile {
+                        path: path.to_path_buf(),
+                        what: format!(
+                            "variable {id} at {start}..{} is beyond the file",
+                            start + size
+                        ),
+                    })?;
+                if out.len() != src.len() {
+                    return Err(Error::Variable {
+                        id,
+                        what: format!(
+                            "the checkpoint holds {size} bytes, the variable has {}",
+                            out.len()
+                        ),
+                    });
+                }
+                out.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+
+    /// The structure a next FTI-FF checkpoint would continue.
+    pub fn layout(&self) -> Result<Layout> {
+        match self {
+            Stored::Ftiff(c) => Ok(c.layout()),
+            Stored::Posix { vars, .. } => {
+                let sizes: Vec<VarSize> = vars
+                    .iter()
+                    .map(|&(id, size)| VarSize { id, size })
+                    .collect();
+                Ok(Layout::plan(None, &sizes)?)
+            }
+        }
+    }
+
+    /// File size.
+    pub fn fs(&self) -> u64 {
+        match self {
+            Stored::Ftiff(c) => c.fs(),
+            Stored::Posix { bytes, .. } => bytes.len() as u64,
+        }
+    }
+
+    /// When it was written (ns since the epoch; a POSIX file's modification time).
+    pub fn timestamp(&self) -> i64 {
+        match self {
+            Stored::Ftiff(c) => c.fb.timestamp,
+            Stored::Posix { timestamp, .. } => *timestamp,
+        }
+    }
+}
+
+/// A file verified in full, mapped.
+pub(crate) struct Verified {
+    /// The file.
+    pub map: MappedFile,
+    /// The group's largest file (`maxFs`).
+    pub max_fs: u64,
+    /// A POSIX file's variables `(id, size)`.
+    pub vars: Option<Vec<(i32, u64)>>,
+    /// Where the rank's bytes are in the file, and how many (a shared MPI-IO file holds every
+    /// rank's).
+    pub part: (usize, usize),
+}
+
+/// Opens and verifies one of this rank's checkpoint files: FTI-FF's own hashes, or POSIX's
+/// size and MD5 against the group's meta data.
+pub(crate) fn verify_own(
+    dirs: &Dirs,
+    found: &Found,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Verified> {
+    match &dirs.io {
+        Io::Ftiff => {
+            let with_path = |e: ftiff::Error| Error::Format(e.with_path(&found.path));
+            let map = MappedFile::open(&found.path).map_err(with_path)?;
+            let max_fs = Checkpoint::verified(&map, progress)
+                .map_err(with_path)?
+                .fb
+                .max_fs
+                .max(0) as u64;
+            let part = (0, map.bytes().len());
+            Ok(Verified {
+                map,
+                max_fs,
+                vars: None,
+                part,
+            })
+        }
+        Io::Posix(g) => {
+            let name = FileName::new(found.id, FileKind::Rank, dirs.rank).to_string();
+            let (meta_path, meta, offset) = if mpiio::parse_name(&found.path).is_some() {
+                mpiio::locate(dirs, found.id, &name)?
+            } else {
+                let (p, m) = find_meta(dirs, g, found.level, g.rank, &name)?;
+                (p, m, 0)
+            };
+            let map = MappedFile::open(&found.path)
+                .map_err(|e| Error::Format(e.with_path(&found.path)))?;
+            let part = mpiio::part(map.bytes(), &found.path, offset, meta.size)?;
+            check_bytes(
+                part.1,
+                &found.path,
+                (meta.size, &meta.checksum, "ckpt_checksum"),
+                &meta_path,
+            )?;
+            progress(meta.size);
+            let part = (part.0, part.1.len());
+            Ok(Verified {
+                map,
+                max_fs: meta.maxs,
+                vars: Some(meta.vars),
+                part,
+            })
+        }
+    }
+}
+
+/// Checks bytes against a size and MD5 of the meta data.
+fn check_bytes(
+    bytes: &[u8],
+    path: &Path,
+    (size, checksum, key): (u64, &str, &str),
+    meta: &Path,
+) -> Result<()> {
+    if bytes.len() as u64 != size {
+        return Err(Error::PosixFile {
+            path: path.to_path_buf(),
+            what: format!(
+                "{} bytes, the meta data ({}) says {size}",
+                bytes.len(),
+                meta.display()
+            ),
+        });
+    }
+    let got = ftiff::hash::to_hex(&ftiff::hash::md5(bytes));
+    if got != checksum {
+        return Err(Error::PosixFile {
+            path: path.to_path_buf(),
+            what: format!(
+                "MD5 {got} differs from {key} {checksum} in {}",
+                meta.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Section `section` of the group's meta data at `level` that describes the file `name`: in
+/// the meta-data file, or in the one it replaced (kept until the checkpoint is complete on
+/// every rank).
+pub(crate) fn find_meta(
+    dirs: &Dirs,
+    g: &Group,
+    level: Level,
+    section: u32,
+    name: &str,
+) -> Result<(std::path::PathBuf, RankMeta)> {
+    let path = g.meta_path(&dirs.meta, level);
+    let mut first_error = None;
+    for p in [path.clone(), Group::previous(&path)] {
+        let found =
+            posix::read(&*dirs.storage, &p).and_then(|t| posix::parse_rank(&p, &t, section));
+        match found {
+            Ok(m) if m.name == name => return Ok((p, m)),
+            Ok(m) => {
+                first_error.get_or_insert(Error::meta(
+                    &p,
+                    &format!("{section}:ckpt_file_name"),
+                    format!("names {}, not {name}", m.name),
+                ));
+            }
+            Err(Error::Io { err, .. }) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    Err(first_error.unwrap_or_else(|| {
+        Error::io(
+            &path,
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("no meta data for {name}"),
+            ),
+        )
+    }))
+}
+
+/// Verifies the redundancy file this rank keeps for checkpoint `id` at `level` (an L2
+/// partner copy of its left partner's file, or its L3 `RSed` file).
+pub(crate) fn verify_copy(dirs: &Dirs, id: i32, level: Level, copy: &Found) -> Result<()> {
+    match (&dirs.io, level) {
+        (Io::Ftiff, Level::L3) => crate::level::l3::verify_rsed(&copy.path).map(|_| ()),
+        (Io::Ftiff, _) => MappedFile::open(&copy.path)
+            .and_then(|map| Checkpoint::verified(&map, &|_| {}).map(|_| ()))
+            .map_err(|e| Error::Format(e.with_path(&copy.path))),
+        (Io::Posix(g), Level::L3) => {
+            let name = FileName::new(id, FileKind::Rank, dirs.rank).to_string();
+            let (meta_path, m) = find_meta(dirs, g, level, g.rank, &name)?;
+            let rsed = m.rsed_checksum.as_deref().ok_or_else(|| {
+                Error::meta(
+                    &meta_path,
+                    &format!("{}:rsed_checksum", g.rank),
+                    "missing".into(),
+                )
+            })?;
+            posix::check_file(
+                &*dirs.storage,
+                &copy.path,
+                (m.maxs, rsed, "rsed_checksum"),
+                &meta_path,
+            )
+        }
+        (Io::Posix(g), _) => {
+            let k = g.ranks.len() as u32;
+            let left = (g.rank + k - 1) % k;
+            let owner = g.ranks[left as usize];
+            let name = FileName::new(id, FileKind::Rank, owner).to_string();
+            let (meta_path, m) = find_meta(dirs, g, level, left, &name)?;
+            posix::check_file(
+                &*dirs.storage,
+                &copy.path,
+                (m.size, &m.checksum, "ckpt_checksum"),
+                &meta_path,
+            )
+        }
+    }
+}
+
+/// The group's largest file, this rank's file size and its MD5 (hex) of checkpoint `id` at
+/// `level`, from the meta data (POSIX; `None` for FTI-FF, whose files and trailers carry them).
+pub(crate) fn meta_sizes(dirs: &Dirs, id: i32, level: Level) -> Option<(u64, u64, String)> {
+    let Io::Posix(g) = &dirs.io else {
+        return None;
+    };
+    let name = FileName::new(id, FileKind::Rank, dirs.rank).to_string();
+    find_meta(dirs, g, level, g.rank, &name)
+        .ok()
+        .map(|(_, m)| (m.maxs, m.size, m.checksum))
+}
+
+/// This rank's part of a group's meta data, as sent to the group's first rank.
+fn encode_record(m: &RankMeta) -> Vec<u8> {
+    let vars: Vec<String> = m.vars.iter().map(|(id, s)| format!("{id}:{s}")).collect();
+    format!(
+        "{}\n{}\n{}\n{}\n{}",
+        m.name,
+        m.size,
+        m.checksum,
+        m.rsed_checksum.clone().unwrap_or_default(),
+        vars.join(",")
+    )
+    .into_bytes()
+}
+
+fn decode_record(bytes: &[u8]) -> Option<RankMeta> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut lines = text.split('\n');
+    let (name, size, checksum, rsed, vars) = (
+        lines.next()?,
+        lines.next()?.parse().ok()?,
+        lines.next()?,
+        lines.next()?,
+        lines.next()?,
+    );
+    let vars = vars
+        .split(',')
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            let (id, s) = v.split_once(':')?;
+            Some((id.parse().ok()?, s.parse().ok()?))
+        })
+        .collect::<Option<Vec<(i32, u64)>>>()?;
+    Some(RankMeta {
+        name: name.to_owned(),
+        size,
+        maxs: size,
+        checksum: checksum.to_owned(),
+        vars,
+        rsed_checksum: (!rsed.is_empty()).then(|| rsed.to_owned()),
+    })
+}
+
+/// After every rank published checkpoint `id` at `level` (collective): POSIX gathers each
+/// rank's file name, size, MD5 and variables, and each group's first rank writes the group's
+/// meta-data file (`FTI_CreateMetadata`, `FTI_WriteMetadata` in `src/meta.c`; at L3 with each
+/// `RSed` file's MD5, `FTI_WriteRSedChecksum`). The file it replaces is kept until the
+/// checkpoint is retired, so that a crash in between leaves the previous checkpoint
+/// described. Nothing for FTI-FF.
+pub(crate) fn commit(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    id: i32,
+    level: Level,
+    fb: &FileBlock,
+    vars: &[VarSize],
+) -> Result<()> {
+    let Io::Posix(g) = &dirs.io else {
+        return Ok(());
+    };
+    let rsed = if level == Level::L3 {
+        let path = dirs.level_dir(Level::L3).join(dirs.rsed_name(id));
+        dirs.storage
+            .open(&path, false)
+            .map_err(|e| Error::io(&path, e))
+            .and_then(|f| {
+                let len = f.len().map_err(|e| Error::io(&path, e))?;
+                posix::md5_of(&*f, &path, len)
+            })
+            .map(Some)
+    } else {
+        Ok(None)
+    };
+    let mine = rsed.map(|rsed| RankMeta {
+        name: dirs.file_name(id),
+        size: fb.fs.max(0) as u64,
+        maxs: 0,
+        checksum: String::from_utf8_lossy(&fb.checksum[..32]).into_owned(),
+        vars: vars.iter().map(|v| (v.id, v.size)).collect(),
+        rsed_checksum: rsed,
+    });
+    let sent = mine.as_ref().map(encode_record).unwrap_or_default();
+    let all = comm.all_gather(&sent);
+    let local = mine.and_then(|_| {
+        if g.rank != 0 {
+            return Ok(());
+        }
+        let sections: Option<Vec<RankMeta>> = g
+            .ranks
+            .iter()
+            .map(|&r| all.get(r as usize).and_then(|b| decode_record(b)))
+            .collect();
+        // A rank that could not send its part fails the step itself (agreed below): the
+        // group's meta data stays as it was.
+        let Some(mut sections) = sections else {
+            return Ok(());
+        };
+        let maxs = sections.iter().map(|s| s.size).max().unwrap_or(0);
+        for s in &mut sections {
+            s.maxs = maxs;
+        }
+        publish_meta(
+            dirs,
+            &g.meta_path(&dirs.meta, level),
+            &posix::encode(&g.head, &sections),
+        )
+    });
+    agree(comm, Step::WriteMeta, local)
+}
+
+/// Replaces a meta-data file, keeping the one it replaces beside it (until [`retire`]).
+fn publish_meta(dirs: &Dirs, path: &Path, text: &str) -> Result<()> {
+    let st = &*dirs.storage;
+    if let Some(dir) = path.parent() {
+        store::create_dir_durable(st, dir)?;
+    }
+    if let Ok(old) = posix::read(st, path) {
+        store::replace_file(st, &Group::previous(path), old.as_bytes())?;
+    }
+    store::replace_file(st, path, text.as_bytes())
+}
+
+/// Copies the group's meta data of `from` to `to` (collective): an L4 flush of a checkpoint
+/// written at `from` (`FTI_Flush` keeps the meta data in `l4/`). Nothing for FTI-FF.
+pub(crate) fn copy_meta(comm: &dyn Comm, dirs: &Dirs, from: Level, to: Level) -> Result<()> {
+    let Io::Posix(g) = &dirs.io else {
+        return Ok(());
+    };
+    let local = if g.rank == 0 {
+        let src = g.meta_path(&dirs.meta, from);
+        posix::read(&*dirs.storage, &src)
+            .and_then(|text| publish_meta(dirs, &g.meta_path(&dirs.meta, to), &text))
+    } else {
+        Ok(())
+    };
+    agree(comm, Step::WriteMeta, local)
+}
+
+/// Once checkpoint's files at `level` are published by every rank and older ones retired:
+/// the meta data kept for the previous checkpoint goes, and with `retire_lower` the meta data
+/// of the lower levels, whose files were retired too. Every rank may call it.
+pub(crate) fn retire(dirs: &Dirs, level: Level, retire_lower: bool) -> Result<()> {
+    let Io::Posix(g) = &dirs.io else {
+        return Ok(());
+    };
+    let path = g.meta_path(&dirs.meta, level);
+    remove_if_there(dirs, &Group::previous(&path))?;
+    if retire_lower {
+        for lower in Level::ALL.into_iter().filter(|&l| l < level) {
+            let path = g.meta_path(&dirs.meta, lower);
+            remove_if_there(dirs, &path)?;
+            remove_if_there(dirs, &Group::previous(&path))?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a file durably if it is there (another rank of the group may have removed it).
+fn remove_if_there(dirs: &Dirs, path: &Path) -> Result<()> {
+    if dirs.storage.kind(path).is_ok() {
+        store::remove_file(&*dirs.storage, path)?;
+    }
+    Ok(())
+}
