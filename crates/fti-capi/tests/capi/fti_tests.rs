@@ -3,10 +3,14 @@
 //! or corrupted as FTI's `corrupt` tool does (unlink, or the first 16 bytes inverted); the
 //! program restarts with the same config, and the driver's expectations hold: the same
 //! return codes, the recovered data, and the log line `Recovering successfully from level N`
-//! exactly when a level could be recovered. Configs have no dedicated heads and `ckpt_io = 3`.
+//! exactly when a level could be recovered. Configs have no dedicated heads; the I/O modes are
+//! FTI's three: FTI-FF (`ckpt_io = 3`), POSIX (`ckpt_io = 1`: raw files, MD5s in the group's
+//! meta data) and MPI-IO (`ckpt_io = 2`: POSIX at L1–L3, one shared file at L4, which FTI's
+//! tool erases or corrupts whole).
 //!
-//! CI runs one erase and one corrupt case per level; the full matrix (every corruption
-//! pattern of FTI's tool, Rank and partner files) is `scripts/fti-tests` (an ignored test).
+//! CI runs one erase and one corrupt case per level with FTI-FF, and a slice of each other
+//! mode; the full matrix (every corruption pattern of FTI's tool, Rank and partner files, in
+//! the three modes) is `scripts/fti-tests` (an ignored test).
 
 use std::path::{Path, PathBuf};
 
@@ -80,8 +84,9 @@ fn expected(level: u8, lost: &[(u32, Kind)]) -> Option<u8> {
     }
 }
 
-/// The file of `rank` and `kind` of the newest checkpoint at `level`, as FTI's tool finds it.
-fn target_file(dir: &Path, exec_id: &str, level: u8, rank: u32, kind: Kind) -> PathBuf {
+/// The file of `rank` and `kind` of the newest checkpoint at `level`, as FTI's tool finds it;
+/// with MPI-IO (`io` 2), L4's one shared file whatever the rank.
+fn target_file(dir: &Path, io: u8, exec_id: &str, level: u8, rank: u32, kind: Kind) -> PathBuf {
     let folder = if level == 4 {
         dir.join(format!("Global/{exec_id}/l4"))
     } else {
@@ -105,6 +110,9 @@ fn target_file(dir: &Path, exec_id: &str, level: u8, rank: u32, kind: Kind) -> P
         })
         .max()
         .expect("a checkpoint file");
+    if io == 2 && level == 4 {
+        return folder.join(format!("Ckpt{id}-mpiio.fti"));
+    }
     folder.join(format!("Ckpt{id}-{name}{rank}.fti"))
 }
 
@@ -121,11 +129,18 @@ fn damage(path: &Path, how: Damage) {
     }
 }
 
-/// One case of the driver: checkpoint 3 times at `level`, die, damage, restart, check.
-fn case(exe: &Path, level: u8, how: Damage, pattern: Pattern, kind: Kind) {
-    let what = format!("L{level} {how:?} {pattern:?} {kind:?}");
+/// One case of the driver in I/O mode `io`: checkpoint 3 times at `level`, die, damage,
+/// restart, check.
+fn case(exe: &Path, io: u8, level: u8, how: Damage, pattern: Pattern, kind: Kind) {
+    let what = format!("ckpt_io = {io}, L{level} {how:?} {pattern:?} {kind:?}");
     let dir = tempfile::tempdir().unwrap();
     let cfg = util::config(dir.path(), "group_size = 4");
+    let text = std::fs::read_to_string(&cfg).unwrap();
+    std::fs::write(
+        &cfg,
+        text.replace("ckpt_io = 3", &format!("ckpt_io = {io}")),
+    )
+    .unwrap();
     let cfg_arg = cfg.to_str().unwrap();
     let level_arg = level.to_string();
     let out = util::mpirun(
@@ -139,7 +154,10 @@ fn case(exe: &Path, level: u8, how: Damage, pattern: Pattern, kind: Kind) {
     assert_eq!(failure, 1, "{what}");
     let lost = targets(pattern, kind);
     for &(rank, kind) in &lost {
-        damage(&target_file(dir.path(), &exec_id, level, rank, kind), how);
+        damage(
+            &target_file(dir.path(), io, &exec_id, level, rank, kind),
+            how,
+        );
     }
     // FTI's driver reads the information lines: verbosity 2 for the restart.
     let text = std::fs::read_to_string(&cfg).unwrap();
@@ -185,8 +203,25 @@ fn fti_driver_one_erase_and_one_corrupt_case_per_level() {
     let exe = util::compile("crash", Link::Shared);
     for level in 1..=4 {
         for how in [Damage::Erase, Damage::Corrupt] {
-            case(&exe, level, how, Pattern::One, Kind::Rank);
+            case(&exe, 3, level, how, Pattern::One, Kind::Rank);
         }
+    }
+}
+
+/// POSIX and MPI-IO files: a slice of the driver's cases in each mode (the meta data's MD5
+/// catches a corrupt file; a lost one comes back from its partner copy or the code).
+#[test]
+fn fti_driver_posix_and_mpiio_slice() {
+    let exe = util::compile("crash", Link::Shared);
+    for (io, level, how, pattern, kind) in [
+        (1, 1, Damage::Corrupt, Pattern::One, Kind::Rank),
+        (1, 2, Damage::Erase, Pattern::TwoApart, Kind::Rank),
+        (1, 3, Damage::Corrupt, Pattern::All, Kind::Partner),
+        (1, 4, Damage::Erase, Pattern::One, Kind::Rank),
+        (2, 2, Damage::Corrupt, Pattern::One, Kind::Partner),
+        (2, 4, Damage::Corrupt, Pattern::One, Kind::Rank),
+    ] {
+        case(&exe, io, level, how, pattern, kind);
     }
 }
 
@@ -215,7 +250,9 @@ fn fti_driver_full_matrix() {
                     {
                         continue;
                     }
-                    case(&exe, level, how, pattern, kind);
+                    for io in [3, 1, 2] {
+                        case(&exe, io, level, how, pattern, kind);
+                    }
                 }
             }
         }
