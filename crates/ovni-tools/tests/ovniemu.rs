@@ -193,6 +193,19 @@ fn lint_mode_rejects_marks_left_pushed_and_still_writes() {
     for f in FILES {
         assert!(tmp.path().join("ovni").join(f).is_file(), "{f}");
     }
+    // ovnilint gives the same verdicts.
+    let lint = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ovnilint"))
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    assert_eq!(lint(&["ovni"]).status.code(), Some(0));
+    let out = lint(&["-l", "ovni"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 values pushed on mark type 5"), "{text}");
 }
 
 #[test]
