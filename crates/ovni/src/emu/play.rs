@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::chan::Channels;
+use super::debug;
 use super::layout::MarkList;
 use super::models::{self, Models};
 use super::output::Outputs;
@@ -200,6 +201,9 @@ pub(super) struct Emu {
     jumbo: bool,
     pub(super) progress: Progress,
     bursts: Bursts,
+    /// `-d`: the debug lines of the current event are collected in `dbg`.
+    debug: bool,
+    dbg: Vec<String>,
 }
 
 fn state_code(s: ThreadState) -> (i64, bool) {
@@ -261,7 +265,128 @@ impl Emu {
             jumbo: false,
             progress: Progress::new(streams),
             bursts: Bursts::new(setup.sys.threads.len()),
+            debug: false,
+            dbg: Vec::new(),
         }
+    }
+
+    /// Collects the debug lines of `-d`.
+    pub(super) fn set_debug(&mut self, debug: bool) {
+        self.debug = debug;
+    }
+
+    /// The debug lines of an event's step and of the model it goes to.
+    #[cold]
+    #[inline(never)]
+    fn debug_step(&self, mcv: crate::raw::Mcv, dclock: i64, out: &mut Out<'_>) {
+        let enabled = self.models.index(mcv.model()).is_some();
+        out.debug_with(|| debug::step_lines(mcv, dclock, enabled));
+    }
+
+    /// The ovni model's debug lines of an accepted event: the CPU a thread runs on and each
+    /// CPU's running thread (`before`: the moved thread's CPU before the event).
+    #[cold]
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn debug_ovni(
+        &mut self,
+        t: usize,
+        c: u8,
+        v: u8,
+        payload: &[u8],
+        moved: Option<usize>,
+        before: Option<u32>,
+        setup: &Setup,
+    ) {
+        let layout = &setup.layout;
+        let th_row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
+        let tid = |t: usize| setup.sys.threads.get(t).map_or(0, |m| m.tid);
+        let label = |cpu: u32| {
+            let r = self.cpu_row(layout, cpu);
+            layout.cpu_labels.get(r).cloned().unwrap_or_default()
+        };
+        let update = |cpu: Option<u32>| {
+            cpu.map(|cpu| {
+                let running = self.model.running_on(cpu).1.map(th_row);
+                format!(
+                    "cpu_update: cpu{} sets th_running to {}",
+                    self.cpu_row(layout, cpu),
+                    debug::value(running)
+                )
+            })
+        };
+        let mut lines = Vec::new();
+        match (c, v) {
+            (b'H', b'C') => {
+                let word = |i: usize| {
+                    payload
+                        .get(i * 4..i * 4 + 4)
+                        .and_then(|b| b.first_chunk::<4>())
+                        .map_or(0, |b| u32::from_le_bytes(*b))
+                };
+                lines.push(format!(
+                    "pre_thread: thread {} creates a new thread at cpu={} with args={:x} {:x}",
+                    tid(t),
+                    word(0) as i32,
+                    word(1),
+                    word(2)
+                ));
+            }
+            (b'H', b'x') => {
+                if let Some(cpu) = self.model.cpu(t) {
+                    lines.push(format!(
+                        "pre_thread_execute: thread {} runs in {}",
+                        tid(t),
+                        label(cpu)
+                    ));
+                    lines.push(format!(
+                        "thread_set_cpu: thread{} sets cpu{}",
+                        th_row(t),
+                        self.cpu_row(layout, cpu)
+                    ));
+                    lines.extend(update(Some(cpu)));
+                }
+            }
+            (b'H', b'e') => {
+                lines.extend(update(before));
+                lines.push(format!("thread_unset_cpu: thread{} unsets cpu", th_row(t)));
+            }
+            (b'H', _) => lines.extend(update(self.model.cpu(t))),
+            (b'A', _) => {
+                let Some(mt) = moved else { return };
+                let after = self.model.cpu(mt);
+                // A thread set to its own CPU does not move; a remote one always does.
+                if v == b's' && after == before {
+                    return;
+                }
+                lines.extend(update(before));
+                lines.extend(update(after));
+                if let Some(cpu) = after {
+                    lines.push(format!(
+                        "thread_migrate_cpu: thread{} migrates to cpu{}",
+                        th_row(mt),
+                        self.cpu_row(layout, cpu)
+                    ));
+                    lines.push(if v == b's' {
+                        format!(
+                            "pre_affinity_set: thread {} now runs in {}",
+                            tid(mt),
+                            label(cpu)
+                        )
+                    } else {
+                        let index = payload
+                            .first_chunk::<4>()
+                            .map_or(0, |b| i32::from_le_bytes(*b));
+                        format!(
+                            "pre_affinity_remote: remote_th {} remotely switches to cpu {index}",
+                            tid(mt)
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+        self.dbg.extend(lines);
     }
 
     /// Plays every event; `Err` after an error was reported.
@@ -301,10 +426,18 @@ impl Emu {
                 out.progress(&line);
             }
             self.jumbo = !m.event.payload.is_empty() && (self.jumbo || m.event.is_jumbo());
+            if self.debug {
+                self.debug_step(m.event.mcv, dclock, out);
+            }
             let played = match setup.roles.get(s) {
                 Some(Role::Thread(t)) => self.event(*t, &m.event, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
             };
+            if !self.dbg.is_empty() {
+                for l in self.dbg.drain(..) {
+                    out.debug(&l);
+                }
+            }
             if let Err(problem) = played {
                 // A warning of the rejected event comes before the error.
                 for n in self.notes.drain(..) {
@@ -384,6 +517,9 @@ impl Emu {
         };
         self.model.event(t, ev)?;
         self.apply(t, c, v, payload, moved, before, setup, outputs);
+        if self.debug {
+            self.debug_ovni(t, c, v, payload, moved, before, setup);
+        }
         Ok(())
     }
 

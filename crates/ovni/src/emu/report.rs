@@ -15,6 +15,8 @@ pub enum Level {
     Warn,
     /// Why the emulation stops or fails.
     Error,
+    /// What the emulator does step by step (only with [`super::EmuOptions::debug`]).
+    Debug,
 }
 
 impl Level {
@@ -24,6 +26,7 @@ impl Level {
             Self::Info => "INFO",
             Self::Warn => "WARN",
             Self::Error => "ERROR",
+            Self::Debug => "DEBUG",
         }
     }
 }
