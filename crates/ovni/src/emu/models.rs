@@ -17,8 +17,9 @@ use crate::events::EventTable;
 use crate::metadata::System;
 use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
-use crate::model::openmp::{label_values, OpenMp};
+use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
+use crate::model::task_type::{label_values, LabelCollision};
 use crate::raw::{Event, Mcv};
 
 /// The emulated models as `ovniemu -h` lists them (`  <id>  <name>  <version>` lines, in
@@ -512,13 +513,7 @@ impl Models {
     /// value), if any.
     pub(super) fn finish_problem(&self) -> Option<TraceProblem> {
         self.models.iter().find_map(|m| match &m.state {
-            State::OpenMp(omp) => omp
-                .label_values()
-                .1
-                .map(|c| TraceProblem::TypeLabelCollision {
-                    value: c.value,
-                    labels: (c.first, c.second),
-                }),
+            State::OpenMp(omp) => omp.label_values().1.map(LabelCollision::problem),
             State::Nosv(n, _) if self.finished => nosv::finish_problem(n),
             State::Nanos6(n) => nanos6::finish_problem(n),
             State::Stack(_) | State::Nosv(..) => None,

@@ -48,8 +48,9 @@ pub use report::{Problem, Report};
 
 use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{hwc_names, processes, Nosv};
-use crate::model::openmp::{label_values, OpenMp};
+use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, Stacks};
+use crate::model::task_type::label_values;
 use crate::model::OvniModel;
 
 /// Streams whose first clocks differ by more than this need a clock offset table.
@@ -191,12 +192,7 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         .chain(openmp_labels)
         .chain(nosv_labels)
     {
-        sink.push(Problem::new(Error::Trace(
-            TraceProblem::TypeLabelCollision {
-                value: c.value,
-                labels: (c.first, c.second),
-            },
-        )))?;
+        sink.push(Problem::new(Error::Trace(c.problem())))?;
     }
     ControlFlow::Continue(())
 }

@@ -15,8 +15,8 @@ mod setup;
 
 pub(crate) use setup::{hwc_names, processes};
 
-use super::openmp::{label_value, TaskType};
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
+use super::task_type::{creation, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order); hardware counter `i` is channel `CHANNELS + i`.
@@ -38,7 +38,6 @@ const CHAN_NAMES: [&str; CHANNELS] = [
     "idle",
 ];
 const MAX_STACK: usize = 512;
-const MAX_LABEL: usize = 512;
 /// "Task: In body", pushed while a body runs.
 const TASK_BODY: i64 = 11;
 /// Idle states.
@@ -148,8 +147,7 @@ struct Task {
 
 #[derive(Debug, Default)]
 struct Proc {
-    types: Vec<TaskType>,
-    type_by_id: HashMap<u32, usize>,
+    types: TaskTypes,
     tasks: HashMap<u32, Task>,
     app_id: i64,
     /// MPI rank, if the process has one.
@@ -342,7 +340,7 @@ impl Nosv {
         if proc.tasks.contains_key(&task) {
             return Err(NosvProblem::TaskExists(task));
         }
-        let Some(&ty) = proc.type_by_id.get(&ty) else {
+        let Some(ty) = proc.types.index(ty) else {
             return Err(NosvProblem::UnknownType(ty));
         };
         let new = Task {
@@ -355,41 +353,11 @@ impl Nosv {
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result<Changes, NosvProblem> {
-        if v != b'c' {
-            return Err(NosvProblem::UnexpectedTypeValue(v));
-        }
-        let Some(data) = ev.jumbo_data() else {
-            return Err(NosvProblem::NotJumbo);
-        };
-        let (Some(id), Some(rest)) = (u32_at(data, 0), data.get(4..)) else {
-            return Err(NosvProblem::MalformedType);
-        };
-        let Some(end) = rest.iter().position(|&b| b == 0) else {
-            return Err(NosvProblem::MalformedType);
-        };
-        let label = rest.get(..end).unwrap_or_default();
+        let (id, label) = creation(v, ev).map_err(TypeRefusal::nosv)?;
         let Some(proc) = self.proc_of.get(t).and_then(|&p| self.procs.get_mut(p)) else {
             return Ok(Changes::default());
         };
-        if proc.type_by_id.contains_key(&id) {
-            return Err(NosvProblem::TypeExists(id));
-        }
-        if id == 0 {
-            return Err(NosvProblem::TypeIdZero);
-        }
-        let label = if label.is_empty() {
-            format!("(unlabeled task type {id})").into_bytes()
-        } else {
-            label.to_vec()
-        };
-        if label.len() >= MAX_LABEL {
-            return Err(NosvProblem::LabelTooLong(id));
-        }
-        proc.type_by_id.insert(id, proc.types.len());
-        proc.types.push(TaskType {
-            value: label_value(&label),
-            label: String::from_utf8_lossy(&label).into_owned(),
-        });
+        proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
         Ok(Changes::default())
     }
 
