@@ -10,7 +10,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::models::{emu, stable};
+use crate::models::{emu, stable, FILES};
 use crate::util::copy_dir;
 
 /// The original's debug functions whose lines ours does not print.
@@ -131,14 +131,7 @@ fn debug_lines_are_the_originals() {
             ));
         }
         // -d changes nothing else.
-        for f in [
-            "cpu.prv",
-            "cpu.pcf",
-            "cpu.row",
-            "thread.prv",
-            "thread.pcf",
-            "thread.row",
-        ] {
+        for f in FILES {
             if fs::read(tmp.path().join("ovni").join(f)).ok() != fs::read(files.join(f)).ok() {
                 failures.push(format!("{name}: {f} differs"));
             }

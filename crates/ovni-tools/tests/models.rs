@@ -11,7 +11,7 @@ use crate::util::copy_dir;
 use ovni::write::{Process, ThreadStream};
 use ovni::Mcv;
 
-const FILES: [&str; 6] = [
+pub(crate) const FILES: [&str; 6] = [
     "cpu.prv",
     "cpu.pcf",
     "cpu.row",

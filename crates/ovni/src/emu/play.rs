@@ -179,6 +179,18 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
     }
 }
 
+/// An ovni event the model accepted: its thread, category and value, payload (the jumbo
+/// data for a jumbo event), the thread whose CPU it moves and that thread's CPU before it.
+#[derive(Clone, Copy)]
+struct Accepted<'p> {
+    t: usize,
+    c: u8,
+    v: u8,
+    payload: &'p [u8],
+    moved: Option<usize>,
+    before: Option<u32>,
+}
+
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
@@ -287,17 +299,9 @@ impl Emu {
     /// CPU's running thread (`before`: the moved thread's CPU before the event).
     #[cold]
     #[inline(never)]
-    #[allow(clippy::too_many_arguments)]
-    fn debug_ovni(
-        &mut self,
-        t: usize,
-        c: u8,
-        v: u8,
-        payload: &[u8],
-        moved: Option<usize>,
-        before: Option<u32>,
-        setup: &Setup,
-    ) {
+    fn debug_ovni(&mut self, ev: Accepted<'_>, setup: &Setup) {
+        let (t, c, v, payload) = (ev.t, ev.c, ev.v, ev.payload);
+        let (moved, before) = (ev.moved, ev.before);
         let layout = &setup.layout;
         let th_row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
         let tid = |t: usize| setup.sys.threads.get(t).map_or(0, |m| m.tid);
@@ -516,27 +520,32 @@ impl Emu {
             _ => None,
         };
         self.model.event(t, ev)?;
-        self.apply(t, c, v, payload, moved, before, setup, outputs);
+        let accepted = Accepted {
+            t,
+            c,
+            v,
+            payload,
+            moved,
+            before,
+        };
+        self.apply(accepted, setup, outputs);
         if self.debug {
-            self.debug_ovni(t, c, v, payload, moved, before, setup);
+            self.debug_ovni(accepted, setup);
         }
         Ok(())
     }
 
     /// Sets the channels an accepted event changes, in ovniemu's order.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn apply(
-        &mut self,
-        t: usize,
-        c: u8,
-        v: u8,
-        payload: &[u8],
-        moved: Option<usize>,
-        before: Option<u32>,
-        setup: &Setup,
-        outputs: &mut Outputs,
-    ) {
+    fn apply(&mut self, ev: Accepted<'_>, setup: &Setup, outputs: &mut Outputs) {
+        let Accepted {
+            t,
+            c,
+            v,
+            payload,
+            moved,
+            before,
+        } = ev;
         let layout = &setup.layout;
         let row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
         let r = row(t);
