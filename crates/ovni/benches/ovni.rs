@@ -6,9 +6,13 @@
 //! `OVNI_BENCH_EMU_EVENTS`, default 1e7: events of the trace emulated;
 //! `OVNI_BENCH_PARTS`, default `emit,read,lint,emu,cpus`: which parts to run; `cpus` is the
 //! scaling of metadata merging with the number of CPUs of a loom; `emu` times `ovni::emu`
-//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace);
-//! `OVNI_BENCH_ORIGINAL`: the path of ovni 1.14's `ovniemu`, run on the `emu` trace in
-//! alternating rounds with ours (`OVNI_BENCH_ROUNDS`, default 3): the side-by-side ratio.
+//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace; `models`, not run by
+//! default, does the same on one trace per model other than ovni, each of
+//! `OVNI_BENCH_EMU_EVENTS` events (`OVNI_BENCH_MODELS`, default all: a comma-separated list
+//! of the models to run);
+//! `OVNI_BENCH_ORIGINAL`: the path of ovni 1.14's `ovniemu`, run on the `emu` trace (and
+//! each `models` trace) in alternating rounds with ours (`OVNI_BENCH_ROUNDS`, default 3):
+//! the side-by-side ratio.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -19,7 +23,7 @@ use ovni::emu::{emulate, Collect, EmuOptions};
 use ovni::lint::{lint_dir, LintOptions};
 use ovni::raw::{encode_normal, Mcv};
 use ovni::tools::{self, DumpMode};
-use ovni::write::{clock_now, Process, DEFAULT_BUFFER_SIZE};
+use ovni::write::{clock_now, Process, ThreadStream, DEFAULT_BUFFER_SIZE};
 use ovni::Trace;
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -111,6 +115,14 @@ fn main() {
             env_num("OVNI_BENCH_EMU_EVENTS", 10_000_000)
         };
         emu_part(&tmp.path().join("emu"), events);
+    }
+    if parts.contains("models") {
+        let events = if quick {
+            10_000
+        } else {
+            env_num("OVNI_BENCH_EMU_EVENTS", 10_000_000)
+        };
+        models_part(tmp.path(), events);
     }
     if parts.contains("cpus") {
         let counts: &[i32] = if quick {
@@ -279,14 +291,6 @@ const CYCLE: [(&[u8; 3], usize); 6] = [
 
 /// The trace of [`write_lint_trace`] with `cycles` cycles per thread.
 fn write_cycles(dir: &std::path::Path, cycles: u64, threads: i32) {
-    let cycle: [(&[u8; 3], usize); 6] = [
-        (b"OHp", 0),
-        (b"OHw", 0),
-        (b"OHr", 0),
-        (b"OM[", 12),
-        (b"OM]", 12),
-        (b"OAs", 4),
-    ];
     let p = Process::init(dir, 1, "bench", 1).unwrap();
     let mut ths: Vec<_> = (0..threads)
         .map(|i| {
@@ -308,7 +312,7 @@ fn write_cycles(dir: &std::path::Path, cycles: u64, threads: i32) {
         t.emit(Mcv(*b"OHx"), &ohx).unwrap();
     }
     for _ in 0..cycles {
-        for (mcv, plen) in cycle {
+        for (mcv, plen) in CYCLE {
             for (i, t) in ths.iter_mut().enumerate() {
                 // `OAs` to the thread's own CPU: a no-op move.
                 let own = (i as i32).to_le_bytes();
@@ -538,4 +542,292 @@ fn thread_cpu_time() -> f64 {
 fn cpu_time() -> f64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// The event mix of a model's bench trace: the model and version the thread requires, the
+/// events emitted once after the thread starts (task type creation), and one cycle of its
+/// events (cycle `i` uses task id `i + 1`).
+struct Mix {
+    name: &'static str,
+    version: &'static str,
+    setup: fn(&mut ThreadStream),
+    cycle: fn(&mut ThreadStream, u32),
+    /// Events per cycle.
+    len: u64,
+    /// What a cycle holds, for the report.
+    what: &'static str,
+}
+
+/// Emits each event of `mcvs` without payload.
+fn plain(t: &mut ThreadStream, mcvs: &[&[u8; 3]]) {
+    for m in mcvs {
+        t.emit(Mcv(**m), &[]).unwrap();
+    }
+}
+
+/// Emits `mcv` with the `u32` values of `args` as payload.
+fn with_ids(t: &mut ThreadStream, mcv: &[u8; 3], args: &[u32]) {
+    let p: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
+    t.emit(Mcv(*mcv), &p).unwrap();
+}
+
+/// Creates task type 1 with `mcv` (`VYc`, `6Yc`, `POc`).
+fn task_type(t: &mut ThreadStream, mcv: &[u8; 3]) {
+    let data = [&1u32.to_le_bytes()[..], b"bench_task\0"].concat();
+    t.emit_jumbo(Mcv(*mcv), &data).unwrap();
+}
+
+const MIXES: [Mix; 7] = [
+    Mix {
+        name: "nosv",
+        version: "2.7.0",
+        setup: |t| task_type(t, b"VYc"),
+        cycle: |t, id| {
+            plain(t, &[b"VAs"]);
+            with_ids(t, b"VTc", &[id, 1]);
+            plain(t, &[b"VAS", b"VSh", b"VSf"]);
+            with_ids(t, b"VTx", &[id, 0]);
+            plain(t, &[b"VMa", b"VMA"]);
+            with_ids(t, b"VTp", &[id, 0]);
+            with_ids(t, b"VTr", &[id, 0]);
+            with_ids(t, b"VTe", &[id, 0]);
+            plain(t, &[b"VPr", b"VPp"]);
+        },
+        len: 13,
+        what: "VAs VTc VAS VSh VSf VTx VMa VMA VTp VTr VTe VPr VPp (a task each cycle)",
+    },
+    Mix {
+        name: "nanos6",
+        version: "1.1.0",
+        setup: |t| task_type(t, b"6Yc"),
+        cycle: |t, id| {
+            plain(t, &[b"6C["]);
+            with_ids(t, b"6Tc", &[id, 1]);
+            plain(t, &[b"6C]", b"6Sa", b"6SA"]);
+            with_ids(t, b"6Tx", &[id]);
+            plain(t, &[b"6Ma", b"6MA"]);
+            with_ids(t, b"6Tp", &[id]);
+            with_ids(t, b"6Tr", &[id]);
+            with_ids(t, b"6Te", &[id]);
+            plain(t, &[b"6Pr", b"6Pp"]);
+        },
+        len: 13,
+        what: "6C[ 6Tc 6C] 6Sa 6SA 6Tx 6Ma 6MA 6Tp 6Tr 6Te 6Pr 6Pp (a task each cycle)",
+    },
+    Mix {
+        name: "openmp",
+        version: "1.2.1",
+        setup: |t| task_type(t, b"POc"),
+        cycle: |t, id| {
+            plain(t, &[b"PBb", b"PBB", b"PWs"]);
+            with_ids(t, b"PQx", &[1]);
+            with_ids(t, b"PQe", &[1]);
+            plain(t, &[b"PWS", b"PTc"]);
+            with_ids(t, b"PPc", &[id, 1]);
+            plain(t, &[b"PTC"]);
+            with_ids(t, b"PPx", &[id]);
+            with_ids(t, b"PPe", &[id]);
+            plain(t, &[b"PH[", b"PH]"]);
+        },
+        len: 13,
+        what: "PBb PBB PWs PQx PQe PWS PTc PPc PTC PPx PPe PH[ PH] (a task each cycle)",
+    },
+    Mix {
+        name: "mpi",
+        version: "1.0.0",
+        setup: |_| {},
+        cycle: |t, _| {
+            plain(
+                t,
+                &[
+                    b"MSs", b"MSS", b"MRs", b"MRS", b"MWa", b"MWA", b"MAr", b"MAR", b"MCb", b"MCB",
+                    b"MUt", b"MUT",
+                ],
+            )
+        },
+        len: 12,
+        what: "MSs MSS MRs MRS MWa MWA MAr MAR MCb MCB MUt MUT",
+    },
+    Mix {
+        name: "tampi",
+        version: "1.0.0",
+        setup: |_| {},
+        cycle: |t, _| {
+            plain(
+                t,
+                &[
+                    b"TCi", b"TCI", b"TLi", b"TLp", b"TLP", b"TLI", b"TQa", b"TQA", b"TRc", b"TRC",
+                    b"TTc", b"TTC",
+                ],
+            )
+        },
+        len: 12,
+        what: "TCi TCI TLi TLp TLP TLI TQa TQA TRc TRC TTc TTC",
+    },
+    Mix {
+        name: "kernel",
+        version: "1.0.0",
+        setup: |_| {},
+        cycle: |t, _| plain(t, &[b"KCO", b"KCI"]),
+        len: 2,
+        what: "KCO KCI (context switches out and in)",
+    },
+    Mix {
+        name: "nodes",
+        version: "1.0.0",
+        setup: |_| {},
+        cycle: |t, _| {
+            plain(
+                t,
+                &[
+                    b"DR[", b"DS[", b"DS]", b"DR]", b"DU[", b"DU]", b"DW[", b"DI[", b"DI]", b"DW]",
+                    b"DT[", b"DT]", b"DC[", b"DC]", b"DP[", b"DP]",
+                ],
+            )
+        },
+        len: 16,
+        what: "DR[ DS[ DS] DR] DU[ DU] DW[ DI[ DI] DW] DT[ DT] DC[ DC] DP[ DP]",
+    },
+];
+
+/// A one-thread trace of about `events` events of `mix`'s model: `OHx`, its setup, its
+/// cycles, `OHe`. The buffer is flushed between cycles (every ~1 MiB), never inside one, so
+/// the writer's `OF[`/`OF]` never land between a kernel model's `KCO` and `KCI`.
+fn write_model_trace(dir: &std::path::Path, mix: &Mix, events: u64) {
+    let p = Process::init(dir, 1, "bench", 1).unwrap();
+    let mut t = p.thread_init(1).unwrap();
+    t.add_cpu(0, 0).unwrap();
+    t.require(mix.name, mix.version).unwrap();
+    let mut ohx = [0u8; 16];
+    ohx[4..8].copy_from_slice(&(-1i32).to_le_bytes());
+    t.emit(Mcv(*b"OHx"), &ohx).unwrap();
+    (mix.setup)(&mut t);
+    let cycles = (events / mix.len).max(1);
+    let every = (1 << 20) / (mix.len * 20);
+    for i in 0..cycles {
+        (mix.cycle)(&mut t, i as u32 + 1);
+        if (i + 1) % every == 0 {
+            t.flush().unwrap();
+        }
+    }
+    t.emit(Mcv(*b"OHe"), &[]).unwrap();
+    t.finish().unwrap();
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Per model: the linter and our emulator (and, with `OVNI_BENCH_ORIGINAL`, ovni 1.14's
+/// `ovniemu`) on that model's trace in alternating rounds; the goal is our emulator at
+/// >= 0.5x the linter's event rate.
+fn models_part(tmp: &std::path::Path, events: u64) {
+    let rounds = env_num("OVNI_BENCH_ROUNDS", 3).max(1);
+    let only = std::env::var("OVNI_BENCH_MODELS").unwrap_or_default();
+    let original = std::env::var_os("OVNI_BENCH_ORIGINAL");
+    println!(
+        "models: per model, one thread's trace of ~{events} events, {rounds} alternating rounds of ovnilint (lint_dir), ovniemu (emulate){}",
+        if original.is_some() { " and the original ovniemu" } else { "" }
+    );
+    let mut summary = Vec::new();
+    for mix in MIXES
+        .iter()
+        .filter(|m| only.is_empty() || only.split(',').any(|o| o == m.name))
+    {
+        let dir = tmp.join(format!("model-{}", mix.name));
+        write_model_trace(&dir, mix, events);
+        let bytes: u64 = Trace::open(&dir)
+            .unwrap()
+            .streams()
+            .iter()
+            .map(|s| s.bytes().len() as u64)
+            .sum();
+        println!(
+            "{}: {:.0} MiB; cycle {}",
+            mix.name,
+            bytes as f64 / 1048576.0,
+            mix.what
+        );
+        println!("  round  lint wall (CPU)   emu wall (CPU, emulating thread)   emu/lint rate   original wall (CPU)");
+        let (mut lints, mut emus, mut ratios, mut cpu_ratios, mut origs) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let mut n = 0;
+        for round in 1..=rounds {
+            let (cpu0, t) = (cpu_time(), Instant::now());
+            let report = lint_dir(&dir, &LintOptions::default());
+            let (lint, lint_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - cpu0);
+            assert!(
+                report.accepted(),
+                "{}: {:?}",
+                mix.name,
+                report.problems.first().map(ToString::to_string)
+            );
+            n = report.events;
+            let mut rep = Collect::default();
+            let (cpu0, th0, t) = (cpu_time(), thread_cpu_time(), Instant::now());
+            let outcome = emulate(&dir, &EmuOptions::default(), &mut rep);
+            let emu = t.elapsed().as_secs_f64();
+            let (emu_cpu, emu_main) = (cpu_time() - cpu0, thread_cpu_time() - th0);
+            assert!(outcome.ok, "{}: {:?}", mix.name, rep.0);
+            assert_eq!(outcome.events, n);
+            let orig = original.as_ref().map(|o| {
+                let (child0, t) = (children_cpu_time(), Instant::now());
+                let run = std::process::Command::new(o)
+                    .arg(&dir)
+                    .current_dir(&dir)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .output()
+                    .unwrap();
+                assert!(
+                    run.status.success(),
+                    "{}: {}",
+                    mix.name,
+                    String::from_utf8_lossy(&run.stderr)
+                );
+                (t.elapsed().as_secs_f64(), children_cpu_time() - child0)
+            });
+            println!(
+                "  {round:>5}  {lint:6.2} s ({lint_cpu:.2} s)  {emu:6.2} s ({emu_cpu:.2} s, {emu_main:.2} s)        {:5.2}x        {}",
+                lint / emu,
+                orig.map_or("-".to_string(), |(w, c)| format!("{w:.2} s ({c:.2} s)"))
+            );
+            lints.push(lint);
+            emus.push(emu);
+            ratios.push(lint / emu);
+            cpu_ratios.push(lint_cpu / emu_main);
+            if let Some(o) = orig {
+                origs.push(o.0);
+            }
+        }
+        let (lint, emu, ratio) = (median(lints), median(emus), median(ratios));
+        summary.push((
+            mix.name,
+            n,
+            lint,
+            emu,
+            ratio,
+            median(cpu_ratios),
+            median(origs),
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    println!("summary (medians): model, events, lint s, emu s, emu/lint rate (goal >= 0.5x), lint CPU / emulating thread CPU, original s, original/ours wall");
+    for (name, n, lint, emu, ratio, cpu_ratio, orig) in summary {
+        println!(
+            "  {name:7} {n:9} {lint:6.2} {emu:6.2} {ratio:5.2}x ({}) {cpu_ratio:5.2}x {} {}",
+            if ratio >= 0.5 { "met" } else { "missed" },
+            if orig > 0.0 {
+                format!("{orig:6.2}")
+            } else {
+                "-".into()
+            },
+            if orig > 0.0 {
+                format!("{:5.2}x", orig / emu)
+            } else {
+                "-".into()
+            },
+        );
+    }
 }
