@@ -312,6 +312,7 @@ impl Models {
         state: ThreadState,
         ev: &Event<'_>,
         chans: &mut Channels,
+        (cpu_prv, th_prv): (&mut Prv, &mut Prv),
         notes: &mut Vec<String>,
     ) -> Result<(), EventProblem> {
         let out = self.out_of_cpu(t);
@@ -323,7 +324,7 @@ impl Models {
             State::Stack(stacks) => {
                 let [_, c, v] = ev.mcv.0;
                 let top = stacks.event(t, row, tid, running, c, v)?;
-                chans.track_set(row, m.base, top);
+                chans.track_event(row, m.base, top, cpu_prv, th_prv);
             }
             State::OpenMp(omp) => {
                 let applied = omp.event(t, row, tid, running, ev)?;

@@ -493,7 +493,10 @@ impl Emu {
                 let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
                 let state = self.model.state(t);
                 let (chans, notes) = (&mut self.chans, &mut self.notes);
-                return self.models.event(j, t, row, tid, state, ev, chans, notes);
+                let prvs = (&mut outputs.cpu, &mut outputs.thread);
+                return self
+                    .models
+                    .event(j, t, row, tid, state, ev, chans, prvs, notes);
             }
             return Err(match EventTable::builtin().model(id) {
                 Some(m) => EventProblem::ModelNotEnabled {
