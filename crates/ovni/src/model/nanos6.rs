@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
+use super::stack::push_pop;
 use super::task_type::{creation, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
@@ -31,7 +32,6 @@ const CHAN_NAMES: [&str; CHANNELS] = [
     "thread_type",
     "idle",
 ];
-const MAX_STACK: usize = 512;
 /// "Task: Running body", pushed while a task runs.
 const TASK_BODY: i64 = 1;
 /// Idle states.
@@ -292,34 +292,7 @@ impl Nanos6 {
         } else {
             &mut th.subsystems
         };
-        if push {
-            // The channel's last value is the top left by the previous event.
-            if stack.last() == Some(&value) {
-                return Err(ChanFailure::Same {
-                    chan: chan(),
-                    value,
-                });
-            }
-            if stack.len() >= MAX_STACK {
-                return Err(ChanFailure::Full { chan: chan() });
-            }
-            stack.push(value);
-        } else {
-            match stack.last() {
-                None => return Err(ChanFailure::Empty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(ChanFailure::Mismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            }
-        }
-        Ok(stack.last().copied())
+        push_pop(stack, push, value, true, chan)
     }
 
     fn simple(&mut self, t: usize, row: usize, c: u8, v: u8) -> Result6 {

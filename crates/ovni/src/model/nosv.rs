@@ -16,6 +16,7 @@ mod setup;
 pub(crate) use setup::{hwc_names, processes};
 
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
+use super::stack::push_pop;
 use super::task_type::{creation, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
@@ -37,7 +38,6 @@ const CHAN_NAMES: [&str; CHANNELS] = [
     "rank",
     "idle",
 ];
-const MAX_STACK: usize = 512;
 /// "Task: In body", pushed while a body runs.
 const TASK_BODY: i64 = 11;
 /// Idle states.
@@ -273,27 +273,7 @@ impl Nosv {
             return Ok(None);
         };
         let stack = &mut th.subsystems;
-        if push {
-            if stack.len() >= MAX_STACK {
-                return Err(ChanFailure::Full { chan: chan() });
-            }
-            stack.push(value);
-        } else {
-            match stack.last() {
-                None => return Err(ChanFailure::Empty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(ChanFailure::Mismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            }
-        }
-        Ok(stack.last().copied())
+        push_pop(stack, push, value, false, chan)
     }
 
     fn simple(&mut self, t: usize, row: usize, c: u8, v: u8) -> Result<Changes, NosvProblem> {

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use super::problem::{ChanFailure, EventProblem, OpenMpProblem, TaskState};
+use super::stack::push_pop;
 use super::task_type::{creation, label_values, LabelCollision, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
@@ -21,7 +22,6 @@ pub(crate) const CH_LABEL: usize = 1;
 pub(crate) const CH_TASKID: usize = 2;
 /// Names of the channels (`openmp.thread<row>.<name>`).
 const CHAN_NAMES: [&str; 3] = ["subsystem", "label", "task ID"];
-const MAX_STACK: usize = 512;
 
 /// The subsystem of each simple event, `None` for the spin-wait events (ignored).
 fn subsystem(c: u8, v: u8) -> Option<Option<(bool, i64)>> {
@@ -254,27 +254,7 @@ impl OpenMp {
         let Some(stack) = self.threads.get_mut(t).and_then(|th| th.stacks.get_mut(ch)) else {
             return Ok(None);
         };
-        if push {
-            if stack.len() >= MAX_STACK {
-                return Err(ChanFailure::Full { chan: chan() });
-            }
-            stack.push(value);
-        } else {
-            match stack.last() {
-                None => return Err(ChanFailure::Empty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(ChanFailure::Mismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            }
-        }
-        Ok(stack.last().copied())
+        push_pop(stack, push, value, false, chan)
     }
 
     fn create_task(&mut self, t: usize, payload: &[u8]) -> Result<Applied, OpenMpProblem> {
