@@ -159,6 +159,43 @@ pub(crate) fn stack_model(id: u8) -> Option<&'static StackModel> {
     }
 }
 
+/// The operation of event `c`,`v` in a table of `(category, enter value, leave value,
+/// stacked value)`: the enter event pushes the value, the leave event pops it.
+#[inline]
+pub(crate) fn pair_op(pairs: &[(u8, u8, u8, i64)], c: u8, v: u8) -> Option<StackOp> {
+    let &(_, enter, _, value) = pairs
+        .iter()
+        .find(|&&(cat, enter, leave, _)| cat == c && (v == enter || v == leave))?;
+    Some(if v == enter {
+        StackOp::Push(value)
+    } else {
+        StackOp::Pop(value)
+    })
+}
+
+/// Checks that `op` knows exactly the events of model `m` in the event table; returns how
+/// many there are.
+#[cfg(test)]
+pub(crate) fn known_ops(m: u8, op: fn(u8, u8) -> Option<StackOp>) -> usize {
+    let table = crate::events::EventTable::builtin();
+    let mut n = 0;
+    for c in 0..=255u8 {
+        for v in 0..=255u8 {
+            let known = table.event(crate::Mcv([m, c, v])).is_some();
+            assert_eq!(
+                known,
+                op(c, v).is_some(),
+                "{}{}{}",
+                m as char,
+                c as char,
+                v as char
+            );
+            n += usize::from(known);
+        }
+    }
+    n
+}
+
 /// A push (`push`) or a pop of `value` on a channel's stack, as ovniemu's channels do: a pop
 /// must name the value on top, a push fails on a full stack (512 values) and, when
 /// `refuse_same` (the channel checks duplicates), if `value` is already on top. Returns the
