@@ -36,21 +36,10 @@ impl Channels {
         let ncpus = self.cpu_sel.len();
         self.tracks = defs.to_vec();
         self.track_base = self.chans.len();
-        let blank = Chan {
-            value: None,
-            last: None,
-            kind: Kind::Plain,
-            row: 0,
-            ty: 0,
-            key: 0,
-            file: File::None,
-            rule: Rule::Emit,
-            written: false,
-            is_dirty: false,
-            ignore_dup: false,
-        };
-        self.chans
-            .resize(self.track_base + self.nthreads * 2 * n + ncpus * n, blank);
+        self.chans.resize(
+            self.track_base + self.nthreads * 2 * n + ncpus * n,
+            Chan::BLANK,
+        );
         for (j, d) in defs.iter().enumerate() {
             let rule = if d.emit_dup {
                 Rule::Emit
