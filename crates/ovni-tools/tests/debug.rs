@@ -1,11 +1,12 @@
-//! `ovniemu -d` against the original's debug output (`stderr-d` of the model traces,
-//! `golden/ovniemu-d.stderr` of the reference traces: ovniemu 1.14's stderr with `-d`).
+//! `ovniemu -d` against the original's debug output (`stderr-d` of the model traces and of
+//! `fixtures/debug`, `golden/ovniemu-d.stderr` of the reference traces: ovniemu 1.14's stderr
+//! with `-d`).
 //!
 //! Every line of the original is compared, in order, except the debug lines of its channel
-//! machinery and of its task bookkeeping (functions in [`NOT_PRINTED`], which ours does not
-//! print: docs/ovniemu.md, *Debug output*), the progress and timing lines, and the order of
-//! the `stream_load` lines (the original lists the streams in directory order, which depends
-//! on the file system).
+//! machinery (functions in [`NOT_PRINTED`], which ours does not print: docs/ovniemu.md,
+//! *Debug output*), the progress and timing lines, and the order of the `stream_load` lines
+//! (the original lists the streams in directory order, which depends on the file system).
+//! `fixtures/debug` adds two traces whose tasks run again (nosv, openmp).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,9 +14,9 @@ use std::path::{Path, PathBuf};
 use crate::models::{emu, stable, FILES};
 use crate::util::copy_dir;
 
-/// The original's debug functions whose lines ours does not print.
-const NOT_PRINTED: [&str; 20] = [
-    // Channels, their callbacks and the Paraver writer (their lines hold memory addresses).
+/// The original's debug functions whose lines ours does not print: its channels, their
+/// callbacks and the Paraver writer (their lines hold memory addresses).
+const NOT_PRINTED: [&str; 9] = [
     "bay_register",
     "bay_propagate",
     "propagate_chan",
@@ -25,18 +26,6 @@ const NOT_PRINTED: [&str; 20] = [
     "cb_input",
     "cb_select",
     "emit",
-    // Tasks and their bodies (nosv, nanos6, openmp).
-    "create_task",
-    "task_create",
-    "task_type_create",
-    "task_execute",
-    "task_pause",
-    "task_resume",
-    "task_end",
-    "body_execute",
-    "body_pause",
-    "body_resume",
-    "body_end",
 ];
 
 /// The lines to compare: split at newlines and carriage returns (the progress line ends in
@@ -81,6 +70,17 @@ fn cases() -> Vec<(PathBuf, PathBuf, i32, PathBuf)> {
             ));
         }
     }
+    for e in fs::read_dir(fixtures.join("debug")).unwrap() {
+        let case = e.unwrap().path();
+        if case.is_dir() {
+            v.push((
+                case.join("ovni"),
+                case.join("stderr-d"),
+                status(case.join("exit-status")),
+                case.join("golden"),
+            ));
+        }
+    }
     for e in fs::read_dir(fixtures.join("traces")).unwrap() {
         let golden = e.unwrap().path().join("golden");
         if golden.join("ovniemu-d.stderr").is_file() {
@@ -93,7 +93,7 @@ fn cases() -> Vec<(PathBuf, PathBuf, i32, PathBuf)> {
         }
     }
     v.sort();
-    assert_eq!(v.len(), 9, "fixture set changed");
+    assert_eq!(v.len(), 11, "fixture set changed");
     v
 }
 

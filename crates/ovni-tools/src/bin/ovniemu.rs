@@ -20,8 +20,8 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 ///
 /// Differences from ovni 1.14's ovniemu: the Paraver configurations written in DIR/cfg/ (one
 /// window per view) are this tool's own; -d prints the original's debug lines of the
-/// emulator's own steps but not those of its channel machinery nor of its task bookkeeping; a
-/// trace whose threads did not finish (a crashed program) is refused, as the original does. See docs/ovniemu.md (installed as
+/// emulator's own steps but not those of its channel machinery; a trace whose threads did not
+/// finish (a crashed program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
 #[command(name = "ovniemu", version)]
@@ -41,8 +41,8 @@ struct Args {
     /// (MODEL-breakdown.prv, .pcf, .row)
     #[arg(short = 'b')]
     breakdown: bool,
-    /// Debug output, as the original's (very verbose): the loading, the system, the models
-    /// and each event step by step (not the original's channel machinery lines)
+    /// Debug output, as the original's (very verbose): the loading, the system, the models,
+    /// each event and each task step by step (not the original's channel machinery lines)
     #[arg(short = 'd')]
     debug: bool,
     /// Trace directory

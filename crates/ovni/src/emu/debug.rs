@@ -2,9 +2,9 @@
 //! emulator's own steps: loading the streams, the looms, CPUs and processes the metadata
 //! describes, the models registered, probed and connected, the nosv model's hardware
 //! counters, and each event (its step, the model it goes to, and the ovni model's CPU
-//! changes). The original's channel machinery (its `bay`, channel, mux and Paraver writer
-//! messages, which include memory addresses) and its task and body bookkeeping have no
-//! debug lines here.
+//! changes); the task models collect theirs (`crate::model::task_type::TaskDebug`). The
+//! original's channel machinery (its `bay`, channel, mux and Paraver writer messages, which
+//! include memory addresses) has no debug lines here.
 
 use std::collections::BTreeMap;
 

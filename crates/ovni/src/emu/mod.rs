@@ -14,7 +14,7 @@
 //!
 //! * the Paraver configurations (`cfg/`) are written from the views' `.pcf` types (`cfg.rs`),
 //!   not copied;
-//! * with [`EmuOptions::debug`] (`-d`) only the original's debug lines of the emulator's own
+//! * with [`EmuOptions::debug`] (`-d`) the original's debug lines of the emulator's own
 //!   steps are given, not those of its channel machinery (`debug`); with
 //!   [`EmuOptions::lint`] (`-l`) the end checks also reject threads that end with marks
 //!   still pushed or inside a model's stack.
@@ -75,7 +75,7 @@ pub struct EmuOptions {
     /// (`<model>-breakdown.{prv,pcf,row}`; nosv's when every thread allows it).
     pub breakdown: bool,
     /// ovniemu's `-d`: the original's debug lines ([`Level::Debug`]) of the trace's loading,
-    /// the system it describes, the models and each event (`docs/ovniemu.md`, *Debug
+    /// the system it describes, the models, each event and each task (`docs/ovniemu.md`, *Debug
     /// output*).
     pub debug: bool,
 }

@@ -19,7 +19,7 @@ use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
 use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
-use crate::model::task_type::{label_values, LabelCollision};
+use crate::model::task_type::{label_values, LabelCollision, TaskDebug};
 use crate::raw::{Event, Mcv};
 
 /// The emulated models as `ovniemu -h` lists them (`  <id>  <name>  <version>` lines, in
@@ -282,6 +282,31 @@ impl Models {
                 ),
                 _ => {}
             }
+        }
+    }
+
+    /// The task bookkeeping of the nanos6, nosv and openmp models, its debug lines (`-d`)
+    /// collected or not.
+    fn task_debug(&mut self) -> impl Iterator<Item = &mut TaskDebug> {
+        self.models.iter_mut().filter_map(|m| match &mut m.state {
+            State::Stack(_) => None,
+            State::OpenMp(o) => Some(&mut o.debug),
+            State::Nosv(n, _) => Some(&mut n.debug),
+            State::Nanos6(n) => Some(&mut n.debug),
+        })
+    }
+
+    /// Collects the debug lines of the task bookkeeping (`-d`).
+    pub(super) fn set_debug(&mut self, on: bool) {
+        for d in self.task_debug() {
+            d.on = on;
+        }
+    }
+
+    /// Moves the debug lines of the last event to `lines`.
+    pub(super) fn take_debug(&mut self, lines: &mut Vec<String>) {
+        for d in self.task_debug() {
+            lines.append(&mut d.lines);
         }
     }
 

@@ -285,6 +285,7 @@ impl Emu {
     /// Collects the debug lines of `-d`.
     pub(super) fn set_debug(&mut self, debug: bool) {
         self.debug = debug;
+        self.models.set_debug(debug);
     }
 
     /// The debug lines of an event's step and of the model it goes to.
@@ -293,6 +294,17 @@ impl Emu {
     fn debug_step(&self, mcv: crate::raw::Mcv, dclock: i64, out: &mut Out<'_>) {
         let enabled = self.models.index(mcv.model()).is_some();
         out.debug_with(|| debug::step_lines(mcv, dclock, enabled));
+    }
+
+    /// Prints the debug lines of the event just played (after its warnings, which the
+    /// original prints first).
+    #[cold]
+    #[inline(never)]
+    fn debug_lines(&mut self, out: &mut Out<'_>) {
+        self.models.take_debug(&mut self.dbg);
+        for l in self.dbg.drain(..) {
+            out.debug(&l);
+        }
     }
 
     /// The ovni model's debug lines of an accepted event: the CPU a thread runs on and each
@@ -437,15 +449,13 @@ impl Emu {
                 Some(Role::Thread(t)) => self.event(*t, &m.event, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
             };
-            if !self.dbg.is_empty() {
-                for l in self.dbg.drain(..) {
-                    out.debug(&l);
-                }
-            }
             if let Err(problem) = played {
                 // A warning of the rejected event comes before the error.
                 for n in self.notes.drain(..) {
                     out.warn(&n);
+                }
+                if self.debug {
+                    self.debug_lines(out);
                 }
                 let jumbo = self.jumbo;
                 return Err(event_failed(m, problem, dclock, jumbo, streams, setup, out));
@@ -461,6 +471,9 @@ impl Emu {
                 for n in self.notes.drain(..) {
                     out.warn(&n);
                 }
+            }
+            if self.debug {
+                self.debug_lines(out);
             }
             self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
             for (i, records) in self.chans.breakdown_records() {

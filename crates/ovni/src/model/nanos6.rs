@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
 use super::stack::push_pop;
-use super::task_type::{creation, TaskType, TaskTypes, TypeRefusal};
+use super::task_type::{creation, TaskDebug, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order).
@@ -185,6 +185,8 @@ pub(crate) struct Nanos6 {
     /// ovniemu's warning of the last event, if it printed one (an event may warn and then be
     /// rejected).
     warning: Option<String>,
+    /// The original's debug lines of the tasks (`-d`).
+    pub(crate) debug: TaskDebug,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -218,6 +220,7 @@ impl Nanos6 {
                 .collect(),
             proc_of,
             warning: None,
+            debug: TaskDebug::default(),
         }
     }
 
@@ -351,15 +354,21 @@ impl Nanos6 {
                 on: None,
             },
         );
+        self.debug.task_created(task, false);
         Ok(Vec::new())
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result6 {
+        let debug = self.debug.on;
         let (id, label) = creation(v, ev).map_err(TypeRefusal::nosv)?;
         let Some(proc) = self.proc(t) else {
             return Ok(Vec::new());
         };
-        proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
+        let created = proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
+        let label = debug.then(|| created.label.clone());
+        if let Some(label) = label {
+            self.debug.type_created(id, &label);
+        }
         Ok(Vec::new())
     }
 
@@ -451,6 +460,7 @@ impl Nanos6 {
                 task.state = Some(BodyState::Running);
             }
         }
+        self.debug.body(op, task_id, 1, 0);
         let next = running_top(&proc.tasks, &thread.tasks);
         let rank = proc.rank;
         let gid = |id: u32| {

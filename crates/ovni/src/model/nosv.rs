@@ -17,7 +17,7 @@ pub(crate) use setup::{hwc_names, processes};
 
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
 use super::stack::push_pop;
-use super::task_type::{creation, TaskType, TaskTypes, TypeRefusal};
+use super::task_type::{creation, TaskDebug, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order); hardware counter `i` is channel `CHANNELS + i`.
@@ -135,6 +135,8 @@ struct Body {
     state: BodyState,
     /// Thread whose stack holds it.
     on: Option<usize>,
+    /// Times it ran again after it ended.
+    iteration: u32,
 }
 
 #[derive(Debug)]
@@ -175,6 +177,8 @@ pub(crate) struct Nosv {
     proc_of: Vec<usize>,
     /// Number of hardware counters.
     hwc: usize,
+    /// The original's debug lines of the tasks (`-d`).
+    pub(crate) debug: TaskDebug,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -206,6 +210,7 @@ impl Nosv {
                 .collect(),
             proc_of,
             hwc,
+            debug: TaskDebug::default(),
         }
     }
 
@@ -329,15 +334,21 @@ impl Nosv {
             bodies: HashMap::new(),
         };
         proc.tasks.insert(task, new);
+        self.debug.task_created(task, true);
         Ok(Changes::default())
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result<Changes, NosvProblem> {
+        let debug = self.debug.on;
         let (id, label) = creation(v, ev).map_err(TypeRefusal::nosv)?;
         let Some(proc) = self.proc_of.get(t).and_then(|&p| self.procs.get_mut(p)) else {
             return Ok(Changes::default());
         };
-        proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
+        let created = proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
+        let label = debug.then(|| created.label.clone());
+        if let Some(label) = label {
+            self.debug.type_created(id, &label);
+        }
         Ok(Changes::default())
     }
 
@@ -400,6 +411,7 @@ impl Nosv {
             task.bodies.entry(body_id).or_insert(Body {
                 state: BodyState::Created,
                 on: None,
+                iteration: 0,
             });
         }
         let parallel = task.parallel;
@@ -425,6 +437,8 @@ impl Nosv {
                         return Err(fail(BodyFailure::NotAllowedAgain));
                     }
                     body.state = BodyState::Created;
+                    body.iteration += 1;
+                    self.debug.runs_again(task_id, body_id);
                 }
                 match body.state {
                     BodyState::Created => {}
@@ -462,6 +476,7 @@ impl Nosv {
                 body.state = BodyState::Running;
             }
         }
+        self.debug.body(op, task_id, body_id, body.iteration);
         let next = running_top(&proc.tasks, &thread.bodies);
         let (app_id, rank) = (proc.app_id, proc.rank);
         let label = |task: u32| {

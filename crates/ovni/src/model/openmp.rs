@@ -11,9 +11,11 @@
 
 use std::collections::HashMap;
 
-use super::problem::{ChanFailure, EventProblem, OpenMpProblem, TaskState};
+use super::problem::{BodyOp, ChanFailure, EventProblem, OpenMpProblem, TaskState};
 use super::stack::push_pop;
-use super::task_type::{creation, label_values, LabelCollision, TaskType, TaskTypes, TypeRefusal};
+use super::task_type::{
+    creation, label_values, LabelCollision, TaskDebug, TaskType, TaskTypes, TypeRefusal,
+};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order).
@@ -108,6 +110,8 @@ struct Task {
     state: Option<TaskState>,
     /// Thread whose stack holds it while it runs.
     on: Option<usize>,
+    /// Times it ran again after it ended.
+    iteration: u32,
 }
 
 #[derive(Debug, Default)]
@@ -139,6 +143,8 @@ pub(crate) struct OpenMp {
     threads: Vec<Thread>,
     /// Process of each thread.
     proc_of: Vec<usize>,
+    /// The original's debug lines of the tasks (`-d`).
+    pub(crate) debug: TaskDebug,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -155,6 +161,7 @@ impl OpenMp {
             procs: (0..nprocs).map(|_| Proc::default()).collect(),
             threads: (0..proc_of.len()).map(|_| Thread::default()).collect(),
             proc_of,
+            debug: TaskDebug::default(),
         }
     }
 
@@ -282,8 +289,10 @@ impl OpenMp {
             ty,
             state: None,
             on: None,
+            iteration: 0,
         };
         proc.tasks.insert(task, new);
+        self.debug.task_created(task, true);
         Ok(Applied::default())
     }
 
@@ -316,7 +325,11 @@ impl OpenMp {
         let mut warning = None;
         if execute {
             match task.state {
-                None | Some(TaskState::Dead) => {}
+                None => {}
+                Some(TaskState::Dead) => {
+                    task.iteration += 1;
+                    self.debug.runs_again(id, 1);
+                }
                 Some(state) => return Err(OpenMpProblem::NotCreated { task: id, state }),
             }
             if let Some(&top) = thread.tasks.last() {
@@ -343,6 +356,12 @@ impl OpenMp {
             task.on = None;
             thread.tasks.pop();
         }
+        let op = if execute {
+            BodyOp::Execute
+        } else {
+            BodyOp::End
+        };
+        self.debug.body(op, id, 1, task.iteration);
         let fail = |label: bool| {
             move |failure| OpenMpProblem::TaskChannel {
                 execute,
@@ -363,11 +382,16 @@ impl OpenMp {
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result<Applied, OpenMpProblem> {
+        let debug = self.debug.on;
         let (id, label) = creation(v, ev).map_err(TypeRefusal::openmp)?;
         let Some(proc) = self.proc_mut(t) else {
             return Ok(Applied::default());
         };
-        proc.types.create(id, label).map_err(TypeRefusal::openmp)?;
+        let created = proc.types.create(id, label).map_err(TypeRefusal::openmp)?;
+        let label = debug.then(|| created.label.clone());
+        if let Some(label) = label {
+            self.debug.type_created(id, &label);
+        }
         Ok(Applied::default())
     }
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::problem::{NosvProblem, OpenMpProblem};
+use super::problem::{BodyOp, NosvProblem, OpenMpProblem};
 use crate::error::TraceProblem;
 use crate::raw::Event;
 
@@ -74,6 +74,74 @@ pub(crate) fn creation<'e>(v: u8, ev: &Event<'e>) -> Result<(u32, &'e [u8]), Typ
     Ok((id, rest.get(..end).unwrap_or_default()))
 }
 
+/// The original's debug lines (`-d`) of the task bookkeeping of the nanos6, nosv and openmp
+/// models, collected only when `on`.
+#[derive(Debug, Default)]
+pub(crate) struct TaskDebug {
+    pub(crate) on: bool,
+    pub(crate) lines: Vec<String>,
+}
+
+impl TaskDebug {
+    /// Type `id` labelled `label` was created.
+    pub(crate) fn type_created(&mut self, id: u32, label: &str) {
+        if self.on {
+            self.lines.push(format!(
+                "task_type_create: new task type created id={id} label={label}"
+            ));
+        }
+    }
+
+    /// Task `task` was created (`model_line`: the model also says so, as nosv and openmp
+    /// do).
+    pub(crate) fn task_created(&mut self, task: u32, model_line: bool) {
+        if self.on {
+            self.lines
+                .push(format!("task_create: new task created id={task}"));
+            if model_line {
+                self.lines
+                    .push(format!("create_task: task created with taskid {task}"));
+            }
+        }
+    }
+
+    /// Body `body` of task `task` runs again after it ended.
+    pub(crate) fn runs_again(&mut self, task: u32, body: u32) {
+        if self.on {
+            self.lines.push(format!(
+                "body_execute: body(id={body},taskid={task}) runs again"
+            ));
+        }
+    }
+
+    /// Body `body` of task `task` (in its iteration `iteration`) executed, paused, resumed or
+    /// ended.
+    pub(crate) fn body(&mut self, op: BodyOp, task: u32, body: u32, iteration: u32) {
+        if !self.on {
+            return;
+        }
+        let name = format!("body(id={body},taskid={task})");
+        let (f, state, verb) = match op {
+            BodyOp::Execute => (
+                "execute",
+                format!("Running, iteration {iteration}"),
+                "executes",
+            ),
+            BodyOp::Pause => ("pause", "Paused".to_string(), "pauses"),
+            BodyOp::Resume => ("resume", "Running".to_string(), "resumes"),
+            BodyOp::End => (
+                "end",
+                format!("Dead, completed iteration {iteration}"),
+                "ends",
+            ),
+        };
+        self.lines
+            .push(format!("body_{f}: {name} state is now {state}"));
+        self.lines
+            .push(format!("task_{f}: body {body} of task {task} {verb}"));
+    }
+}
+
 /// The task (or worksharing) types of a process, in creation order (the order of the `.pcf`
 /// labels).
 #[derive(Debug, Default)]
@@ -99,8 +167,9 @@ impl TaskTypes {
     }
 
     /// Creates type `id` labelled `label` (an empty label becomes ovniemu's
-    /// `(unlabeled task type <id>)`), as ovniemu checks it: a new id, not 0, a label that fits.
-    pub(crate) fn create(&mut self, id: u32, label: &[u8]) -> Result<(), TypeRefusal> {
+    /// `(unlabeled task type <id>)`), as ovniemu checks it: a new id, not 0, a label that fits;
+    /// returns the new type.
+    pub(crate) fn create(&mut self, id: u32, label: &[u8]) -> Result<&TaskType, TypeRefusal> {
         if self.by_id.contains_key(&id) {
             return Err(TypeRefusal::Exists(id));
         }
@@ -120,7 +189,7 @@ impl TaskTypes {
             value: label_value(&label),
             label: String::from_utf8_lossy(&label).into_owned(),
         });
-        Ok(())
+        self.list.last().ok_or(TypeRefusal::Malformed)
     }
 }
 
