@@ -59,27 +59,17 @@ fn cases() -> Vec<(PathBuf, PathBuf, i32, PathBuf)> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ovni/tests/fixtures");
     let status = |p: PathBuf| -> i32 { fs::read_to_string(p).unwrap().trim().parse().unwrap() };
     let mut v = Vec::new();
-    for e in fs::read_dir(fixtures.join("models")).unwrap() {
-        let case = e.unwrap().path();
-        if case.join("stderr-d").is_file() {
-            v.push((
-                case.join("ovni"),
-                case.join("stderr-d"),
-                status(case.join("exit-status")),
-                case.join("golden"),
-            ));
-        }
-    }
-    for e in fs::read_dir(fixtures.join("debug")).unwrap() {
-        let case = e.unwrap().path();
-        if case.is_dir() {
-            v.push((
-                case.join("ovni"),
-                case.join("stderr-d"),
-                status(case.join("exit-status")),
-                case.join("golden"),
-            ));
-        }
+    let cases = ["models", "debug"]
+        .into_iter()
+        .flat_map(|d| fs::read_dir(fixtures.join(d)).unwrap())
+        .map(|e| e.unwrap().path());
+    for case in cases.filter(|c| c.join("stderr-d").is_file()) {
+        v.push((
+            case.join("ovni"),
+            case.join("stderr-d"),
+            status(case.join("exit-status")),
+            case.join("golden"),
+        ));
     }
     for e in fs::read_dir(fixtures.join("traces")).unwrap() {
         let golden = e.unwrap().path().join("golden");

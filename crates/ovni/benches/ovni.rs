@@ -545,152 +545,192 @@ fn cpu_time() -> f64 {
 }
 
 /// The event mix of a model's bench trace: the model and version the thread requires, the
-/// events emitted once after the thread starts (task type creation), and one cycle of its
-/// events (cycle `i` uses task id `i + 1`).
+/// task type it creates first (`VYc`, `6Yc`, `POc`), if any, and one cycle of its events
+/// with their payloads.
 struct Mix {
     name: &'static str,
     version: &'static str,
-    setup: fn(&mut ThreadStream),
-    cycle: fn(&mut ThreadStream, u32),
-    /// Events per cycle.
-    len: u64,
-    /// What a cycle holds, for the report.
-    what: &'static str,
+    type_event: Option<&'static [u8; 3]>,
+    cycle: &'static [(&'static [u8; 3], Arg)],
 }
 
-/// Emits each event of `mcvs` without payload.
-fn plain(t: &mut ThreadStream, mcvs: &[&[u8; 3]]) {
-    for m in mcvs {
-        t.emit(Mcv(**m), &[]).unwrap();
+/// The payload of an event of a cycle (cycle `i` creates and runs task `i + 1`).
+#[derive(Clone, Copy)]
+enum Arg {
+    None,
+    /// The cycle's task id.
+    Task,
+    /// The cycle's task id and type 1.
+    TaskType,
+    /// The cycle's task id and body 0 (a task that is not parallel).
+    TaskBody,
+    /// Type 1.
+    Type,
+}
+
+impl Mix {
+    /// A model whose cycle is `events` without payload (version 1.0.0).
+    const fn plain(name: &'static str, cycle: &'static [(&'static [u8; 3], Arg)]) -> Self {
+        Self {
+            name,
+            version: "1.0.0",
+            type_event: None,
+            cycle,
+        }
+    }
+
+    fn run_cycle(&self, t: &mut ThreadStream, i: u32) {
+        for &(mcv, arg) in self.cycle {
+            let ids: &[u32] = match arg {
+                Arg::None => &[],
+                Arg::Task => &[i],
+                Arg::TaskType => &[i, 1],
+                Arg::TaskBody => &[i, 0],
+                Arg::Type => &[1],
+            };
+            let p: Vec<u8> = ids.iter().flat_map(|a| a.to_le_bytes()).collect();
+            t.emit(Mcv(*mcv), &p).unwrap();
+        }
+    }
+
+    /// The cycle's events, for the report.
+    fn what(&self) -> String {
+        let events: Vec<String> = self
+            .cycle
+            .iter()
+            .map(|(e, _)| String::from_utf8_lossy(&e[..]).into_owned())
+            .collect();
+        let tasks = if self.type_event.is_some() {
+            " (a new task each cycle)"
+        } else {
+            ""
+        };
+        format!("{}{tasks}", events.join(" "))
     }
 }
 
-/// Emits `mcv` with the `u32` values of `args` as payload.
-fn with_ids(t: &mut ThreadStream, mcv: &[u8; 3], args: &[u32]) {
-    let p: Vec<u8> = args.iter().flat_map(|a| a.to_le_bytes()).collect();
-    t.emit(Mcv(*mcv), &p).unwrap();
-}
-
-/// Creates task type 1 with `mcv` (`VYc`, `6Yc`, `POc`).
-fn task_type(t: &mut ThreadStream, mcv: &[u8; 3]) {
-    let data = [&1u32.to_le_bytes()[..], b"bench_task\0"].concat();
-    t.emit_jumbo(Mcv(*mcv), &data).unwrap();
-}
+const N: Arg = Arg::None;
 
 const MIXES: [Mix; 7] = [
     Mix {
         name: "nosv",
         version: "2.7.0",
-        setup: |t| task_type(t, b"VYc"),
-        cycle: |t, id| {
-            plain(t, &[b"VAs"]);
-            with_ids(t, b"VTc", &[id, 1]);
-            plain(t, &[b"VAS", b"VSh", b"VSf"]);
-            with_ids(t, b"VTx", &[id, 0]);
-            plain(t, &[b"VMa", b"VMA"]);
-            with_ids(t, b"VTp", &[id, 0]);
-            with_ids(t, b"VTr", &[id, 0]);
-            with_ids(t, b"VTe", &[id, 0]);
-            plain(t, &[b"VPr", b"VPp"]);
-        },
-        len: 13,
-        what: "VAs VTc VAS VSh VSf VTx VMa VMA VTp VTr VTe VPr VPp (a task each cycle)",
+        type_event: Some(b"VYc"),
+        cycle: &[
+            (b"VAs", N),
+            (b"VTc", Arg::TaskType),
+            (b"VAS", N),
+            (b"VSh", N),
+            (b"VSf", N),
+            (b"VTx", Arg::TaskBody),
+            (b"VMa", N),
+            (b"VMA", N),
+            (b"VTp", Arg::TaskBody),
+            (b"VTr", Arg::TaskBody),
+            (b"VTe", Arg::TaskBody),
+            (b"VPr", N),
+            (b"VPp", N),
+        ],
     },
     Mix {
         name: "nanos6",
         version: "1.1.0",
-        setup: |t| task_type(t, b"6Yc"),
-        cycle: |t, id| {
-            plain(t, &[b"6C["]);
-            with_ids(t, b"6Tc", &[id, 1]);
-            plain(t, &[b"6C]", b"6Sa", b"6SA"]);
-            with_ids(t, b"6Tx", &[id]);
-            plain(t, &[b"6Ma", b"6MA"]);
-            with_ids(t, b"6Tp", &[id]);
-            with_ids(t, b"6Tr", &[id]);
-            with_ids(t, b"6Te", &[id]);
-            plain(t, &[b"6Pr", b"6Pp"]);
-        },
-        len: 13,
-        what: "6C[ 6Tc 6C] 6Sa 6SA 6Tx 6Ma 6MA 6Tp 6Tr 6Te 6Pr 6Pp (a task each cycle)",
+        type_event: Some(b"6Yc"),
+        cycle: &[
+            (b"6C[", N),
+            (b"6Tc", Arg::TaskType),
+            (b"6C]", N),
+            (b"6Sa", N),
+            (b"6SA", N),
+            (b"6Tx", Arg::Task),
+            (b"6Ma", N),
+            (b"6MA", N),
+            (b"6Tp", Arg::Task),
+            (b"6Tr", Arg::Task),
+            (b"6Te", Arg::Task),
+            (b"6Pr", N),
+            (b"6Pp", N),
+        ],
     },
     Mix {
         name: "openmp",
         version: "1.2.1",
-        setup: |t| task_type(t, b"POc"),
-        cycle: |t, id| {
-            plain(t, &[b"PBb", b"PBB", b"PWs"]);
-            with_ids(t, b"PQx", &[1]);
-            with_ids(t, b"PQe", &[1]);
-            plain(t, &[b"PWS", b"PTc"]);
-            with_ids(t, b"PPc", &[id, 1]);
-            plain(t, &[b"PTC"]);
-            with_ids(t, b"PPx", &[id]);
-            with_ids(t, b"PPe", &[id]);
-            plain(t, &[b"PH[", b"PH]"]);
-        },
-        len: 13,
-        what: "PBb PBB PWs PQx PQe PWS PTc PPc PTC PPx PPe PH[ PH] (a task each cycle)",
+        type_event: Some(b"POc"),
+        cycle: &[
+            (b"PBb", N),
+            (b"PBB", N),
+            (b"PWs", N),
+            (b"PQx", Arg::Type),
+            (b"PQe", Arg::Type),
+            (b"PWS", N),
+            (b"PTc", N),
+            (b"PPc", Arg::TaskType),
+            (b"PTC", N),
+            (b"PPx", Arg::Task),
+            (b"PPe", Arg::Task),
+            (b"PH[", N),
+            (b"PH]", N),
+        ],
     },
-    Mix {
-        name: "mpi",
-        version: "1.0.0",
-        setup: |_| {},
-        cycle: |t, _| {
-            plain(
-                t,
-                &[
-                    b"MSs", b"MSS", b"MRs", b"MRS", b"MWa", b"MWA", b"MAr", b"MAR", b"MCb", b"MCB",
-                    b"MUt", b"MUT",
-                ],
-            )
-        },
-        len: 12,
-        what: "MSs MSS MRs MRS MWa MWA MAr MAR MCb MCB MUt MUT",
-    },
-    Mix {
-        name: "tampi",
-        version: "1.0.0",
-        setup: |_| {},
-        cycle: |t, _| {
-            plain(
-                t,
-                &[
-                    b"TCi", b"TCI", b"TLi", b"TLp", b"TLP", b"TLI", b"TQa", b"TQA", b"TRc", b"TRC",
-                    b"TTc", b"TTC",
-                ],
-            )
-        },
-        len: 12,
-        what: "TCi TCI TLi TLp TLP TLI TQa TQA TRc TRC TTc TTC",
-    },
-    Mix {
-        name: "kernel",
-        version: "1.0.0",
-        setup: |_| {},
-        cycle: |t, _| plain(t, &[b"KCO", b"KCI"]),
-        len: 2,
-        what: "KCO KCI (context switches out and in)",
-    },
-    Mix {
-        name: "nodes",
-        version: "1.0.0",
-        setup: |_| {},
-        cycle: |t, _| {
-            plain(
-                t,
-                &[
-                    b"DR[", b"DS[", b"DS]", b"DR]", b"DU[", b"DU]", b"DW[", b"DI[", b"DI]", b"DW]",
-                    b"DT[", b"DT]", b"DC[", b"DC]", b"DP[", b"DP]",
-                ],
-            )
-        },
-        len: 16,
-        what: "DR[ DS[ DS] DR] DU[ DU] DW[ DI[ DI] DW] DT[ DT] DC[ DC] DP[ DP]",
-    },
+    Mix::plain(
+        "mpi",
+        &[
+            (b"MSs", N),
+            (b"MSS", N),
+            (b"MRs", N),
+            (b"MRS", N),
+            (b"MWa", N),
+            (b"MWA", N),
+            (b"MAr", N),
+            (b"MAR", N),
+            (b"MCb", N),
+            (b"MCB", N),
+            (b"MUt", N),
+            (b"MUT", N),
+        ],
+    ),
+    Mix::plain(
+        "tampi",
+        &[
+            (b"TCi", N),
+            (b"TCI", N),
+            (b"TLi", N),
+            (b"TLp", N),
+            (b"TLP", N),
+            (b"TLI", N),
+            (b"TQa", N),
+            (b"TQA", N),
+            (b"TRc", N),
+            (b"TRC", N),
+            (b"TTc", N),
+            (b"TTC", N),
+        ],
+    ),
+    Mix::plain("kernel", &[(b"KCO", N), (b"KCI", N)]),
+    Mix::plain(
+        "nodes",
+        &[
+            (b"DR[", N),
+            (b"DS[", N),
+            (b"DS]", N),
+            (b"DR]", N),
+            (b"DU[", N),
+            (b"DU]", N),
+            (b"DW[", N),
+            (b"DI[", N),
+            (b"DI]", N),
+            (b"DW]", N),
+            (b"DT[", N),
+            (b"DT]", N),
+            (b"DC[", N),
+            (b"DC]", N),
+            (b"DP[", N),
+            (b"DP]", N),
+        ],
+    ),
 ];
 
-/// A one-thread trace of about `events` events of `mix`'s model: `OHx`, its setup, its
+/// A one-thread trace of about `events` events of `mix`'s model: `OHx`, its task type, its
 /// cycles, `OHe`. The buffer is flushed between cycles (every ~1 MiB), never inside one, so
 /// the writer's `OF[`/`OF]` never land between a kernel model's `KCO` and `KCI`.
 fn write_model_trace(dir: &std::path::Path, mix: &Mix, events: u64) {
@@ -701,11 +741,15 @@ fn write_model_trace(dir: &std::path::Path, mix: &Mix, events: u64) {
     let mut ohx = [0u8; 16];
     ohx[4..8].copy_from_slice(&(-1i32).to_le_bytes());
     t.emit(Mcv(*b"OHx"), &ohx).unwrap();
-    (mix.setup)(&mut t);
-    let cycles = (events / mix.len).max(1);
-    let every = (1 << 20) / (mix.len * 20);
+    if let Some(mcv) = mix.type_event {
+        let data = [&1u32.to_le_bytes()[..], b"bench_task\0"].concat();
+        t.emit_jumbo(Mcv(*mcv), &data).unwrap();
+    }
+    let len = mix.cycle.len() as u64;
+    let cycles = (events / len).max(1);
+    let every = (1 << 20) / (len * 20);
     for i in 0..cycles {
-        (mix.cycle)(&mut t, i as u32 + 1);
+        mix.run_cycle(&mut t, i as u32 + 1);
         if (i + 1) % every == 0 {
             t.flush().unwrap();
         }
@@ -747,7 +791,7 @@ fn models_part(tmp: &std::path::Path, events: u64) {
             "{}: {:.0} MiB; cycle {}",
             mix.name,
             bytes as f64 / 1048576.0,
-            mix.what
+            mix.what()
         );
         println!("  round  lint wall (CPU)   emu wall (CPU, emulating thread)   emu/lint rate   original wall (CPU)");
         let mut rows = Vec::new();
