@@ -15,8 +15,9 @@ use crate::models::{emu, stable, FILES};
 use crate::util::copy_dir;
 
 /// The original's debug functions whose lines ours does not print: its channels, their
-/// callbacks and the Paraver writer (their lines hold memory addresses).
-const NOT_PRINTED: [&str; 9] = [
+/// callbacks and the Paraver writer (their lines hold memory addresses), and with `-b` the
+/// breakdown views' muxes and sort.
+const NOT_PRINTED: [&str; 12] = [
     "bay_register",
     "bay_propagate",
     "propagate_chan",
@@ -26,6 +27,9 @@ const NOT_PRINTED: [&str; 9] = [
     "cb_input",
     "cb_select",
     "emit",
+    "select_tr",
+    "select_idle",
+    "sort_cb_input",
 ];
 
 /// The lines to compare: split at newlines and carriage returns (the progress line ends in
@@ -128,6 +132,21 @@ fn debug_lines_are_the_originals() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// With `-b` too (`stderr-bd`: the original's stderr with `-b -d`).
+#[test]
+fn debug_lines_with_breakdowns_are_the_originals() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../ovni/tests/fixtures/models/emu-nanos6-sponge-breakdown");
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&case.join("ovni"), &tmp.path().join("ovni"));
+    let out = emu(&["-b", "-d", "ovni"], tmp.path());
+    assert_eq!(out.status.code(), Some(0));
+    let want = comparable(&fs::read(case.join("stderr-bd")).unwrap());
+    let got = comparable(&out.stderr);
+    assert!(want.iter().any(|l| l.contains("DEBUG: emu_step")));
+    assert_eq!(got, want);
 }
 
 #[test]
