@@ -35,7 +35,7 @@ const NOT_PRINTED: [&str; 12] = [
 /// The lines to compare: split at newlines and carriage returns (the progress line ends in
 /// one and the next line follows it), without progress and timing lines and the functions
 /// ours does not print; the `stream_load` lines first, sorted.
-fn comparable(stderr: &[u8]) -> Vec<String> {
+pub(crate) fn comparable(stderr: &[u8]) -> Vec<String> {
     let text = String::from_utf8_lossy(stderr);
     let mut loads = Vec::new();
     let mut lines = Vec::new();
