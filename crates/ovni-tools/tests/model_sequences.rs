@@ -282,8 +282,10 @@ fn random_model_payloads_never_panic() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ovni");
         write_trace(&dir, seed, 200, false);
+        // With the debug lines on, so that their code meets the random payloads too.
         let opts = EmuOptions {
             lint: true,
+            debug: true,
             ..EmuOptions::default()
         };
         let _ = emulate(&dir, &opts, &mut Collect::default());
