@@ -1,6 +1,7 @@
 //! The integration tests of the ovni tools, in one test binary: a module per subject, helpers
 //! in [`util`].
 
+mod debug;
 mod emu_messages;
 mod emu_outputs;
 mod goldens;

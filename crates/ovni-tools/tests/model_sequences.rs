@@ -282,8 +282,10 @@ fn random_model_payloads_never_panic() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("ovni");
         write_trace(&dir, seed, 200, false);
+        // With the debug lines on, so that their code meets the random payloads too.
         let opts = EmuOptions {
             lint: true,
+            debug: true,
             ..EmuOptions::default()
         };
         let _ = emulate(&dir, &opts, &mut Collect::default());
@@ -293,8 +295,8 @@ fn random_model_payloads_never_panic() {
 
 /// With `OVNI_ORIGINAL_EMU` naming ovni 1.14's `ovniemu`, random well nested sequences (whose
 /// payloads fit their events: random payloads meet the documented deviations) get the same
-/// files, exit status and messages from ours as from the original; without it the test does
-/// nothing.
+/// files, exit status and messages (with `-d`: debug lines too) from ours as from the
+/// original; without it the test does nothing.
 #[test]
 fn random_model_events_match_the_original_when_it_is_given() {
     let Some(original) = std::env::var_os("OVNI_ORIGINAL_EMU") else {
@@ -323,8 +325,9 @@ fn random_model_events_match_the_original_when_it_is_given() {
         crate::util::copy_dir(&ours, &theirs);
         // The nanos6, openmp and nosv events alone also get their breakdown view (refused for
         // nosv: these threads do not say they allow it).
+        // And with the debug lines (`-d`), compared as in `debug.rs`.
         let bd = matches!(only, Some(b'6' | b'P' | b'V'));
-        let args: &[&str] = if bd { &["-b"] } else { &[] };
+        let args: &[&str] = if bd { &["-b", "-d"] } else { &["-d"] };
         let a = crate::models::emu(&[args, &["ours"]].concat(), tmp.path());
         let b = std::process::Command::new(&original)
             .args(args)
@@ -336,12 +339,18 @@ fn random_model_events_match_the_original_when_it_is_given() {
         if a.status.code() != b.status.code() {
             failures.push(format!("{name}: exit {:?} vs {:?}", a.status, b.status));
         }
+        let their_stderr = String::from_utf8_lossy(&b.stderr).replace("theirs", "ours");
         let (ea, eb) = (
-            crate::models::stable(&a.stderr),
-            crate::models::stable(&b.stderr).replace("theirs", "ours"),
+            crate::debug::comparable(&a.stderr),
+            crate::debug::comparable(their_stderr.as_bytes()),
         );
         if ea != eb {
-            failures.push(format!("{name}: stderr\n--- ours\n{ea}--- original\n{eb}"));
+            let at = ea.iter().zip(&eb).take_while(|(x, y)| x == y).count();
+            failures.push(format!(
+                "{name}: stderr differs at comparable line {at}:\n ours: {:?}\n orig: {:?}",
+                ea.get(at),
+                eb.get(at)
+            ));
         }
         for f in [
             "cpu.prv",

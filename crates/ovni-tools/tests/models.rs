@@ -11,7 +11,7 @@ use crate::util::copy_dir;
 use ovni::write::{Process, ThreadStream};
 use ovni::Mcv;
 
-const FILES: [&str; 6] = [
+pub(crate) const FILES: [&str; 6] = [
     "cpu.prv",
     "cpu.pcf",
     "cpu.row",
@@ -88,6 +88,8 @@ fn ovniemu_matches_the_originals_outputs() {
             }
         }
         let want = status(&case, "exit-status-l");
+        // The original's -l run was on a fresh copy (no `cfg/` yet).
+        let _ = fs::remove_dir_all(tmp.path().join("ovni/cfg"));
         let out = emu(&["-l", "ovni"], tmp.path());
         if out.status.code() != Some(want) {
             failures.push(format!(
@@ -95,14 +97,26 @@ fn ovniemu_matches_the_originals_outputs() {
                 out.status.code()
             ));
         }
-        // ovnilint accepts what ovniemu accepts in default mode.
-        let lint = run(env!("CARGO_BIN_EXE_ovnilint"), &["ovni"], tmp.path());
-        let want = status(&case, "exit-status");
-        if lint.status.code() != Some(want) {
+        let want_err = stable(&fs::read(case.join("stderr-l")).unwrap());
+        let got_err = stable(&out.stderr);
+        if got_err != want_err {
             failures.push(format!(
-                "{name}: ovnilint: exit {:?}, want {want}",
-                lint.status.code()
+                "{name}: -l: stderr differs:\n--- got\n{got_err}--- want\n{want_err}"
             ));
+        }
+        // ovnilint accepts what ovniemu accepts, in default mode and with -l.
+        for (args, file) in [
+            (&["ovni"][..], "exit-status"),
+            (&["-l", "ovni"], "exit-status-l"),
+        ] {
+            let lint = run(env!("CARGO_BIN_EXE_ovnilint"), args, tmp.path());
+            let want = status(&case, file);
+            if lint.status.code() != Some(want) {
+                failures.push(format!(
+                    "{name}: ovnilint {args:?}: exit {:?}, want {want}",
+                    lint.status.code()
+                ));
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -212,6 +226,14 @@ fn a_thread_ending_inside_a_stack_fails_in_lint_mode() {
         trace(&tmp.path().join("ovni"), &[model], &[enter]);
         let out = emu(&["ovni"], tmp.path());
         assert_eq!(out.status.code(), Some(0), "{}", stable(&out.stderr));
+        let lint = run(env!("CARGO_BIN_EXE_ovnilint"), &["ovni"], tmp.path());
+        assert_eq!(lint.status.code(), Some(0));
+        let lint = run(env!("CARGO_BIN_EXE_ovnilint"), &["-l", "ovni"], tmp.path());
+        assert_eq!(lint.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8_lossy(&lint.stdout),
+            format!("thread 100 ended with 1 {what} [stack-left-pushed]\n")
+        );
         let out = emu(&["-l", "ovni"], tmp.path());
         assert_eq!(out.status.code(), Some(1));
         assert_eq!(

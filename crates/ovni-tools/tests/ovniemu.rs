@@ -193,23 +193,34 @@ fn lint_mode_rejects_marks_left_pushed_and_still_writes() {
     for f in FILES {
         assert!(tmp.path().join("ovni").join(f).is_file(), "{f}");
     }
+    // ovnilint gives the same verdicts.
+    let lint = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ovnilint"))
+            .args(args)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap()
+    };
+    assert_eq!(lint(&["ovni"]).status.code(), Some(0));
+    let out = lint(&["-l", "ovni"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1 values pushed on mark type 5"), "{text}");
 }
 
 #[test]
 fn usage() {
     let tmp = tempfile::tempdir().unwrap();
     assert_eq!(run(&[], tmp.path()).status.code(), Some(2));
-    for opt in ["-d", "-x"] {
-        assert_eq!(
-            run(&[opt, "ovni"], tmp.path()).status.code(),
-            Some(2),
-            "{opt}"
-        );
-    }
+    assert_eq!(run(&["-x", "ovni"], tmp.path()).status.code(), Some(2));
     let help = run(&["--help"], tmp.path());
     assert_eq!(help.status.code(), Some(0));
     let text = String::from_utf8_lossy(&help.stdout);
     assert!(text.contains("Usage") && text.contains("cfg/"), "{text}");
+    assert!(
+        text.contains("  -d\n") && text.contains("Debug output"),
+        "{text}"
+    );
     // No trace: a clear error.
     let out = run(&["missing"], tmp.path());
     assert_eq!(out.status.code(), Some(1));

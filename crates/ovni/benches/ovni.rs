@@ -6,9 +6,13 @@
 //! `OVNI_BENCH_EMU_EVENTS`, default 1e7: events of the trace emulated;
 //! `OVNI_BENCH_PARTS`, default `emit,read,lint,emu,cpus`: which parts to run; `cpus` is the
 //! scaling of metadata merging with the number of CPUs of a loom; `emu` times `ovni::emu`
-//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace);
-//! `OVNI_BENCH_ORIGINAL`: the path of ovni 1.14's `ovniemu`, run on the `emu` trace in
-//! alternating rounds with ours (`OVNI_BENCH_ROUNDS`, default 3): the side-by-side ratio.
+//! (`ovniemu`) against `lint_dir` (`ovnilint`) on the same trace; `models`, not run by
+//! default, does the same on one trace per model other than ovni, each of
+//! `OVNI_BENCH_EMU_EVENTS` events (`OVNI_BENCH_MODELS`, default all: a comma-separated list
+//! of the models to run);
+//! `OVNI_BENCH_ORIGINAL`: the path of ovni 1.14's `ovniemu`, run on the `emu` trace (and
+//! each `models` trace) in alternating rounds with ours (`OVNI_BENCH_ROUNDS`, default 3):
+//! the side-by-side ratio.
 
 use std::fs::File;
 use std::hint::black_box;
@@ -19,7 +23,7 @@ use ovni::emu::{emulate, Collect, EmuOptions};
 use ovni::lint::{lint_dir, LintOptions};
 use ovni::raw::{encode_normal, Mcv};
 use ovni::tools::{self, DumpMode};
-use ovni::write::{clock_now, Process, DEFAULT_BUFFER_SIZE};
+use ovni::write::{clock_now, Process, ThreadStream, DEFAULT_BUFFER_SIZE};
 use ovni::Trace;
 
 fn env_num(name: &str, default: u64) -> u64 {
@@ -111,6 +115,14 @@ fn main() {
             env_num("OVNI_BENCH_EMU_EVENTS", 10_000_000)
         };
         emu_part(&tmp.path().join("emu"), events);
+    }
+    if parts.contains("models") {
+        let events = if quick {
+            10_000
+        } else {
+            env_num("OVNI_BENCH_EMU_EVENTS", 10_000_000)
+        };
+        models_part(tmp.path(), events);
     }
     if parts.contains("cpus") {
         let counts: &[i32] = if quick {
@@ -279,14 +291,6 @@ const CYCLE: [(&[u8; 3], usize); 6] = [
 
 /// The trace of [`write_lint_trace`] with `cycles` cycles per thread.
 fn write_cycles(dir: &std::path::Path, cycles: u64, threads: i32) {
-    let cycle: [(&[u8; 3], usize); 6] = [
-        (b"OHp", 0),
-        (b"OHw", 0),
-        (b"OHr", 0),
-        (b"OM[", 12),
-        (b"OM]", 12),
-        (b"OAs", 4),
-    ];
     let p = Process::init(dir, 1, "bench", 1).unwrap();
     let mut ths: Vec<_> = (0..threads)
         .map(|i| {
@@ -308,7 +312,7 @@ fn write_cycles(dir: &std::path::Path, cycles: u64, threads: i32) {
         t.emit(Mcv(*b"OHx"), &ohx).unwrap();
     }
     for _ in 0..cycles {
-        for (mcv, plen) in cycle {
+        for (mcv, plen) in CYCLE {
             for (i, t) in ths.iter_mut().enumerate() {
                 // `OAs` to the thread's own CPU: a no-op move.
                 let own = (i as i32).to_le_bytes();
@@ -538,4 +542,323 @@ fn thread_cpu_time() -> f64 {
 fn cpu_time() -> f64 {
     let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+}
+
+/// The event mix of a model's bench trace: the model and version the thread requires, the
+/// task type it creates first (`VYc`, `6Yc`, `POc`), if any, and one cycle of its events
+/// with their payloads.
+struct Mix {
+    name: &'static str,
+    version: &'static str,
+    type_event: Option<&'static [u8; 3]>,
+    cycle: &'static [(&'static [u8; 3], Arg)],
+}
+
+/// The payload of an event of a cycle (cycle `i` creates and runs task `i + 1`).
+#[derive(Clone, Copy)]
+enum Arg {
+    None,
+    /// The cycle's task id.
+    Task,
+    /// The cycle's task id and type 1.
+    TaskType,
+    /// The cycle's task id and body 0 (a task that is not parallel).
+    TaskBody,
+    /// Type 1.
+    Type,
+}
+
+impl Mix {
+    /// A model whose cycle is `events` without payload (version 1.0.0).
+    const fn plain(name: &'static str, cycle: &'static [(&'static [u8; 3], Arg)]) -> Self {
+        Self {
+            name,
+            version: "1.0.0",
+            type_event: None,
+            cycle,
+        }
+    }
+
+    fn run_cycle(&self, t: &mut ThreadStream, i: u32) {
+        for &(mcv, arg) in self.cycle {
+            let ids: &[u32] = match arg {
+                Arg::None => &[],
+                Arg::Task => &[i],
+                Arg::TaskType => &[i, 1],
+                Arg::TaskBody => &[i, 0],
+                Arg::Type => &[1],
+            };
+            let p: Vec<u8> = ids.iter().flat_map(|a| a.to_le_bytes()).collect();
+            t.emit(Mcv(*mcv), &p).unwrap();
+        }
+    }
+
+    /// The cycle's events, for the report.
+    fn what(&self) -> String {
+        let events: Vec<String> = self
+            .cycle
+            .iter()
+            .map(|(e, _)| String::from_utf8_lossy(&e[..]).into_owned())
+            .collect();
+        let tasks = if self.type_event.is_some() {
+            " (a new task each cycle)"
+        } else {
+            ""
+        };
+        format!("{}{tasks}", events.join(" "))
+    }
+}
+
+const N: Arg = Arg::None;
+
+const MIXES: [Mix; 7] = [
+    Mix {
+        name: "nosv",
+        version: "2.7.0",
+        type_event: Some(b"VYc"),
+        cycle: &[
+            (b"VAs", N),
+            (b"VTc", Arg::TaskType),
+            (b"VAS", N),
+            (b"VSh", N),
+            (b"VSf", N),
+            (b"VTx", Arg::TaskBody),
+            (b"VMa", N),
+            (b"VMA", N),
+            (b"VTp", Arg::TaskBody),
+            (b"VTr", Arg::TaskBody),
+            (b"VTe", Arg::TaskBody),
+            (b"VPr", N),
+            (b"VPp", N),
+        ],
+    },
+    Mix {
+        name: "nanos6",
+        version: "1.1.0",
+        type_event: Some(b"6Yc"),
+        cycle: &[
+            (b"6C[", N),
+            (b"6Tc", Arg::TaskType),
+            (b"6C]", N),
+            (b"6Sa", N),
+            (b"6SA", N),
+            (b"6Tx", Arg::Task),
+            (b"6Ma", N),
+            (b"6MA", N),
+            (b"6Tp", Arg::Task),
+            (b"6Tr", Arg::Task),
+            (b"6Te", Arg::Task),
+            (b"6Pr", N),
+            (b"6Pp", N),
+        ],
+    },
+    Mix {
+        name: "openmp",
+        version: "1.2.1",
+        type_event: Some(b"POc"),
+        cycle: &[
+            (b"PBb", N),
+            (b"PBB", N),
+            (b"PWs", N),
+            (b"PQx", Arg::Type),
+            (b"PQe", Arg::Type),
+            (b"PWS", N),
+            (b"PTc", N),
+            (b"PPc", Arg::TaskType),
+            (b"PTC", N),
+            (b"PPx", Arg::Task),
+            (b"PPe", Arg::Task),
+            (b"PH[", N),
+            (b"PH]", N),
+        ],
+    },
+    Mix::plain(
+        "mpi",
+        &[
+            (b"MSs", N),
+            (b"MSS", N),
+            (b"MRs", N),
+            (b"MRS", N),
+            (b"MWa", N),
+            (b"MWA", N),
+            (b"MAr", N),
+            (b"MAR", N),
+            (b"MCb", N),
+            (b"MCB", N),
+            (b"MUt", N),
+            (b"MUT", N),
+        ],
+    ),
+    Mix::plain(
+        "tampi",
+        &[
+            (b"TCi", N),
+            (b"TCI", N),
+            (b"TLi", N),
+            (b"TLp", N),
+            (b"TLP", N),
+            (b"TLI", N),
+            (b"TQa", N),
+            (b"TQA", N),
+            (b"TRc", N),
+            (b"TRC", N),
+            (b"TTc", N),
+            (b"TTC", N),
+        ],
+    ),
+    Mix::plain("kernel", &[(b"KCO", N), (b"KCI", N)]),
+    Mix::plain(
+        "nodes",
+        &[
+            (b"DR[", N),
+            (b"DS[", N),
+            (b"DS]", N),
+            (b"DR]", N),
+            (b"DU[", N),
+            (b"DU]", N),
+            (b"DW[", N),
+            (b"DI[", N),
+            (b"DI]", N),
+            (b"DW]", N),
+            (b"DT[", N),
+            (b"DT]", N),
+            (b"DC[", N),
+            (b"DC]", N),
+            (b"DP[", N),
+            (b"DP]", N),
+        ],
+    ),
+];
+
+/// A one-thread trace of about `events` events of `mix`'s model: `OHx`, its task type, its
+/// cycles, `OHe`. The buffer is flushed between cycles (every ~1 MiB), never inside one, so
+/// the writer's `OF[`/`OF]` never land between a kernel model's `KCO` and `KCI`.
+fn write_model_trace(dir: &std::path::Path, mix: &Mix, events: u64) {
+    let p = Process::init(dir, 1, "bench", 1).unwrap();
+    let mut t = p.thread_init(1).unwrap();
+    t.add_cpu(0, 0).unwrap();
+    t.require(mix.name, mix.version).unwrap();
+    let mut ohx = [0u8; 16];
+    ohx[4..8].copy_from_slice(&(-1i32).to_le_bytes());
+    t.emit(Mcv(*b"OHx"), &ohx).unwrap();
+    if let Some(mcv) = mix.type_event {
+        let data = [&1u32.to_le_bytes()[..], b"bench_task\0"].concat();
+        t.emit_jumbo(Mcv(*mcv), &data).unwrap();
+    }
+    let len = mix.cycle.len() as u64;
+    let cycles = (events / len).max(1);
+    let every = (1 << 20) / (len * 20);
+    for i in 0..cycles {
+        mix.run_cycle(&mut t, i as u32 + 1);
+        if (i + 1) % every == 0 {
+            t.flush().unwrap();
+        }
+    }
+    t.emit(Mcv(*b"OHe"), &[]).unwrap();
+    t.finish().unwrap();
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Per model: the linter and our emulator (and, with `OVNI_BENCH_ORIGINAL`, ovni 1.14's
+/// `ovniemu`) on that model's trace in alternating rounds; the goal is our emulator at
+/// >= 0.5x the linter's event rate.
+fn models_part(tmp: &std::path::Path, events: u64) {
+    let rounds = env_num("OVNI_BENCH_ROUNDS", 3).max(1);
+    let only = std::env::var("OVNI_BENCH_MODELS").unwrap_or_default();
+    let original = std::env::var_os("OVNI_BENCH_ORIGINAL");
+    println!(
+        "models: per model, one thread's trace of ~{events} events, {rounds} alternating rounds of ovnilint (lint_dir), ovniemu (emulate){}",
+        if original.is_some() { " and the original ovniemu" } else { "" }
+    );
+    let mut summary = Vec::new();
+    for mix in MIXES
+        .iter()
+        .filter(|m| only.is_empty() || only.split(',').any(|o| o == m.name))
+    {
+        let dir = tmp.join(format!("model-{}", mix.name));
+        write_model_trace(&dir, mix, events);
+        let bytes: u64 = Trace::open(&dir)
+            .unwrap()
+            .streams()
+            .iter()
+            .map(|s| s.bytes().len() as u64)
+            .sum();
+        println!(
+            "{}: {:.0} MiB; cycle {}",
+            mix.name,
+            bytes as f64 / 1048576.0,
+            mix.what()
+        );
+        println!("  round  lint wall (CPU)   emu wall (CPU, emulating thread)   emu/lint rate   original wall (CPU)");
+        let mut rows = Vec::new();
+        let mut n = 0;
+        for round in 1..=rounds {
+            let (cpu0, t) = (cpu_time(), Instant::now());
+            let report = lint_dir(&dir, &LintOptions::default());
+            let (lint, lint_cpu) = (t.elapsed().as_secs_f64(), cpu_time() - cpu0);
+            assert!(
+                report.accepted(),
+                "{}: {:?}",
+                mix.name,
+                report.problems.first().map(ToString::to_string)
+            );
+            n = report.events;
+            let mut rep = Collect::default();
+            let (cpu0, th0, t) = (cpu_time(), thread_cpu_time(), Instant::now());
+            let outcome = emulate(&dir, &EmuOptions::default(), &mut rep);
+            let emu = t.elapsed().as_secs_f64();
+            let (emu_cpu, emu_main) = (cpu_time() - cpu0, thread_cpu_time() - th0);
+            assert!(outcome.ok, "{}: {:?}", mix.name, rep.0);
+            assert_eq!(outcome.events, n);
+            let orig = original.as_ref().map(|o| {
+                let (child0, t) = (children_cpu_time(), Instant::now());
+                let run = std::process::Command::new(o)
+                    .arg(&dir)
+                    .current_dir(&dir)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .output()
+                    .unwrap();
+                assert!(
+                    run.status.success(),
+                    "{}: {}",
+                    mix.name,
+                    String::from_utf8_lossy(&run.stderr)
+                );
+                (t.elapsed().as_secs_f64(), children_cpu_time() - child0)
+            });
+            println!(
+                "  {round:>5}  {lint:6.2} s ({lint_cpu:.2} s)  {emu:6.2} s ({emu_cpu:.2} s, {emu_main:.2} s)        {:5.2}x        {}",
+                lint / emu,
+                orig.map_or("-".to_string(), |(w, c)| format!("{w:.2} s ({c:.2} s)"))
+            );
+            let (orig_wall, orig_cpu) = orig.unwrap_or((0.0, 0.0));
+            rows.push([lint, lint_cpu, emu, emu_cpu, emu_main, orig_wall, orig_cpu]);
+        }
+        let col = |i: usize| median(rows.iter().map(|r| r[i]).collect());
+        let best = |f: &dyn Fn(&[f64; 7]) -> f64| rows.iter().map(f).fold(0.0, f64::max);
+        summary.push((
+            mix.name,
+            n,
+            [col(1), col(4), col(3), col(6)],
+            best(&|r| r[0] / r[2]),
+            best(&|r| r[1] / r[4]),
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    println!("summary: model, events; median CPU s of lint, of the emulating thread, of the emulation (all threads), of the original; best over the rounds of lint / emu wall (the rates' ratio, goal >= 0.5x) and of lint CPU / emulating thread CPU (the rates' ratio when the writer has a core of its own); median original CPU / emulation CPU");
+    for (name, n, [lint, main, emu, orig], wall, cpu) in summary {
+        let met = |r: f64| if r >= 0.5 { "met" } else { "missed" };
+        let orig = (orig > 0.0).then(|| (format!("{orig:6.2}"), format!("{:5.2}x", orig / emu)));
+        let (orig, ratio) = orig.unwrap_or(("-".into(), "-".into()));
+        println!(
+            "  {name:7} {n:9} {lint:6.2} {main:6.2} {emu:6.2} {orig} wall {wall:5.2}x ({}) CPU {cpu:5.2}x ({}) {ratio}",
+            met(wall),
+            met(cpu),
+        );
+    }
 }

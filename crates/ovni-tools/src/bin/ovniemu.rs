@@ -1,4 +1,4 @@
-//! `ovniemu [-a] [-b] [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
+//! `ovniemu [-a] [-b] [-d] [-l] [-c FILE] DIR`: emulate an ovni trace and write its Paraver views.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -19,8 +19,9 @@ use ovni::emu::{emulate, model_list, EmuOptions, Level, Reporter};
 /// error (the files are still written once the emulation started), 2 on usage errors.
 ///
 /// Differences from ovni 1.14's ovniemu: the Paraver configurations written in DIR/cfg/ (one
-/// window per view) are this tool's own; -d does not exist; a trace whose threads did not finish (a crashed
-/// program) is refused, as the original does. See docs/ovniemu.md (installed as
+/// window per view) are this tool's own; -d prints the original's debug lines of the
+/// emulator's own steps but not those of its channel machinery; a trace whose threads did not
+/// finish (a crashed program) is refused, as the original does. See docs/ovniemu.md (installed as
 /// share/doc/fti-rs/ovniemu.md).
 #[derive(Parser, Debug)]
 #[command(name = "ovniemu", version)]
@@ -40,6 +41,10 @@ struct Args {
     /// (MODEL-breakdown.prv, .pcf, .row)
     #[arg(short = 'b')]
     breakdown: bool,
+    /// Debug output, as the original's (very verbose): the loading, the system, the models,
+    /// each event and each task step by step (not the original's channel machinery lines)
+    #[arg(short = 'd')]
+    debug: bool,
     /// Trace directory
     dir: PathBuf,
 }
@@ -64,6 +69,7 @@ fn main() -> ExitCode {
         clock_offsets: args.clock_offsets,
         all_models: args.all_models,
         breakdown: args.breakdown,
+        debug: args.debug,
     };
     let mut rep = Stderr(io::stderr().lock());
     if emulate(&args.dir, &opts, &mut rep).ok {

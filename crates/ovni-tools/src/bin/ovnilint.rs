@@ -1,4 +1,4 @@
-//! `ovnilint [--all] [--json] DIR`: check that ovniemu would accept an ovni trace.
+//! `ovnilint [-l] [--all] [--json] DIR`: check that ovniemu would accept an ovni trace.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -28,6 +28,10 @@ struct Args {
     /// Clock offset table (default: DIR/clock-offsets.txt if present, as ovniemu)
     #[arg(short = 'c', long, value_name = "FILE")]
     clock_offsets: Option<PathBuf>,
+    /// Linter mode, as ovniemu -l: also fail if a thread ends with marks still pushed, or
+    /// inside an MPI function or a TAMPI, NODES, OpenMP, nOS-V or Nanos6 subsystem
+    #[arg(short = 'l')]
+    linter_mode: bool,
     /// Trace directory, any sub-directory of it, or a single stream directory
     dir: PathBuf,
 }
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
         all: args.all,
         max_problems: args.max_problems,
         clock_offsets: args.clock_offsets.clone(),
+        linter_mode: args.linter_mode,
     };
     let report = lint_dir(&args.dir, &opts);
     match print(&args, &report) {

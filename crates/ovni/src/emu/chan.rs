@@ -110,6 +110,23 @@ struct Chan {
     ignore_dup: bool,
 }
 
+impl Chan {
+    /// A channel without value, callback nor Paraver row.
+    const BLANK: Self = Self {
+        value: None,
+        last: None,
+        kind: Kind::Plain,
+        row: 0,
+        ty: 0,
+        key: 0,
+        file: File::None,
+        rule: Rule::Emit,
+        written: false,
+        is_dirty: false,
+        ignore_dup: false,
+    };
+}
+
 /// A channel's Paraver row.
 #[derive(Debug, Clone, Copy)]
 struct Reg {
@@ -164,22 +181,7 @@ impl Channels {
         let cpu_stride = CPU_MARKS + nmarks;
         let n = nthreads * th_stride + ncpus * cpu_stride;
         let mut c = Self {
-            chans: vec![
-                Chan {
-                    value: None,
-                    last: None,
-                    kind: Kind::Plain,
-                    row: 0,
-                    ty: 0,
-                    key: 0,
-                    file: File::None,
-                    rule: Rule::Emit,
-                    written: false,
-                    is_dirty: false,
-                    ignore_dup: false,
-                };
-                n
-            ],
+            chans: vec![Chan::BLANK; n],
             dirty: Vec::with_capacity(64),
             dirty_cb: Vec::with_capacity(64),
             nthreads,

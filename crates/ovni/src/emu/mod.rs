@@ -14,8 +14,10 @@
 //!
 //! * the Paraver configurations (`cfg/`) are written from the views' `.pcf` types (`cfg.rs`),
 //!   not copied;
-//! * `-d` does not exist; with [`EmuOptions::lint`] (`-l`) the end checks also
-//!   reject threads that end with marks still pushed or inside a model's stack.
+//! * with [`EmuOptions::debug`] (`-d`) the original's debug lines of the emulator's own
+//!   steps are given, not those of its channel machinery (`debug`); with
+//!   [`EmuOptions::lint`] (`-l`) the end checks also reject threads that end with marks
+//!   still pushed or inside a model's stack.
 //!
 //! This file holds the stages up to the event loop (options, setup, clock offsets, first
 //! events); the Paraver row order and the mark list are in `layout`, the output files and
@@ -23,6 +25,7 @@
 
 mod cfg;
 mod chan;
+mod debug;
 mod layout;
 mod models;
 mod nanos6;
@@ -71,6 +74,10 @@ pub struct EmuOptions {
     /// ovniemu's `-b`: the breakdown views of the enabled nanos6, openmp and nosv models
     /// (`<model>-breakdown.{prv,pcf,row}`; nosv's when every thread allows it).
     pub breakdown: bool,
+    /// ovniemu's `-d`: the original's debug lines ([`Level::Debug`]) of the trace's loading,
+    /// the system it describes, the models, each event and each task (`docs/ovniemu.md`, *Debug
+    /// output*).
+    pub debug: bool,
 }
 
 /// How an emulation ended.
@@ -97,9 +104,24 @@ impl Outcome {
 
 struct Out<'r> {
     rep: &'r mut dyn Reporter,
+    debug: bool,
 }
 
 impl Out<'_> {
+    /// A debug line (`<function>: <text>`), only with `-d`.
+    fn debug(&mut self, t: &str) {
+        if self.debug {
+            self.rep.line(Level::Debug, t);
+        }
+    }
+    /// Debug lines built only with `-d`.
+    fn debug_with(&mut self, lines: impl FnOnce() -> Vec<String>) {
+        if self.debug {
+            for l in lines() {
+                self.rep.line(Level::Debug, &l);
+            }
+        }
+    }
     fn info(&mut self, t: &str) {
         self.rep.line(Level::Info, t);
     }
@@ -123,7 +145,10 @@ impl Out<'_> {
 
 /// Emulates the trace under `dir` and writes its Paraver files there (overwriting them).
 pub fn emulate(dir: &Path, opts: &EmuOptions, rep: &mut dyn Reporter) -> Outcome {
-    let mut out = Out { rep };
+    let mut out = Out {
+        rep,
+        debug: opts.debug,
+    };
     let root = c_root(dir);
     let trace = match Trace::open(dir) {
         Ok(t) => t,
@@ -139,6 +164,12 @@ pub fn emulate(dir: &Path, opts: &EmuOptions, rep: &mut dyn Reporter) -> Outcome
         }
     };
     let streams = trace.streams();
+    out.debug_with(|| {
+        streams
+            .iter()
+            .map(|s| format!("stream_load: loading {}", s.name()))
+            .collect()
+    });
     for s in streams.iter().filter(|s| s.is_empty()) {
         out.warn(&format!("stream '{}' has zero events", s.name()));
     }
@@ -203,6 +234,7 @@ impl Setup {
             }
         }
         let by_rank = looms_have_ranks(&threads);
+        out.debug_with(|| debug::system_lines(&threads));
         out.info(if by_rank {
             "sorting looms by rank"
         } else {
@@ -304,6 +336,8 @@ impl Setup {
             }
             Err(_) => BTreeMap::new(),
         };
+        // The probe reports what the threads require, before -a enables the rest.
+        out.debug_with(|| debug::probe_lines(&required));
         let mut required = required;
         if opts.all_models {
             for m in table.models() {
@@ -343,7 +377,10 @@ impl Setup {
                 }
             }
             match nosv::counters(&self.sys, &self.layout.row_thread, &meta) {
-                Ok(names) => names,
+                Ok(names) => {
+                    out.debug_with(|| debug::hwc_lines(&names));
+                    names
+                }
                 Err(b) => {
                     let (lines, e) = *b;
                     return early(outputs, out, lines, e);
@@ -384,7 +421,9 @@ impl Setup {
                 return early(outputs, out, lines, e);
             }
         };
+        out.debug_with(|| debug::connect_lines(&required));
         let mut emu = Emu::new(&self, &marks, streams, models, &mut outputs);
+        emu.set_debug(opts.debug);
         out.info("emulation starts");
         let start = Instant::now();
         let flow = emu.play(streams, &self, &mut outputs, out);

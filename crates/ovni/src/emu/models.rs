@@ -17,8 +17,9 @@ use crate::events::EventTable;
 use crate::metadata::System;
 use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{Nosv, CH_IDLE, PROGRESSING};
-use crate::model::openmp::{label_values, OpenMp};
+use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, StackModel, Stacks, Track};
+use crate::model::task_type::{label_values, LabelCollision, TaskDebug};
 use crate::raw::{Event, Mcv};
 
 /// The emulated models as `ovniemu -h` lists them (`  <id>  <name>  <version>` lines, in
@@ -284,6 +285,31 @@ impl Models {
         }
     }
 
+    /// The task bookkeeping of the nanos6, nosv and openmp models, its debug lines (`-d`)
+    /// collected or not.
+    fn task_debug(&mut self) -> impl Iterator<Item = &mut TaskDebug> {
+        self.models.iter_mut().filter_map(|m| match &mut m.state {
+            State::Stack(_) => None,
+            State::OpenMp(o) => Some(&mut o.debug),
+            State::Nosv(n, _) => Some(&mut n.debug),
+            State::Nanos6(n) => Some(&mut n.debug),
+        })
+    }
+
+    /// Collects the debug lines of the task bookkeeping (`-d`).
+    pub(super) fn set_debug(&mut self, on: bool) {
+        for d in self.task_debug() {
+            d.on = on;
+        }
+    }
+
+    /// Moves the debug lines of the last event to `lines`.
+    pub(super) fn take_debug(&mut self, lines: &mut Vec<String>) {
+        for d in self.task_debug() {
+            lines.append(&mut d.lines);
+        }
+    }
+
     /// True if the kernel model has thread `t` out of its CPU.
     pub(super) fn out_of_cpu(&self, t: usize) -> bool {
         self.models.iter().any(|m| match &m.state {
@@ -311,6 +337,7 @@ impl Models {
         state: ThreadState,
         ev: &Event<'_>,
         chans: &mut Channels,
+        (cpu_prv, th_prv): (&mut Prv, &mut Prv),
         notes: &mut Vec<String>,
     ) -> Result<(), EventProblem> {
         let out = self.out_of_cpu(t);
@@ -322,7 +349,7 @@ impl Models {
             State::Stack(stacks) => {
                 let [_, c, v] = ev.mcv.0;
                 let top = stacks.event(t, row, tid, running, c, v)?;
-                chans.track_set(row, m.base, top);
+                chans.track_event(row, m.base, top, cpu_prv, th_prv);
             }
             State::OpenMp(omp) => {
                 let applied = omp.event(t, row, tid, running, ev)?;
@@ -512,13 +539,7 @@ impl Models {
     /// value), if any.
     pub(super) fn finish_problem(&self) -> Option<TraceProblem> {
         self.models.iter().find_map(|m| match &m.state {
-            State::OpenMp(omp) => omp
-                .label_values()
-                .1
-                .map(|c| TraceProblem::TypeLabelCollision {
-                    value: c.value,
-                    labels: (c.first, c.second),
-                }),
+            State::OpenMp(omp) => omp.label_values().1.map(LabelCollision::problem),
             State::Nosv(n, _) if self.finished => nosv::finish_problem(n),
             State::Nanos6(n) => nanos6::finish_problem(n),
             State::Stack(_) | State::Nosv(..) => None,

@@ -5,10 +5,11 @@
 use super::chan::TrackDef;
 use super::nosv::{task_lines, Runtime};
 use super::pcf::PcfType;
+use super::report::type_label_values;
 use crate::error::{EventProblem, TraceProblem};
 use crate::model::nanos6::{Nanos6, IDLE_LABELS, RESTING, SUBSYSTEM_LABELS, THREAD_LABELS};
-use crate::model::openmp::label_values;
 use crate::model::stack::Track;
+use crate::model::task_type::{label_values, LabelCollision};
 use crate::raw::Mcv;
 
 /// `(prv type, label prefix, thread view tracking, a repeated value is written)` of each
@@ -50,25 +51,17 @@ pub(super) fn pcf_types(model: &Nanos6, thread: bool, errors: &mut Vec<String>) 
     let labels = |values: &[(i64, &str)]| -> Vec<(i64, String)> {
         values.iter().map(|&(v, l)| (v, l.to_string())).collect()
     };
-    let (values, collision) = label_values(model.types());
-    let mut task_types = match collision {
-        None => values,
-        Some(c) if thread => {
-            errors.extend([
-                format!(
-                    "task_create_pcf_types: collision occurred in task type labels: {} and {}",
-                    c.first, c.second
-                ),
-                format!("pcf_add_value: PCF value {} already in type 36", c.value),
-                "task_create_pcf_types: pcf_add_value failed".to_string(),
-                "finish_pvt: task_create_pcf_types failed".to_string(),
-                "model_nanos6_finish: finish_pvt thread failed".to_string(),
-                "model_finish: finish failed for model '6'".to_string(),
-            ]);
-            values
-        }
-        Some(_) => Vec::new(),
-    };
+    let mut task_types = type_label_values(
+        label_values(model.types()),
+        36,
+        thread,
+        &[
+            "finish_pvt: task_create_pcf_types failed",
+            "model_nanos6_finish: finish_pvt thread failed",
+            "model_finish: finish failed for model '6'",
+        ],
+        errors,
+    );
     TYPES
         .iter()
         .map(|&(ty, prefix, track, _)| {
@@ -91,12 +84,7 @@ pub(super) fn pcf_types(model: &Nanos6, thread: bool, errors: &mut Vec<String>) 
 
 /// The problem of two task type labels with the same value, if any.
 pub(super) fn finish_problem(model: &Nanos6) -> Option<TraceProblem> {
-    label_values(model.types())
-        .1
-        .map(|c| TraceProblem::TypeLabelCollision {
-            value: c.value,
-            labels: (c.first, c.second),
-        })
+    label_values(model.types()).1.map(LabelCollision::problem)
 }
 
 /// The lines ovniemu prints when the nanos6 model rejects event `mcv` (before the common

@@ -4,14 +4,15 @@
 
 use super::chan::TrackDef;
 use super::pcf::PcfType;
+use super::report::{type_label_values, type_refusal_lines};
 use crate::error::{
     BodyFailure, ChanFailure, Error, EventProblem, MetaProblem, NosvProblem, TraceProblem,
 };
 use crate::metadata::System;
 use crate::model::nosv::hwc_names;
 use crate::model::nosv::{Nosv, CHANNELS, IDLE_LABELS, RESTING, SUBSYSTEM_LABELS};
-use crate::model::openmp::label_values;
 use crate::model::stack::Track;
+use crate::model::task_type::{label_values, LabelCollision, TypeRefusal};
 use crate::raw::Mcv;
 use crate::read::meta::HwcMeta;
 
@@ -68,25 +69,17 @@ pub(super) fn pcf_types(
     };
     let mut task_types = Vec::new();
     if finished {
-        let (values, collision) = label_values(nosv.types());
-        match collision {
-            None => task_types = values,
-            Some(c) if thread => {
-                task_types = values;
-                errors.extend([
-                    format!(
-                        "task_create_pcf_types: collision occurred in task type labels: {} and {}",
-                        c.first, c.second
-                    ),
-                    format!("pcf_add_value: PCF value {} already in type 11", c.value),
-                    "task_create_pcf_types: pcf_add_value failed".to_string(),
-                    "finish_pvt: task_create_pcf_types failed".to_string(),
-                    "model_nosv_finish: finish_pvt thread failed".to_string(),
-                    "model_finish: finish failed for model 'V'".to_string(),
-                ]);
-            }
-            Some(_) => {}
-        }
+        task_types = type_label_values(
+            label_values(nosv.types()),
+            11,
+            thread,
+            &[
+                "finish_pvt: task_create_pcf_types failed",
+                "model_nosv_finish: finish_pvt thread failed",
+                "model_finish: finish failed for model 'V'",
+            ],
+            errors,
+        );
     }
     let mut v: Vec<PcfType> = TYPES
         .iter()
@@ -182,12 +175,7 @@ pub(super) fn can_breakdown(
 
 /// The problem of two task type labels with the same value, if any.
 pub(super) fn finish_problem(nosv: &Nosv) -> Option<TraceProblem> {
-    label_values(nosv.types())
-        .1
-        .map(|c| TraceProblem::TypeLabelCollision {
-            value: c.value,
-            labels: (c.first, c.second),
-        })
+    label_values(nosv.types()).1.map(LabelCollision::problem)
 }
 
 fn value_text(v: Option<i64>) -> String {
@@ -414,30 +402,12 @@ pub(super) fn task_lines(rt: &Runtime, mcv: Mcv, p: &NosvProblem) -> Vec<String>
             vec!["enforce_task_rules: wrong subsystem state on task begin".into()],
             &["update_task: enforce_task_rules failed", task_failed],
         ),
-        P::UnexpectedTypeValue(v) => {
-            vec![format!(
-                "pre_type: unexpected event value {}",
-                char::from(*v)
-            )]
-        }
-        P::NotJumbo => vec!["pre_type: expecting a jumbo event".into()],
-        P::MalformedType => {
-            vec!["pre_type: the type event has no type id and NUL-terminated label".into()]
-        }
-        P::TypeExists(t) => with(
-            vec![format!(
-                "task_type_create: a task type with id {t} already exists"
-            )],
-            &["pre_type: task_type_create failed"],
-        ),
-        P::TypeIdZero => with(
-            vec!["task_type_create: invalid task type id 0".into()],
-            &["pre_type: task_type_create failed"],
-        ),
-        P::LabelTooLong(t) => with(
-            vec![format!("task_type_create: task type {t} label too long")],
-            &["pre_type: task_type_create failed"],
-        ),
+        P::UnexpectedTypeValue(v) => type_refusal_lines(TypeRefusal::UnexpectedValue(*v)),
+        P::NotJumbo => type_refusal_lines(TypeRefusal::NotJumbo),
+        P::MalformedType => type_refusal_lines(TypeRefusal::Malformed),
+        P::TypeExists(t) => type_refusal_lines(TypeRefusal::Exists(*t)),
+        P::TypeIdZero => type_refusal_lines(TypeRefusal::IdZero),
+        P::LabelTooLong(t) => type_refusal_lines(TypeRefusal::LabelTooLong(*t)),
         P::NoCounters => vec![format!(
             "hwc_event: got hwc event {mcv_text} but no counters enabled"
         )],

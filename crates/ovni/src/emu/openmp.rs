@@ -2,8 +2,10 @@
 //! its `.pcf` types and ovniemu's messages when it rejects an event. The model itself is
 //! `crates/ovni/src/model/openmp.rs`.
 
+use super::report::{type_label_values, type_refusal_lines};
 use crate::error::{ChanFailure, EventProblem, OpenMpProblem};
 use crate::model::openmp::{OpenMp, SUBSYSTEM_LABELS};
+use crate::model::task_type::TypeRefusal;
 use crate::raw::Mcv;
 
 /// The subsystem labels, in ovniemu's order.
@@ -22,26 +24,18 @@ pub(super) fn label_values(
     thread: bool,
     errors: &mut Vec<String>,
 ) -> Vec<(i64, String)> {
-    let (values, collision) = omp.label_values();
-    let Some(c) = collision else {
-        return values;
-    };
-    if !thread {
-        return Vec::new();
-    }
-    errors.extend([
-        format!(
-            "task_create_pcf_types: collision occurred in task type labels: {} and {}",
-            c.first, c.second
-        ),
-        format!("pcf_add_value: PCF value {} already in type 51", c.value),
-        "task_create_pcf_types: pcf_add_value failed".to_string(),
-        "create_pcf_type: task_create_pcf_types failed".to_string(),
-        "finish_pvt: create_pcf_type failed".to_string(),
-        "model_openmp_finish: finish_pvt thread failed".to_string(),
-        "model_finish: finish failed for model 'P'".to_string(),
-    ]);
-    values
+    type_label_values(
+        omp.label_values(),
+        51,
+        thread,
+        &[
+            "create_pcf_type: task_create_pcf_types failed",
+            "finish_pvt: create_pcf_type failed",
+            "model_openmp_finish: finish_pvt thread failed",
+            "model_finish: finish failed for model 'P'",
+        ],
+        errors,
+    )
 }
 
 fn chan_line(f: &ChanFailure) -> String {
@@ -95,10 +89,7 @@ fn openmp_lines(mcv: Mcv, p: &OpenMpProblem) -> Vec<String> {
         P::TaskIdZero { create: false } => {
             vec!["update_task: taskid cannot be 0".into(), task_failed.into()]
         }
-        P::TypeIdZero if mcv.0[1] == b'O' => vec![
-            "task_type_create: invalid task type id 0".into(),
-            "pre_type: task_type_create failed".into(),
-        ],
+        P::TypeIdZero if mcv.0[1] == b'O' => type_refusal_lines(TypeRefusal::IdZero),
         P::TypeIdZero => vec!["create_task: typeid cannot be 0".into(), task_failed.into()],
         P::TaskExists(t) => vec![
             format!("task_create: task_id {t} already exists"),
@@ -158,24 +149,11 @@ fn openmp_lines(mcv: Mcv, p: &OpenMpProblem) -> Vec<String> {
                 task_failed.into(),
             ]
         }
-        P::UnexpectedTypeValue(v) => {
-            vec![format!(
-                "pre_type: unexpected event value {}",
-                char::from(*v)
-            )]
-        }
-        P::NotJumbo => vec!["pre_type: expecting a jumbo event".into()],
-        P::MalformedType => {
-            vec!["pre_type: the type event has no type id and NUL-terminated label".into()]
-        }
-        P::TypeExists(t) => vec![
-            format!("task_type_create: a task type with id {t} already exists"),
-            "pre_type: task_type_create failed".into(),
-        ],
-        P::LabelTooLong(t) => vec![
-            format!("task_type_create: task type {t} label too long"),
-            "pre_type: task_type_create failed".into(),
-        ],
+        P::UnexpectedTypeValue(v) => type_refusal_lines(TypeRefusal::UnexpectedValue(*v)),
+        P::NotJumbo => type_refusal_lines(TypeRefusal::NotJumbo),
+        P::MalformedType => type_refusal_lines(TypeRefusal::Malformed),
+        P::TypeExists(t) => type_refusal_lines(TypeRefusal::Exists(*t)),
+        P::LabelTooLong(t) => type_refusal_lines(TypeRefusal::LabelTooLong(*t)),
         P::UnexpectedWorksharingValue(v) => {
             vec![format!(
                 "pre_worksharing: unexpected ws event value {}",

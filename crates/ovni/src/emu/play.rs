@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::chan::Channels;
+use super::debug;
 use super::layout::MarkList;
 use super::models::{self, Models};
 use super::output::Outputs;
@@ -178,6 +179,18 @@ fn write_failed(outputs: &Outputs, out: &mut Out<'_>) -> Error {
     }
 }
 
+/// An ovni event the model accepted: its thread, category and value, payload (the jumbo
+/// data for a jumbo event), the thread whose CPU it moves and that thread's CPU before it.
+#[derive(Clone, Copy)]
+struct Accepted<'p> {
+    t: usize,
+    c: u8,
+    v: u8,
+    payload: &'p [u8],
+    moved: Option<usize>,
+    before: Option<u32>,
+}
+
 /// The event loop: the model, the channels and where each index goes.
 pub(super) struct Emu {
     model: OvniModel,
@@ -200,6 +213,9 @@ pub(super) struct Emu {
     jumbo: bool,
     pub(super) progress: Progress,
     bursts: Bursts,
+    /// `-d`: the debug lines of the current event are collected in `dbg`.
+    debug: bool,
+    dbg: Vec<String>,
 }
 
 fn state_code(s: ThreadState) -> (i64, bool) {
@@ -261,7 +277,132 @@ impl Emu {
             jumbo: false,
             progress: Progress::new(streams),
             bursts: Bursts::new(setup.sys.threads.len()),
+            debug: false,
+            dbg: Vec::new(),
         }
+    }
+
+    /// Collects the debug lines of `-d`.
+    pub(super) fn set_debug(&mut self, debug: bool) {
+        self.debug = debug;
+        self.models.set_debug(debug);
+    }
+
+    /// The debug lines of an event's step and of the model it goes to.
+    #[cold]
+    #[inline(never)]
+    fn debug_step(&self, mcv: crate::raw::Mcv, dclock: i64, out: &mut Out<'_>) {
+        let enabled = self.models.index(mcv.model()).is_some();
+        out.debug_with(|| debug::step_lines(mcv, dclock, enabled));
+    }
+
+    /// Prints the debug lines of the event just played (after its warnings, which the
+    /// original prints first).
+    #[cold]
+    #[inline(never)]
+    fn debug_lines(&mut self, out: &mut Out<'_>) {
+        self.models.take_debug(&mut self.dbg);
+        for l in self.dbg.drain(..) {
+            out.debug(&l);
+        }
+    }
+
+    /// The ovni model's debug lines of an accepted event: the CPU a thread runs on and each
+    /// CPU's running thread (`before`: the moved thread's CPU before the event).
+    #[cold]
+    #[inline(never)]
+    fn debug_ovni(&mut self, ev: Accepted<'_>, setup: &Setup) {
+        let (t, c, v, payload) = (ev.t, ev.c, ev.v, ev.payload);
+        let (moved, before) = (ev.moved, ev.before);
+        let layout = &setup.layout;
+        let th_row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
+        let tid = |t: usize| setup.sys.threads.get(t).map_or(0, |m| m.tid);
+        let label = |cpu: u32| {
+            let r = self.cpu_row(layout, cpu);
+            layout.cpu_labels.get(r).cloned().unwrap_or_default()
+        };
+        let update = |cpu: Option<u32>| {
+            cpu.map(|cpu| {
+                let running = self.model.running_on(cpu).1.map(th_row);
+                format!(
+                    "cpu_update: cpu{} sets th_running to {}",
+                    self.cpu_row(layout, cpu),
+                    debug::value(running)
+                )
+            })
+        };
+        let mut lines = Vec::new();
+        match (c, v) {
+            (b'H', b'C') => {
+                let word = |i: usize| {
+                    payload
+                        .get(i * 4..i * 4 + 4)
+                        .and_then(|b| b.first_chunk::<4>())
+                        .map_or(0, |b| u32::from_le_bytes(*b))
+                };
+                lines.push(format!(
+                    "pre_thread: thread {} creates a new thread at cpu={} with args={:x} {:x}",
+                    tid(t),
+                    word(0) as i32,
+                    word(1),
+                    word(2)
+                ));
+            }
+            (b'H', b'x') => {
+                if let Some(cpu) = self.model.cpu(t) {
+                    lines.push(format!(
+                        "pre_thread_execute: thread {} runs in {}",
+                        tid(t),
+                        label(cpu)
+                    ));
+                    lines.push(format!(
+                        "thread_set_cpu: thread{} sets cpu{}",
+                        th_row(t),
+                        self.cpu_row(layout, cpu)
+                    ));
+                    lines.extend(update(Some(cpu)));
+                }
+            }
+            (b'H', b'e') => {
+                lines.extend(update(before));
+                lines.push(format!("thread_unset_cpu: thread{} unsets cpu", th_row(t)));
+            }
+            (b'H', _) => lines.extend(update(self.model.cpu(t))),
+            (b'A', _) => {
+                let Some(mt) = moved else { return };
+                let after = self.model.cpu(mt);
+                // A thread set to its own CPU does not move; a remote one always does.
+                if v == b's' && after == before {
+                    return;
+                }
+                lines.extend(update(before));
+                lines.extend(update(after));
+                if let Some(cpu) = after {
+                    lines.push(format!(
+                        "thread_migrate_cpu: thread{} migrates to cpu{}",
+                        th_row(mt),
+                        self.cpu_row(layout, cpu)
+                    ));
+                    lines.push(if v == b's' {
+                        format!(
+                            "pre_affinity_set: thread {} now runs in {}",
+                            tid(mt),
+                            label(cpu)
+                        )
+                    } else {
+                        let index = payload
+                            .first_chunk::<4>()
+                            .map_or(0, |b| i32::from_le_bytes(*b));
+                        format!(
+                            "pre_affinity_remote: remote_th {} remotely switches to cpu {index}",
+                            tid(mt)
+                        )
+                    });
+                }
+            }
+            _ => {}
+        }
+        self.dbg.extend(lines);
     }
 
     /// Plays every event; `Err` after an error was reported.
@@ -301,6 +442,9 @@ impl Emu {
                 out.progress(&line);
             }
             self.jumbo = !m.event.payload.is_empty() && (self.jumbo || m.event.is_jumbo());
+            if self.debug {
+                self.debug_step(m.event.mcv, dclock, out);
+            }
             let played = match setup.roles.get(s) {
                 Some(Role::Thread(t)) => self.event(*t, &m.event, setup, outputs),
                 _ => Err(EventProblem::UnknownStream),
@@ -309,6 +453,9 @@ impl Emu {
                 // A warning of the rejected event comes before the error.
                 for n in self.notes.drain(..) {
                     out.warn(&n);
+                }
+                if self.debug {
+                    self.debug_lines(out);
                 }
                 let jumbo = self.jumbo;
                 return Err(event_failed(m, problem, dclock, jumbo, streams, setup, out));
@@ -324,6 +471,9 @@ impl Emu {
                 for n in self.notes.drain(..) {
                     out.warn(&n);
                 }
+            }
+            if self.debug {
+                self.debug_lines(out);
             }
             self.chans.propagate(&mut outputs.cpu, &mut outputs.thread);
             for (i, records) in self.chans.breakdown_records() {
@@ -356,7 +506,10 @@ impl Emu {
                 let tid = setup.sys.threads.get(t).map_or(0, |m| m.tid);
                 let state = self.model.state(t);
                 let (chans, notes) = (&mut self.chans, &mut self.notes);
-                return self.models.event(j, t, row, tid, state, ev, chans, notes);
+                let prvs = (&mut outputs.cpu, &mut outputs.thread);
+                return self
+                    .models
+                    .event(j, t, row, tid, state, ev, chans, prvs, notes);
             }
             return Err(match EventTable::builtin().model(id) {
                 Some(m) => EventProblem::ModelNotEnabled {
@@ -383,24 +536,32 @@ impl Emu {
             _ => None,
         };
         self.model.event(t, ev)?;
-        self.apply(t, c, v, payload, moved, before, setup, outputs);
+        let accepted = Accepted {
+            t,
+            c,
+            v,
+            payload,
+            moved,
+            before,
+        };
+        self.apply(accepted, setup, outputs);
+        if self.debug {
+            self.debug_ovni(accepted, setup);
+        }
         Ok(())
     }
 
     /// Sets the channels an accepted event changes, in ovniemu's order.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
-    fn apply(
-        &mut self,
-        t: usize,
-        c: u8,
-        v: u8,
-        payload: &[u8],
-        moved: Option<usize>,
-        before: Option<u32>,
-        setup: &Setup,
-        outputs: &mut Outputs,
-    ) {
+    fn apply(&mut self, ev: Accepted<'_>, setup: &Setup, outputs: &mut Outputs) {
+        let Accepted {
+            t,
+            c,
+            v,
+            payload,
+            moved,
+            before,
+        } = ev;
         let layout = &setup.layout;
         let row = |t: usize| layout.th_row.get(t).copied().unwrap_or(0);
         let r = row(t);

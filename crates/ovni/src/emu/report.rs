@@ -4,6 +4,7 @@
 use crate::error::{
     ClockOffsetProblem, Error, EventProblem, MetaProblem, StreamProblem, TraceProblem, Transition,
 };
+use crate::model::task_type::{LabelCollision, TypeRefusal};
 use crate::raw::Mcv;
 
 /// How important a message is.
@@ -15,6 +16,8 @@ pub enum Level {
     Warn,
     /// Why the emulation stops or fails.
     Error,
+    /// What the emulator does step by step (only with [`super::EmuOptions::debug`]).
+    Debug,
 }
 
 impl Level {
@@ -24,6 +27,7 @@ impl Level {
             Self::Info => "INFO",
             Self::Warn => "WARN",
             Self::Error => "ERROR",
+            Self::Debug => "DEBUG",
         }
     }
 }
@@ -356,4 +360,59 @@ pub(crate) fn panic_lines(
         format!("panic:   clock_offset={clock_offset}"),
         bar,
     ]
+}
+
+/// The original's lines for a type creation event (`6Yc`, `VYc`, `POc`) it refuses.
+pub(crate) fn type_refusal_lines(r: TypeRefusal) -> Vec<String> {
+    let create_failed = |first: String| vec![first, "pre_type: task_type_create failed".into()];
+    match r {
+        TypeRefusal::UnexpectedValue(v) => {
+            vec![format!(
+                "pre_type: unexpected event value {}",
+                char::from(v)
+            )]
+        }
+        TypeRefusal::NotJumbo => vec!["pre_type: expecting a jumbo event".into()],
+        TypeRefusal::Malformed => {
+            vec!["pre_type: the type event has no type id and NUL-terminated label".into()]
+        }
+        TypeRefusal::Exists(t) => create_failed(format!(
+            "task_type_create: a task type with id {t} already exists"
+        )),
+        TypeRefusal::IdZero => create_failed("task_type_create: invalid task type id 0".into()),
+        TypeRefusal::LabelTooLong(t) => {
+            create_failed(format!("task_type_create: task type {t} label too long"))
+        }
+    }
+}
+
+/// The value labels of a model's type label view (`.pcf` type `pcf_type`), as ovniemu lists
+/// them: after two labels with the same value (`collision`) it fails; the thread view
+/// (`thread`) keeps the labels before them, the CPU view gets none, and the original's error
+/// lines, ending with the model's own (`failed`), are added to `errors` (once, with the
+/// thread view's).
+pub(crate) fn type_label_values(
+    (values, collision): (Vec<(i64, String)>, Option<LabelCollision>),
+    pcf_type: u32,
+    thread: bool,
+    failed: &[&str],
+    errors: &mut Vec<String>,
+) -> Vec<(i64, String)> {
+    let Some(c) = collision else {
+        return values;
+    };
+    if !thread {
+        return Vec::new();
+    }
+    errors.push(format!(
+        "task_create_pcf_types: collision occurred in task type labels: {} and {}",
+        c.first, c.second
+    ));
+    errors.push(format!(
+        "pcf_add_value: PCF value {} already in type {pcf_type}",
+        c.value
+    ));
+    errors.push("task_create_pcf_types: pcf_add_value failed".to_string());
+    errors.extend(failed.iter().map(|l| l.to_string()));
+    values
 }

@@ -48,8 +48,9 @@ pub use report::{Problem, Report};
 
 use crate::model::nanos6::Nanos6;
 use crate::model::nosv::{hwc_names, processes, Nosv};
-use crate::model::openmp::{label_values, OpenMp};
+use crate::model::openmp::OpenMp;
 use crate::model::stack::{stack_model, Stacks};
+use crate::model::task_type::label_values;
 use crate::model::OvniModel;
 
 /// Streams whose first clocks differ by more than this need a clock offset table.
@@ -66,6 +67,9 @@ pub struct LintOptions {
     pub max_problems: usize,
     /// Clock offset table; `None` uses `<dir>/clock-offsets.txt` if it exists, as ovniemu.
     pub clock_offsets: Option<PathBuf>,
+    /// ovniemu's linter mode (`-l`): the stricter end checks, a thread must not end with
+    /// mark values still pushed nor inside a model's function or subsystem.
+    pub linter_mode: bool,
 }
 
 /// Checks the trace under `dir` (a trace, a sub-directory or a stream directory).
@@ -170,7 +174,13 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
     };
     ctx.run(offsets, ovni.as_mut(), sink)?;
     if let (Some(sys), Some(model)) = (&system, &ovni) {
-        end_checks(sys, model, sink)?;
+        if opts.linter_mode {
+            ctx.stacks_left(true, model, sys, sink)?;
+        }
+        end_checks(sys, model, opts.linter_mode, sink)?;
+        if opts.linter_mode {
+            ctx.stacks_left(false, model, sys, sink)?;
+        }
     }
     // ovniemu's nanos6, openmp and nosv models fail when they list the type labels, after
     // the events.
@@ -182,12 +192,7 @@ fn run(dir: &Path, opts: &LintOptions, sink: &mut Sink) -> ControlFlow<()> {
         .chain(openmp_labels)
         .chain(nosv_labels)
     {
-        sink.push(Problem::new(Error::Trace(
-            TraceProblem::TypeLabelCollision {
-                value: c.value,
-                labels: (c.first, c.second),
-            },
-        )))?;
+        sink.push(Problem::new(Error::Trace(c.problem())))?;
     }
     ControlFlow::Continue(())
 }
@@ -425,8 +430,14 @@ fn row_of_thread(model: &OvniModel) -> Vec<usize> {
     rows
 }
 
-/// Stage 7: every thread must be dead, in ovniemu's thread order.
-fn end_checks(sys: &System, model: &OvniModel, sink: &mut Sink) -> ControlFlow<()> {
+/// Stage 7: every thread must be dead, in ovniemu's thread order; in linter mode, also
+/// without mark values pushed.
+fn end_checks(
+    sys: &System,
+    model: &OvniModel,
+    linter_mode: bool,
+    sink: &mut Sink,
+) -> ControlFlow<()> {
     for t in model.end_order() {
         let (Some((tid, state)), Some(meta)) = (model.thread(t), sys.threads.get(t)) else {
             continue;
@@ -438,9 +449,29 @@ fn end_checks(sys: &System, model: &OvniModel, sink: &mut Sink) -> ControlFlow<(
                 state,
             })))?;
         }
+        if !linter_mode {
+            continue;
+        }
+        for &ty in sys.marks.keys() {
+            let Some(i) = model.mark_index(ty) else {
+                continue;
+            };
+            let depth = model.mark_stack(t, i).len();
+            if depth > 0 {
+                sink.push(Problem::new(Error::Trace(TraceProblem::MarksLeftPushed {
+                    stream: meta.stream.clone(),
+                    tid,
+                    mark: ty,
+                    depth,
+                })))?;
+            }
+        }
     }
     ControlFlow::Continue(())
 }
+
+/// A model's stack depth by thread.
+type DepthOf<'a> = Box<dyn Fn(usize) -> usize + 'a>;
 
 /// Stage 6: the event loop.
 struct Events<'a> {
@@ -467,6 +498,51 @@ struct Events<'a> {
 }
 
 impl Events<'_> {
+    /// Linter mode's end check of the models whose id sorts before (`before`) or after the
+    /// ovni model's `O`, in id order as ovniemu finishes them: the first thread, in ovniemu's
+    /// order, that ends inside a function or subsystem of the model.
+    fn stacks_left(
+        &self,
+        before: bool,
+        model: &OvniModel,
+        sys: &System,
+        sink: &mut Sink,
+    ) -> ControlFlow<()> {
+        let mut models: Vec<(u8, &'static str, DepthOf<'_>)> = Vec::new();
+        for s in &self.stacks {
+            if let Some(what) = s.model().stacked {
+                models.push((s.model().id, what, Box::new(|t| s.depth(t))));
+            }
+        }
+        if let Some(o) = &self.openmp {
+            models.push((b'P', "stacked openmp functions", Box::new(|t| o.depth(t))));
+        }
+        if let Some(n) = &self.nosv {
+            models.push((b'V', "stacked nosv subsystems", Box::new(|t| n.depth(t))));
+        }
+        if let Some(n) = &self.nanos6 {
+            models.push((b'6', "stacked nanos6 subsystems", Box::new(|t| n.depth(t))));
+        }
+        models.sort_by_key(|m| m.0);
+        let order = model.end_order();
+        for (_, what, depth) in models.iter().filter(|m| (m.0 < b'O') == before) {
+            let left = order.iter().find_map(|&t| {
+                let d = depth(t);
+                let meta = sys.threads.get(t).filter(|_| d > 0)?;
+                Some((meta, d))
+            });
+            if let Some((meta, depth)) = left {
+                sink.push(Problem::new(Error::Trace(TraceProblem::StackLeftPushed {
+                    stream: meta.stream.clone(),
+                    tid: meta.tid,
+                    what,
+                    depth,
+                })))?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
     fn run(
         &mut self,
         offsets: Vec<i64>,

@@ -16,6 +16,7 @@ pub(crate) mod problem;
 pub(crate) mod procs;
 pub(crate) mod stack;
 pub(crate) mod tampi;
+pub(crate) mod task_type;
 
 use std::collections::HashMap;
 

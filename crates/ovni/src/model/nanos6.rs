@@ -11,8 +11,9 @@
 
 use std::collections::HashMap;
 
-use super::openmp::{label_value, TaskType};
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
+use super::stack::push_pop;
+use super::task_type::{creation, TaskDebug, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order).
@@ -31,8 +32,6 @@ const CHAN_NAMES: [&str; CHANNELS] = [
     "thread_type",
     "idle",
 ];
-const MAX_STACK: usize = 512;
-const MAX_LABEL: usize = 512;
 /// "Task: Running body", pushed while a task runs.
 const TASK_BODY: i64 = 1;
 /// Idle states.
@@ -158,8 +157,7 @@ struct Task {
 
 #[derive(Debug, Default)]
 struct Proc {
-    types: Vec<TaskType>,
-    type_by_id: HashMap<u32, usize>,
+    types: TaskTypes,
     tasks: HashMap<u32, Task>,
     /// MPI rank, if the process has one.
     rank: Option<i64>,
@@ -187,6 +185,8 @@ pub(crate) struct Nanos6 {
     /// ovniemu's warning of the last event, if it printed one (an event may warn and then be
     /// rejected).
     warning: Option<String>,
+    /// The original's debug lines of the tasks (`-d`).
+    pub(crate) debug: TaskDebug,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -220,6 +220,7 @@ impl Nanos6 {
                 .collect(),
             proc_of,
             warning: None,
+            debug: TaskDebug::default(),
         }
     }
 
@@ -294,34 +295,7 @@ impl Nanos6 {
         } else {
             &mut th.subsystems
         };
-        if push {
-            // The channel's last value is the top left by the previous event.
-            if stack.last() == Some(&value) {
-                return Err(ChanFailure::Same {
-                    chan: chan(),
-                    value,
-                });
-            }
-            if stack.len() >= MAX_STACK {
-                return Err(ChanFailure::Full { chan: chan() });
-            }
-            stack.push(value);
-        } else {
-            match stack.last() {
-                None => return Err(ChanFailure::Empty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(ChanFailure::Mismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            }
-        }
-        Ok(stack.last().copied())
+        push_pop(stack, push, value, true, chan)
     }
 
     fn simple(&mut self, t: usize, row: usize, c: u8, v: u8) -> Result6 {
@@ -369,7 +343,7 @@ impl Nanos6 {
         if proc.tasks.contains_key(&task) {
             return Err(NosvProblem::TaskExists(task));
         }
-        let Some(&ty) = proc.type_by_id.get(&ty) else {
+        let Some(ty) = proc.types.index(ty) else {
             return Err(NosvProblem::UnknownType(ty));
         };
         proc.tasks.insert(
@@ -380,45 +354,21 @@ impl Nanos6 {
                 on: None,
             },
         );
+        self.debug.task_created(task, false);
         Ok(Vec::new())
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result6 {
-        if v != b'c' {
-            return Err(NosvProblem::UnexpectedTypeValue(v));
-        }
-        let Some(data) = ev.jumbo_data() else {
-            return Err(NosvProblem::NotJumbo);
-        };
-        let (Some(id), Some(rest)) = (u32_at(data, 0), data.get(4..)) else {
-            return Err(NosvProblem::MalformedType);
-        };
-        let Some(end) = rest.iter().position(|&b| b == 0) else {
-            return Err(NosvProblem::MalformedType);
-        };
-        let label = rest.get(..end).unwrap_or_default();
+        let debug = self.debug.on;
+        let (id, label) = creation(v, ev).map_err(TypeRefusal::nosv)?;
         let Some(proc) = self.proc(t) else {
             return Ok(Vec::new());
         };
-        if proc.type_by_id.contains_key(&id) {
-            return Err(NosvProblem::TypeExists(id));
+        let created = proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
+        let label = debug.then(|| created.label.clone());
+        if let Some(label) = label {
+            self.debug.type_created(id, &label);
         }
-        if id == 0 {
-            return Err(NosvProblem::TypeIdZero);
-        }
-        let label = if label.is_empty() {
-            format!("(unlabeled task type {id})").into_bytes()
-        } else {
-            label.to_vec()
-        };
-        if label.len() >= MAX_LABEL {
-            return Err(NosvProblem::LabelTooLong(id));
-        }
-        proc.type_by_id.insert(id, proc.types.len());
-        proc.types.push(TaskType {
-            value: label_value(&label),
-            label: String::from_utf8_lossy(&label).into_owned(),
-        });
         Ok(Vec::new())
     }
 
@@ -510,6 +460,7 @@ impl Nanos6 {
                 task.state = Some(BodyState::Running);
             }
         }
+        self.debug.body(op, task_id, 1, 0);
         let next = running_top(&proc.tasks, &thread.tasks);
         let rank = proc.rank;
         let gid = |id: u32| {

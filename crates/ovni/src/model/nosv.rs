@@ -15,8 +15,9 @@ mod setup;
 
 pub(crate) use setup::{hwc_names, processes};
 
-use super::openmp::{label_value, TaskType};
 use super::problem::{BodyFailure, BodyOp, BodyState, ChanFailure, EventProblem, NosvProblem};
+use super::stack::push_pop;
+use super::task_type::{creation, TaskDebug, TaskType, TaskTypes, TypeRefusal};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order); hardware counter `i` is channel `CHANNELS + i`.
@@ -37,8 +38,6 @@ const CHAN_NAMES: [&str; CHANNELS] = [
     "rank",
     "idle",
 ];
-const MAX_STACK: usize = 512;
-const MAX_LABEL: usize = 512;
 /// "Task: In body", pushed while a body runs.
 const TASK_BODY: i64 = 11;
 /// Idle states.
@@ -136,6 +135,8 @@ struct Body {
     state: BodyState,
     /// Thread whose stack holds it.
     on: Option<usize>,
+    /// Times it ran again after it ended.
+    iteration: u32,
 }
 
 #[derive(Debug)]
@@ -148,8 +149,7 @@ struct Task {
 
 #[derive(Debug, Default)]
 struct Proc {
-    types: Vec<TaskType>,
-    type_by_id: HashMap<u32, usize>,
+    types: TaskTypes,
     tasks: HashMap<u32, Task>,
     app_id: i64,
     /// MPI rank, if the process has one.
@@ -177,6 +177,8 @@ pub(crate) struct Nosv {
     proc_of: Vec<usize>,
     /// Number of hardware counters.
     hwc: usize,
+    /// The original's debug lines of the tasks (`-d`).
+    pub(crate) debug: TaskDebug,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -208,6 +210,7 @@ impl Nosv {
                 .collect(),
             proc_of,
             hwc,
+            debug: TaskDebug::default(),
         }
     }
 
@@ -275,27 +278,7 @@ impl Nosv {
             return Ok(None);
         };
         let stack = &mut th.subsystems;
-        if push {
-            if stack.len() >= MAX_STACK {
-                return Err(ChanFailure::Full { chan: chan() });
-            }
-            stack.push(value);
-        } else {
-            match stack.last() {
-                None => return Err(ChanFailure::Empty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(ChanFailure::Mismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            }
-        }
-        Ok(stack.last().copied())
+        push_pop(stack, push, value, false, chan)
     }
 
     fn simple(&mut self, t: usize, row: usize, c: u8, v: u8) -> Result<Changes, NosvProblem> {
@@ -342,7 +325,7 @@ impl Nosv {
         if proc.tasks.contains_key(&task) {
             return Err(NosvProblem::TaskExists(task));
         }
-        let Some(&ty) = proc.type_by_id.get(&ty) else {
+        let Some(ty) = proc.types.index(ty) else {
             return Err(NosvProblem::UnknownType(ty));
         };
         let new = Task {
@@ -351,45 +334,21 @@ impl Nosv {
             bodies: HashMap::new(),
         };
         proc.tasks.insert(task, new);
+        self.debug.task_created(task, true);
         Ok(Changes::default())
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result<Changes, NosvProblem> {
-        if v != b'c' {
-            return Err(NosvProblem::UnexpectedTypeValue(v));
-        }
-        let Some(data) = ev.jumbo_data() else {
-            return Err(NosvProblem::NotJumbo);
-        };
-        let (Some(id), Some(rest)) = (u32_at(data, 0), data.get(4..)) else {
-            return Err(NosvProblem::MalformedType);
-        };
-        let Some(end) = rest.iter().position(|&b| b == 0) else {
-            return Err(NosvProblem::MalformedType);
-        };
-        let label = rest.get(..end).unwrap_or_default();
+        let debug = self.debug.on;
+        let (id, label) = creation(v, ev).map_err(TypeRefusal::nosv)?;
         let Some(proc) = self.proc_of.get(t).and_then(|&p| self.procs.get_mut(p)) else {
             return Ok(Changes::default());
         };
-        if proc.type_by_id.contains_key(&id) {
-            return Err(NosvProblem::TypeExists(id));
+        let created = proc.types.create(id, label).map_err(TypeRefusal::nosv)?;
+        let label = debug.then(|| created.label.clone());
+        if let Some(label) = label {
+            self.debug.type_created(id, &label);
         }
-        if id == 0 {
-            return Err(NosvProblem::TypeIdZero);
-        }
-        let label = if label.is_empty() {
-            format!("(unlabeled task type {id})").into_bytes()
-        } else {
-            label.to_vec()
-        };
-        if label.len() >= MAX_LABEL {
-            return Err(NosvProblem::LabelTooLong(id));
-        }
-        proc.type_by_id.insert(id, proc.types.len());
-        proc.types.push(TaskType {
-            value: label_value(&label),
-            label: String::from_utf8_lossy(&label).into_owned(),
-        });
         Ok(Changes::default())
     }
 
@@ -452,6 +411,7 @@ impl Nosv {
             task.bodies.entry(body_id).or_insert(Body {
                 state: BodyState::Created,
                 on: None,
+                iteration: 0,
             });
         }
         let parallel = task.parallel;
@@ -477,6 +437,8 @@ impl Nosv {
                         return Err(fail(BodyFailure::NotAllowedAgain));
                     }
                     body.state = BodyState::Created;
+                    body.iteration += 1;
+                    self.debug.runs_again(task_id, body_id);
                 }
                 match body.state {
                     BodyState::Created => {}
@@ -514,6 +476,7 @@ impl Nosv {
                 body.state = BodyState::Running;
             }
         }
+        self.debug.body(op, task_id, body_id, body.iteration);
         let next = running_top(&proc.tasks, &thread.bodies);
         let (app_id, rank) = (proc.app_id, proc.rank);
         let label = |task: u32| {

@@ -11,7 +11,11 @@
 
 use std::collections::HashMap;
 
-use super::problem::{ChanFailure, EventProblem, OpenMpProblem, TaskState};
+use super::problem::{BodyOp, ChanFailure, EventProblem, OpenMpProblem, TaskState};
+use super::stack::push_pop;
+use super::task_type::{
+    creation, label_values, LabelCollision, TaskDebug, TaskType, TaskTypes, TypeRefusal,
+};
 use crate::raw::Event;
 
 /// Channel indices (ovniemu's order).
@@ -20,9 +24,6 @@ pub(crate) const CH_LABEL: usize = 1;
 pub(crate) const CH_TASKID: usize = 2;
 /// Names of the channels (`openmp.thread<row>.<name>`).
 const CHAN_NAMES: [&str; 3] = ["subsystem", "label", "task ID"];
-const MAX_STACK: usize = 512;
-/// Longest type label ovniemu accepts, with its NUL (`MAX_PCF_LABEL`).
-const MAX_LABEL: usize = 512;
 
 /// The subsystem of each simple event, `None` for the spin-wait events (ignored).
 fn subsystem(c: u8, v: u8) -> Option<Option<(bool, i64)>> {
@@ -102,89 +103,6 @@ pub(crate) const SUBSYSTEM_LABELS: [(i64, &str); 31] = [
     (31, "Runtime: Worker main loop"),
 ];
 
-/// ovniemu's value of a task type label in the label view: Bob Jenkins' `lookup2` hash of the
-/// label (the one its hash tables use), plus 666, kept to 31 bits and moved off the values
-/// below 1000.
-pub(crate) fn label_value(label: &[u8]) -> u32 {
-    fn mix(a: &mut u32, b: &mut u32, c: &mut u32) {
-        for (s1, s2, s3) in [(13, 8, 13), (12, 16, 5), (3, 10, 15)] {
-            *a = a.wrapping_sub(*b).wrapping_sub(*c) ^ (*c >> s1);
-            *b = b.wrapping_sub(*c).wrapping_sub(*a) ^ (*a << s2);
-            *c = c.wrapping_sub(*a).wrapping_sub(*b) ^ (*b >> s3);
-        }
-    }
-    let word = |b: &[u8]| {
-        b.iter()
-            .enumerate()
-            .fold(0u32, |w, (i, &x)| w.wrapping_add(u32::from(x) << (8 * i)))
-    };
-    let (mut a, mut b, mut c) = (0x9e37_79b9u32, 0x9e37_79b9u32, 0xfeed_beefu32);
-    let mut chunks = label.chunks_exact(12);
-    for k in &mut chunks {
-        a = a.wrapping_add(word(&k[0..4]));
-        b = b.wrapping_add(word(&k[4..8]));
-        c = c.wrapping_add(word(&k[8..12]));
-        mix(&mut a, &mut b, &mut c);
-    }
-    let rest = chunks.remainder();
-    c = c.wrapping_add(label.len() as u32);
-    // The tail: bytes 0..4 to a, 4..8 to b, 8..11 to c shifted one byte up (its low byte
-    // holds the length).
-    a = a.wrapping_add(word(rest.get(..rest.len().min(4)).unwrap_or(&[])));
-    b = b.wrapping_add(word(rest.get(4..rest.len().min(8)).unwrap_or(&[])));
-    c = c.wrapping_add(word(rest.get(8..).unwrap_or(&[])) << 8);
-    mix(&mut a, &mut b, &mut c);
-    let gid = c.wrapping_add(666) & 0x7fff_ffff;
-    if gid < 1000 {
-        gid + 1000
-    } else {
-        gid
-    }
-}
-
-/// Two type labels with the same value in the label view.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LabelCollision {
-    pub(crate) value: i64,
-    pub(crate) first: String,
-    pub(crate) second: String,
-}
-
-/// The value labels of a type label view, one per value, in order, up to the first two
-/// labels with the same value (which ovniemu cannot list: it fails there), and those two.
-pub(crate) fn label_values<'a>(
-    types: impl Iterator<Item = &'a TaskType>,
-) -> (Vec<(i64, String)>, Option<LabelCollision>) {
-    let mut values: Vec<(i64, String)> = Vec::new();
-    let mut index: HashMap<i64, usize> = HashMap::new();
-    for ty in types {
-        let value = i64::from(ty.value);
-        match index.get(&value).and_then(|&i| values.get(i)) {
-            None => {
-                index.insert(value, values.len());
-                values.push((value, ty.label.clone()));
-            }
-            Some((_, l)) if *l == ty.label => {}
-            Some((_, l)) => {
-                let c = LabelCollision {
-                    value,
-                    first: l.clone(),
-                    second: ty.label.clone(),
-                };
-                return (values, Some(c));
-            }
-        }
-    }
-    (values, None)
-}
-
-/// A task or worksharing type of a process.
-#[derive(Debug)]
-pub(crate) struct TaskType {
-    pub(crate) label: String,
-    pub(crate) value: u32,
-}
-
 #[derive(Debug)]
 struct Task {
     ty: usize,
@@ -192,13 +110,14 @@ struct Task {
     state: Option<TaskState>,
     /// Thread whose stack holds it while it runs.
     on: Option<usize>,
+    /// Times it ran again after it ended.
+    iteration: u32,
 }
 
 #[derive(Debug, Default)]
 struct Proc {
     /// In creation order (the order of the `.pcf` labels).
-    types: Vec<TaskType>,
-    type_by_id: HashMap<u32, usize>,
+    types: TaskTypes,
     tasks: HashMap<u32, Task>,
 }
 
@@ -224,6 +143,8 @@ pub(crate) struct OpenMp {
     threads: Vec<Thread>,
     /// Process of each thread.
     proc_of: Vec<usize>,
+    /// The original's debug lines of the tasks (`-d`).
+    pub(crate) debug: TaskDebug,
 }
 
 fn u32_at(payload: &[u8], at: usize) -> Option<u32> {
@@ -240,6 +161,7 @@ impl OpenMp {
             procs: (0..nprocs).map(|_| Proc::default()).collect(),
             threads: (0..proc_of.len()).map(|_| Thread::default()).collect(),
             proc_of,
+            debug: TaskDebug::default(),
         }
     }
 
@@ -339,27 +261,7 @@ impl OpenMp {
         let Some(stack) = self.threads.get_mut(t).and_then(|th| th.stacks.get_mut(ch)) else {
             return Ok(None);
         };
-        if push {
-            if stack.len() >= MAX_STACK {
-                return Err(ChanFailure::Full { chan: chan() });
-            }
-            stack.push(value);
-        } else {
-            match stack.last() {
-                None => return Err(ChanFailure::Empty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(ChanFailure::Mismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            }
-        }
-        Ok(stack.last().copied())
+        push_pop(stack, push, value, false, chan)
     }
 
     fn create_task(&mut self, t: usize, payload: &[u8]) -> Result<Applied, OpenMpProblem> {
@@ -380,15 +282,17 @@ impl OpenMp {
         if proc.tasks.contains_key(&task) {
             return Err(OpenMpProblem::TaskExists(task));
         }
-        let Some(&ty) = proc.type_by_id.get(&ty) else {
+        let Some(ty) = proc.types.index(ty) else {
             return Err(OpenMpProblem::UnknownType(ty));
         };
         let new = Task {
             ty,
             state: None,
             on: None,
+            iteration: 0,
         };
         proc.tasks.insert(task, new);
+        self.debug.task_created(task, true);
         Ok(Applied::default())
     }
 
@@ -421,7 +325,11 @@ impl OpenMp {
         let mut warning = None;
         if execute {
             match task.state {
-                None | Some(TaskState::Dead) => {}
+                None => {}
+                Some(TaskState::Dead) => {
+                    task.iteration += 1;
+                    self.debug.runs_again(id, 1);
+                }
                 Some(state) => return Err(OpenMpProblem::NotCreated { task: id, state }),
             }
             if let Some(&top) = thread.tasks.last() {
@@ -448,6 +356,12 @@ impl OpenMp {
             task.on = None;
             thread.tasks.pop();
         }
+        let op = if execute {
+            BodyOp::Execute
+        } else {
+            BodyOp::End
+        };
+        self.debug.body(op, id, 1, task.iteration);
         let fail = |label: bool| {
             move |failure| OpenMpProblem::TaskChannel {
                 execute,
@@ -468,41 +382,16 @@ impl OpenMp {
     }
 
     fn create_type(&mut self, t: usize, v: u8, ev: &Event<'_>) -> Result<Applied, OpenMpProblem> {
-        if v != b'c' {
-            return Err(OpenMpProblem::UnexpectedTypeValue(v));
-        }
-        let Some(data) = ev.jumbo_data() else {
-            return Err(OpenMpProblem::NotJumbo);
-        };
-        let (Some(id), Some(rest)) = (u32_at(data, 0), data.get(4..)) else {
-            return Err(OpenMpProblem::MalformedType);
-        };
-        let Some(end) = rest.iter().position(|&b| b == 0) else {
-            return Err(OpenMpProblem::MalformedType);
-        };
-        let label = rest.get(..end).unwrap_or_default();
+        let debug = self.debug.on;
+        let (id, label) = creation(v, ev).map_err(TypeRefusal::openmp)?;
         let Some(proc) = self.proc_mut(t) else {
             return Ok(Applied::default());
         };
-        if proc.type_by_id.contains_key(&id) {
-            return Err(OpenMpProblem::TypeExists(id));
+        let created = proc.types.create(id, label).map_err(TypeRefusal::openmp)?;
+        let label = debug.then(|| created.label.clone());
+        if let Some(label) = label {
+            self.debug.type_created(id, &label);
         }
-        if id == 0 {
-            return Err(OpenMpProblem::TypeIdZero);
-        }
-        let label = if label.is_empty() {
-            format!("(unlabeled task type {id})").into_bytes()
-        } else {
-            label.to_vec()
-        };
-        if label.len() >= MAX_LABEL {
-            return Err(OpenMpProblem::LabelTooLong(id));
-        }
-        proc.type_by_id.insert(id, proc.types.len());
-        proc.types.push(TaskType {
-            value: label_value(&label),
-            label: String::from_utf8_lossy(&label).into_owned(),
-        });
         Ok(Applied::default())
     }
 
@@ -522,7 +411,7 @@ impl OpenMp {
         let Some(proc) = self.proc_mut(t) else {
             return Ok(Applied::default());
         };
-        let Some(&i) = proc.type_by_id.get(&ty) else {
+        let Some(i) = proc.types.index(ty) else {
             return Err(OpenMpProblem::WorksharingTypeNotFound(ty));
         };
         let label = i64::from(proc.types.get(i).map_or(0, |ty| ty.value));
@@ -539,12 +428,6 @@ impl OpenMp {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn label_values_are_ovniemus() {
-        // From the original's Paraver files.
-        assert_eq!(label_value(b"task.1"), 54_144_132);
-    }
 
     #[test]
     fn every_simple_event_of_the_table_is_known() {

@@ -8,7 +8,7 @@
 //! A model is described once by a [`StackModel`] (its events, messages and Paraver view); the
 //! linter and the emulator run the same [`Stacks`].
 
-use super::problem::EventProblem;
+use super::problem::{ChanFailure, EventProblem};
 
 /// Depth of a stack channel in ovniemu (`MAX_CHAN_STACK`).
 const MAX_STACK: usize = 512;
@@ -133,36 +133,13 @@ impl Stacks {
         let Some(stack) = self.stacks.get_mut(t) else {
             return Ok(None);
         };
-        match op {
-            StackOp::Push(value) => {
-                // The channel's last value is its top after the last event that changed it,
-                // which is the top now.
-                if stack.last() == Some(&value) {
-                    return Err(EventProblem::ChannelSameValue {
-                        chan: chan(),
-                        value,
-                    });
-                }
-                if stack.len() >= MAX_STACK {
-                    return Err(EventProblem::ChannelStackFull { chan: chan() });
-                }
-                stack.push(value);
-            }
-            StackOp::Pop(value) => match stack.last() {
-                None => return Err(EventProblem::ChannelStackEmpty { chan: chan() }),
-                Some(&top) if top != value => {
-                    return Err(EventProblem::ChannelPopMismatch {
-                        chan: chan(),
-                        value,
-                        top,
-                    })
-                }
-                Some(_) => {
-                    stack.pop();
-                }
-            },
-        }
-        Ok(stack.last().copied())
+        // The channel's last value is its top after the last event that changed it, which
+        // is the top now: a push of it is refused.
+        let (push, value) = match op {
+            StackOp::Push(value) => (true, value),
+            StackOp::Pop(value) => (false, value),
+        };
+        push_pop(stack, push, value, true, chan).map_err(channel_problem)
     }
 
     /// Values left on the stack of thread `t`.
@@ -179,6 +156,97 @@ pub(crate) fn stack_model(id: u8) -> Option<&'static StackModel> {
         b'K' => Some(&super::kernel::KERNEL),
         b'D' => Some(&super::nodes::NODES),
         _ => None,
+    }
+}
+
+/// The operation of event `c`,`v` in a table of `(category, enter value, leave value,
+/// stacked value)`: the enter event pushes the value, the leave event pops it.
+#[inline]
+pub(crate) fn pair_op(pairs: &[(u8, u8, u8, i64)], c: u8, v: u8) -> Option<StackOp> {
+    let &(_, enter, _, value) = pairs
+        .iter()
+        .find(|&&(cat, enter, leave, _)| cat == c && (v == enter || v == leave))?;
+    Some(if v == enter {
+        StackOp::Push(value)
+    } else {
+        StackOp::Pop(value)
+    })
+}
+
+/// Checks that `op` knows exactly the events of model `m` in the event table; returns how
+/// many there are.
+#[cfg(test)]
+pub(crate) fn known_ops(m: u8, op: fn(u8, u8) -> Option<StackOp>) -> usize {
+    let table = crate::events::EventTable::builtin();
+    let mut n = 0;
+    for c in 0..=255u8 {
+        for v in 0..=255u8 {
+            let known = table.event(crate::Mcv([m, c, v])).is_some();
+            assert_eq!(
+                known,
+                op(c, v).is_some(),
+                "{}{}{}",
+                m as char,
+                c as char,
+                v as char
+            );
+            n += usize::from(known);
+        }
+    }
+    n
+}
+
+/// A push (`push`) or a pop of `value` on a channel's stack, as ovniemu's channels do: a pop
+/// must name the value on top, a push fails on a full stack (512 values) and, when
+/// `refuse_same` (the channel checks duplicates), if `value` is already on top. Returns the
+/// new top; `chan` names the channel in a failure.
+#[inline]
+pub(crate) fn push_pop(
+    stack: &mut Vec<i64>,
+    push: bool,
+    value: i64,
+    refuse_same: bool,
+    chan: impl FnOnce() -> String,
+) -> Result<Option<i64>, ChanFailure> {
+    if push {
+        if refuse_same && stack.last() == Some(&value) {
+            return Err(ChanFailure::Same {
+                chan: chan(),
+                value,
+            });
+        }
+        if stack.len() >= MAX_STACK {
+            return Err(ChanFailure::Full { chan: chan() });
+        }
+        stack.push(value);
+    } else {
+        match stack.last() {
+            None => return Err(ChanFailure::Empty { chan: chan() }),
+            Some(&top) if top != value => {
+                return Err(ChanFailure::Mismatch {
+                    chan: chan(),
+                    value,
+                    top,
+                })
+            }
+            Some(_) => {
+                stack.pop();
+            }
+        }
+    }
+    Ok(stack.last().copied())
+}
+
+/// A channel failure in the words of the stack models' problems.
+#[cold]
+fn channel_problem(f: ChanFailure) -> EventProblem {
+    match f {
+        ChanFailure::Same { chan, value } => EventProblem::ChannelSameValue { chan, value },
+        ChanFailure::Full { chan } => EventProblem::ChannelStackFull { chan },
+        ChanFailure::Empty { chan } => EventProblem::ChannelStackEmpty { chan },
+        ChanFailure::Mismatch { chan, value, top } => {
+            EventProblem::ChannelPopMismatch { chan, value, top }
+        }
     }
 }
 

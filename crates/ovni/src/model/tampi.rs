@@ -3,7 +3,7 @@
 //! (`T<category><upper>`) that push and pop its value on the thread's subsystem stack
 //! ([`super::stack`]).
 
-use super::stack::{StackModel, StackOp, Track};
+use super::stack::{pair_op, StackModel, StackOp, Track};
 
 /// `(category, enter, leave, subsystem)` of every TAMPI subsystem event pair.
 const PAIRS: [(u8, u8, u8, i64); 12] = [
@@ -38,14 +38,7 @@ const LABELS: [(i64, &str); 12] = [
 ];
 
 fn op(c: u8, v: u8) -> Option<StackOp> {
-    let &(_, enter, _, s) = PAIRS
-        .iter()
-        .find(|&&(cat, enter, leave, _)| cat == c && (v == enter || v == leave))?;
-    Some(if v == enter {
-        StackOp::Push(s)
-    } else {
-        StackOp::Pop(s)
-    })
+    pair_op(&PAIRS, c, v)
 }
 
 /// The tampi model.
@@ -67,19 +60,9 @@ pub(crate) static TAMPI: StackModel = StackModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::EventTable;
 
     #[test]
     fn every_event_of_the_table_has_an_operation() {
-        let table = EventTable::builtin();
-        let mut n = 0;
-        for c in 0..=255u8 {
-            for v in 0..=255u8 {
-                let known = table.event(crate::Mcv([b'T', c, v])).is_some();
-                assert_eq!(known, op(c, v).is_some(), "T{}{}", c as char, v as char);
-                n += usize::from(known);
-            }
-        }
-        assert_eq!(n, 24);
+        assert_eq!(super::super::stack::known_ops(b'T', op), 24);
     }
 }

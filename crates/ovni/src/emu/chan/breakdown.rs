@@ -88,20 +88,7 @@ impl Channels {
         let nphy = cpus.len();
         let base = self.chans.len();
         let slot = prv.type_slot(ty);
-        let blank = Chan {
-            value: None,
-            last: None,
-            kind: Kind::Plain,
-            row: 0,
-            ty: 0,
-            key: 0,
-            file: File::None,
-            rule: Rule::Emit,
-            written: false,
-            is_dirty: false,
-            ignore_dup: false,
-        };
-        self.chans.resize(base + 3 * nphy, blank);
+        self.chans.resize(base + 3 * nphy, Chan::BLANK);
         let code = |role: u16| (stage as u16) << 3 | role;
         for (c, &row) in cpus.iter().enumerate() {
             let cpu = c as u32;

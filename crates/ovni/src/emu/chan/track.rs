@@ -7,7 +7,7 @@
 //! `(in, out)` pairs, then per CPU row `out[j]..`.
 
 use super::super::prv::Prv;
-use super::{Chan, Channels, File, Kind, Reg, Rule, TH_STATE};
+use super::{write, Chan, Channels, File, Kind, Reg, Rule, TH_STATE};
 use crate::model::stack::Track;
 
 /// One channel of another model, as the emulator shows it.
@@ -36,21 +36,10 @@ impl Channels {
         let ncpus = self.cpu_sel.len();
         self.tracks = defs.to_vec();
         self.track_base = self.chans.len();
-        let blank = Chan {
-            value: None,
-            last: None,
-            kind: Kind::Plain,
-            row: 0,
-            ty: 0,
-            key: 0,
-            file: File::None,
-            rule: Rule::Emit,
-            written: false,
-            is_dirty: false,
-            ignore_dup: false,
-        };
-        self.chans
-            .resize(self.track_base + self.nthreads * 2 * n + ncpus * n, blank);
+        self.chans.resize(
+            self.track_base + self.nthreads * 2 * n + ncpus * n,
+            Chan::BLANK,
+        );
         for (j, d) in defs.iter().enumerate() {
             let rule = if d.emit_dup {
                 Rule::Emit
@@ -96,6 +85,44 @@ impl Channels {
     /// Channel `j` of thread `t` (the model's value, `None` when its stack is empty).
     pub(crate) fn track_set(&mut self, t: usize, j: usize, v: Option<i64>) {
         self.set(self.track_in(t, j), v);
+    }
+
+    /// Channel `j` of thread `t` set by an event that sets no other channel: as
+    /// [`Channels::track_set`] then [`Channels::propagate`], but when nothing else is dirty
+    /// and the mux outputs have no callback (no breakdown view reads them), the outputs are
+    /// written as they are set, in the order the input's callback sets them (the thread's
+    /// row, then its CPU's).
+    pub(crate) fn track_event(
+        &mut self,
+        t: usize,
+        j: usize,
+        v: Option<i64>,
+        cpu_prv: &mut Prv,
+        th_prv: &mut Prv,
+    ) {
+        let th_out = self.track_th_out(t, j);
+        let cpu_out = self
+            .th_cpu_sel
+            .get(t)
+            .copied()
+            .flatten()
+            .map(|c| self.track_cpu_out(c as usize, j));
+        let plain = |id: usize| self.chans.get(id).is_some_and(|c| c.kind == Kind::Plain);
+        if !self.dirty.is_empty() || !plain(th_out) || !cpu_out.is_none_or(plain) {
+            self.track_set(t, j, v);
+            self.propagate(cpu_prv, th_prv);
+            return;
+        }
+        let (selected, input) = (self.track_selected(t, j), self.track_in(t, j));
+        if let Some(ch) = self.chans.get_mut(input) {
+            ch.value = v;
+        }
+        for id in [selected.then_some(th_out), cpu_out].into_iter().flatten() {
+            if let Some(ch) = self.chans.get_mut(id) {
+                ch.value = v;
+                write(ch, cpu_prv, th_prv);
+            }
+        }
     }
 
     /// The value channel `j` of every thread has before the first event (writes nothing: no
