@@ -9,6 +9,7 @@
 //! [`Comm::all_gather`]), as with MPI. [`Comm::exchange`] pairs a send to one rank with a receive
 //! from another, so rings of exchanges never deadlock.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Barrier};
 
@@ -84,6 +85,33 @@ pub struct Threads {
     host: String,
     /// The same rank on a second set of channels, for [`Comm::background`].
     sibling: std::sync::Mutex<Option<Box<Threads>>>,
+    /// What this rank sent (on both sets of channels).
+    traffic: Arc<Traffic>,
+}
+
+/// What one rank of [`Threads`] sent: messages (a barrier counts as none) and their bytes.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Traffic {
+    /// Messages sent so far.
+    pub fn messages(&self) -> u64 {
+        self.messages.load(Ordering::Relaxed)
+    }
+
+    /// Bytes sent so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Starts counting again from zero.
+    pub fn reset(&self) {
+        self.messages.store(0, Ordering::Relaxed);
+        self.bytes.store(0, Ordering::Relaxed);
+    }
 }
 
 impl Threads {
@@ -94,7 +122,10 @@ impl Threads {
             .into_iter()
             .zip(siblings)
             .map(|(t, sibling)| Threads {
-                sibling: std::sync::Mutex::new(Some(Box::new(sibling))),
+                sibling: std::sync::Mutex::new(Some(Box::new(Threads {
+                    traffic: Arc::clone(&t.traffic),
+                    ..sibling
+                }))),
                 ..t
             })
             .collect()
@@ -131,11 +162,23 @@ impl Threads {
                 barrier: Arc::clone(&barrier),
                 host: host.to_owned(),
                 sibling: std::sync::Mutex::new(None),
+                traffic: Arc::default(),
             })
             .collect()
     }
 
+    /// What this rank sends, counted as it goes.
+    pub fn traffic(&self) -> Arc<Traffic> {
+        Arc::clone(&self.traffic)
+    }
+
     fn send(&self, to: u32, bytes: &[u8]) {
+        if to != self.rank {
+            self.traffic.messages.fetch_add(1, Ordering::Relaxed);
+            self.traffic
+                .bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
         // A peer that is gone (its thread ended or panicked) fails the run at its next receive.
         let _ = self.to[to as usize].send(bytes.to_vec());
     }

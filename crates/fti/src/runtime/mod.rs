@@ -438,10 +438,19 @@ fn check_unique_ids(vars: &[Var<'_>]) -> Result<()> {
 
 /// Opens, parses and verifies a candidate.
 pub(crate) fn open_verified(
+    storage: &dyn Storage,
     found: &Found,
     progress: &(dyn Fn(u64) + Sync),
 ) -> std::result::Result<Restart, ftiff::Error> {
-    let map = MappedFile::open(&found.path)?;
+    verify_mapped(found, storage.map(&found.path)?, progress)
+}
+
+/// Parses and verifies a candidate already mapped.
+pub(crate) fn verify_mapped(
+    found: &Found,
+    map: MappedFile,
+    progress: &(dyn Fn(u64) + Sync),
+) -> std::result::Result<Restart, ftiff::Error> {
     let ckpt = Checkpoint::verified(&map, progress)?;
     let (info, max_fs) = (found_info(found, &ckpt), ckpt.fb.max_fs.max(0) as u64);
     Ok(Restart { info, map, max_fs })

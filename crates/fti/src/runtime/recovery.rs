@@ -132,7 +132,7 @@ impl Fti {
             .is_some_and(|v| Some(&v.key) == key.as_ref());
         if !cached {
             self.recovery.verified = None;
-            let file = open_verified(found, &|_| {})
+            let file = open_verified(&*self.dirs.storage, found, &|_| {})
                 .map_err(|e| Error::Format(e.with_path(&found.path)))?;
             self.recovery.verified = key.map(|key| VerifiedFile { key, file });
         }

@@ -20,7 +20,7 @@ use crate::error::{Candidate, Error, Result, Skipped, Step};
 use crate::level::{self, Rebuild};
 use crate::report::Messages;
 use crate::restart_plan::{self, Holds, Plan};
-use crate::runtime::{open_verified, Restart};
+use crate::runtime::{open_verified, verify_mapped, Restart};
 use crate::store::{self, Dirs, Found};
 
 use super::Team;
@@ -186,9 +186,9 @@ impl Search<'_> {
         local.copy_ok = match local.copy {
             Some(c) if matches!(level, Level::L2 | Level::L3) => {
                 let checked = if level == Level::L3 {
-                    level::l3::verify_rsed(&c.path).map(|_| ())
+                    level::l3::verify_rsed(&*self.team.dirs.storage, &c.path).map(|_| ())
                 } else {
-                    open_verified(c, &|_| {})
+                    open_verified(&*self.team.dirs.storage, c, &|_| {})
                         .map(|_| ())
                         .map_err(|e| Error::Format(e.with_path(&c.path)))
                 };
@@ -245,12 +245,13 @@ impl Search<'_> {
 
     /// Opens and verifies one of this rank's files, with a progress bar for large ones.
     fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, Skipped> {
-        let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
-        let bar = self
-            .messages
-            .progress(format!("verifying checkpoint {}", found.id), size);
-        let verified = open_verified(found, &|n| bar.set(n));
-        drop(bar);
+        let verified = self.team.dirs.storage.map(&found.path).and_then(|map| {
+            let size = map.bytes().len() as u64;
+            let bar = self
+                .messages
+                .progress(format!("verifying checkpoint {}", found.id), size);
+            verify_mapped(found, map, &|n| bar.set(n))
+        });
         verified.map_err(|e| {
             Skipped::Unverified(Candidate {
                 id: found.id,
@@ -325,5 +326,6 @@ fn own_after_rebuild(
         level,
         archived: false,
     };
-    open_verified(&found, &|_| {}).map_err(|e| Error::Format(e.with_path(&found.path)))
+    open_verified(&*dirs.storage, &found, &|_| {})
+        .map_err(|e| Error::Format(e.with_path(&found.path)))
 }

@@ -6,14 +6,16 @@
 //! operation after the n-th: the crash-consistency tests run checkpoints on it and restart from
 //! the durable image (`docs/crash-safety.md`).
 //!
-//! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) are not
-//! effects and stay on the file system through `ftiff`'s reader, under the memory-map contract
-//! of `docs/crash-safety.md` (*Memory maps*); the reads of the write path
-//! (a differential checkpoint's old file block, the sources of L2 and L4 copies) go through
-//! [`Storage::open`].
+//! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) go through
+//! [`Storage::map`] (by default `ftiff`'s reader, under the memory-map contract of
+//! `docs/crash-safety.md`, *Memory maps*); the reads of the write path (a differential
+//! checkpoint's old file block, the sources of L2 and L4 copies) go through
+//! [`Storage::open`]. [`Counting`] counts every operation of one rank (`docs/scale.md`).
 
+mod counting;
 mod power_cut;
 
+pub use counting::{Class, Counting, Counts, Op};
 pub use power_cut::{PowerCut, Syncs};
 
 use std::ffi::OsString;
@@ -78,6 +80,10 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn kind(&self, path: &Path) -> io::Result<Kind>;
     /// Makes a directory's entries durable (`fsync` of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Maps a whole regular file to read it (a checkpoint to verify, an `RSed` file).
+    fn map(&self, path: &Path) -> ftiff::Result<ftiff::MappedFile> {
+        ftiff::MappedFile::open(path)
+    }
 }
 
 /// The real file system.

@@ -171,8 +171,8 @@ pub(crate) fn post_process(
 }
 
 /// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
-pub(crate) fn verify_rsed(path: &Path) -> Result<FileBlock> {
-    let map = MappedFile::open(path).map_err(Error::Format)?;
+pub(crate) fn verify_rsed(storage: &dyn Storage, path: &Path) -> Result<FileBlock> {
+    let map = storage.map(path).map_err(Error::Format)?;
     let rsed = ftiff::RsedFile::parse(map.bytes()).map_err(|e| Error::Format(e.with_path(path)))?;
     if let Some(e) = rsed.verify(map.bytes(), &|_| {}).into_iter().next() {
         return Err(Error::Format(e.with_path(path)));
@@ -261,7 +261,7 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
     let place = team.place()?.clone();
     // maxFs: in every surviving Rank file of the group and RSed trailer.
     let rsed_max = rsed
-        .and_then(|p| verify_rsed(p).ok())
+        .and_then(|p| verify_rsed(&*dirs.storage, p).ok())
         .map_or(0, |fb| fb.fs.max(0) as u64);
     let known_max_fs = own.map_or(0, |r| r.max_fs);
     let all = gather_u64(comm, known_max_fs.max(rsed_max));
