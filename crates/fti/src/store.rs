@@ -530,6 +530,26 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
     Ok(())
 }
 
+/// Whether this rank holds a checkpoint file or a redundancy file in its local directories
+/// (L1 to L3 and their archives).
+pub fn holds_local(dirs: &Dirs) -> bool {
+    let local = [Level::L1, Level::L2, Level::L3];
+    !scan(dirs, &local, FileKind::Rank).is_empty() || !find_copies(dirs).is_empty()
+}
+
+/// Whether `l4/` or its archive holds a checkpoint file of one of `ranks`.
+pub fn any_in_global(dirs: &Dirs, ranks: &std::ops::Range<u32>) -> bool {
+    [dirs.level_dir(Level::L4), dirs.archive_dir(Level::L4)]
+        .iter()
+        .filter_map(|dir| dirs.storage.list(dir).ok())
+        .flatten()
+        .any(|e| {
+            FileName::parse(&e.name.to_string_lossy())
+                .is_some_and(|n| n.kind == FileKind::Rank && ranks.contains(&n.rank))
+                && e.kind == Kind::File
+        })
+}
+
 /// The highest rank named by a checkpoint file, partner copy or `RSed` file (any rank's) in
 /// the level and archive directories of the execution directories `roots`.
 pub fn highest_rank(st: &dyn Storage, roots: &[PathBuf]) -> Option<u32> {

@@ -113,17 +113,43 @@ impl Topology {
 /// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
 /// name>`), if the file can be read: a regular file (never a FIFO), at most its first MiB.
 pub fn topology_nodes(path: &std::path::Path) -> Option<u32> {
+    let text = topology_text(path)?;
+    let (ini, _) = crate::config::IniFile::parse(path, &text).ok()?;
+    ini.section("topology")
+        .filter_map(|(key, _)| key.parse::<u32>().ok())
+        .map(|i| i.saturating_add(1))
+        .max()
+}
+
+/// The section of `Topology.fti` where an execution records its rank count (FTI 1.1's
+/// files have none).
+pub const RUN_SECTION: &str = "run";
+
+/// The rank count the execution whose meta directory is `meta` recorded in its
+/// `Topology.fti` ([`RUN_SECTION`], key `ranks`).
+pub fn recorded_ranks(
+    storage: &dyn crate::storage::Storage,
+    meta: &std::path::Path,
+) -> Option<u64> {
+    let path = meta.join("Topology.fti");
+    let file = storage.open(&path, false).ok()?;
+    let len = file.len().ok()?.min(1 << 20);
+    let mut bytes = vec![0; len as usize];
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (ini, _) = crate::config::IniFile::parse(&path, &text).ok()?;
+    let ranks = ini.section(RUN_SECTION).find(|(key, _)| *key == "ranks");
+    ranks.and_then(|(_, v)| v.trim().parse().ok())
+}
+
+fn topology_text(path: &std::path::Path) -> Option<String> {
     let mut text = String::new();
     std::io::Read::read_to_string(
         &mut std::io::Read::take(ftiff::open_regular(path).ok()?, 1 << 20),
         &mut text,
     )
     .ok()?;
-    let (ini, _) = crate::config::IniFile::parse(path, &text).ok()?;
-    ini.section("topology")
-        .filter_map(|(key, _)| key.parse::<u32>().ok())
-        .map(|i| i.saturating_add(1))
-        .max()
+    Some(text)
 }
 
 #[cfg(test)]

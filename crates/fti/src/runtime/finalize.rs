@@ -75,7 +75,12 @@ impl Fti {
         for (i, name) in self.node_names.iter().enumerate() {
             text.push_str(&format!("{i:<31}= {name}\n"));
         }
-        text.push('\n');
+        // The rank count, so that a restart learns it without listing every rank's files.
+        text.push_str(&format!(
+            "\n[{}]\nranks = {}\n\n",
+            crate::topology::RUN_SECTION,
+            self.cfg.nranks
+        ));
         store::replace_file(
             &*self.dirs.storage,
             &self.dirs.meta.join("Topology.fti"),

@@ -165,7 +165,7 @@ impl Placed {
             // A rank whose node was lost finds nothing: the newest any rank has wins.
             (None, _) => collective::agree_newest(
                 comm,
-                newest_exec_with_checkpoints(storage, cfg).as_deref(),
+                newest_exec_with_checkpoints(storage, cfg, comm).as_deref(),
             ),
         };
         let restart = restart_exec.is_some();
