@@ -179,3 +179,16 @@ pub(crate) fn agree_newest(comm: &dyn Comm, mine: Option<&str>) -> Option<String
         .ok()
         .filter(|s| !s.is_empty())
 }
+
+/// Rank 0's checkpoints `(id, archived)`, on every rank.
+pub(crate) fn broadcast_held(comm: &dyn Comm, held: &[(i32, bool)]) -> Vec<(i32, bool)> {
+    let mut bytes = Vec::with_capacity(held.len() * 5);
+    for &(id, archived) in held {
+        bytes.extend_from_slice(&id.to_le_bytes());
+        bytes.push(u8::from(archived));
+    }
+    comm.broadcast(&bytes)
+        .chunks_exact(5)
+        .map(|c| (i32::from_le_bytes([c[0], c[1], c[2], c[3]]), c[4] == 1))
+        .collect()
+}

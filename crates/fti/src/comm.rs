@@ -16,6 +16,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Barrier};
 
+/// How [`Comm::all_reduce`] folds two ranks' bytes into one.
+pub type Fold = dyn Fn(&[u8], &[u8]) -> Vec<u8>;
+
 /// The communication a multi-rank run needs.
 pub trait Comm {
     /// This rank, `0..size`.
@@ -35,7 +38,7 @@ pub trait Comm {
     }
     /// `op` folded over every rank's `bytes`, on every rank (recursive doubling). `op` must be
     /// associative and commutative (a maximum, a union); every rank gets the same bytes.
-    fn all_reduce(&self, bytes: &[u8], op: &dyn Fn(&[u8], &[u8]) -> Vec<u8>) -> Vec<u8> {
+    fn all_reduce(&self, bytes: &[u8], op: &Fold) -> Vec<u8> {
         recursive_doubling(self, bytes, op)
     }
     /// A second communicator over the same ranks for work in a background thread, used while
@@ -80,7 +83,7 @@ fn tree_broadcast<C: Comm + ?Sized>(comm: &C, bytes: &[u8]) -> Vec<u8> {
 fn recursive_doubling<C: Comm + ?Sized>(
     comm: &C,
     bytes: &[u8],
-    op: &dyn Fn(&[u8], &[u8]) -> Vec<u8>,
+    op: &Fold,
 ) -> Vec<u8> {
     let (n, rank) = (comm.size(), comm.rank());
     let p = if n == 0 { 1 } else { 1u32 << n.ilog2() };

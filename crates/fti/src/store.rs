@@ -1,12 +1,13 @@
 //! Where checkpoint files live (FTI 1.1's directory layout) and how a new one is published
 //! without ever losing the previous one. The argument is in `docs/crash-safety.md`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::config::{Config, Level};
 use crate::error::{Error, Result};
-use crate::storage::{Disk, Kind, Storage, StorageFile};
+use crate::storage::{Disk, Entry, Kind, Storage, StorageFile};
 use ftiff::Sink as _;
 use ftiff::{FileKind, FileName};
 
@@ -23,7 +24,14 @@ pub struct Dirs {
     pub rank: u32,
     /// Where every file effect goes ([`Disk`] unless a test says otherwise).
     pub storage: Arc<dyn Storage>,
+    /// The checkpoints of which this rank may have a file in `l4/` or `l4_archive/`, when
+    /// known: the global directory holds every rank's files, so a rank that knows them looks
+    /// its own up by name instead of listing everyone's ([`Dirs::know_global`]).
+    known_l4: Arc<Mutex<Option<BTreeSet<Held>>>>,
 }
+
+/// A checkpoint id, and whether its file is in the archive.
+type Held = (i32, bool);
 
 impl PartialEq for Dirs {
     fn eq(&self, other: &Dirs) -> bool {
@@ -55,7 +63,62 @@ impl Dirs {
             meta: cfg.meta_dir.join(exec_id),
             rank: cfg.rank,
             storage,
+            known_l4: Arc::default(),
         }
+    }
+
+    /// From now on this rank's files in `l4/` and `l4_archive/` are looked up by name: those
+    /// of the checkpoints `held` (id, archived), and those it publishes or archives itself.
+    /// Empty for a new execution; at a restart, what one rank's listing found.
+    pub fn know_global(&self, held: impl IntoIterator<Item = (i32, bool)>) {
+        *self.lock_global() = Some(held.into_iter().collect());
+    }
+
+    fn lock_global(&self) -> std::sync::MutexGuard<'_, Option<BTreeSet<Held>>> {
+        self.known_l4.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a file of this rank now in `l4/` (or its archive), when the global directory is
+    /// known.
+    fn note_global(&self, name: &Path, archived: bool) {
+        let name = name.file_name().map(|n| n.to_string_lossy());
+        if let Some(n) = name.as_deref().and_then(FileName::parse) {
+            if let Some(held) = self.lock_global().as_mut() {
+                held.insert((n.id, archived));
+            }
+        }
+    }
+
+    /// The entries of a level directory (or its archive): listed, or for `l4/` once known,
+    /// this rank's files looked up by name.
+    fn entries(&self, level: Level, dir: &Path, archived: bool) -> std::io::Result<Vec<Entry>> {
+        let ids: Vec<i32> = match &*self.lock_global() {
+            Some(held) if level == Level::L4 => held
+                .iter()
+                .filter(|h| h.1 == archived)
+                .map(|h| h.0)
+                .collect(),
+            _ => return self.storage.list(dir),
+        };
+        let mut out = Vec::new();
+        for id in ids {
+            let name = self.file_name(id);
+            let path = dir.join(&name);
+            match self.storage.kind(&path) {
+                Ok(kind) => out.push(Entry {
+                    name: name.into(),
+                    path,
+                    kind,
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if let Some(held) = self.lock_global().as_mut() {
+                        held.remove(&(id, archived));
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(out)
     }
 
     /// `lK/`, where FTI 1.1 looks for the level's checkpoint.
@@ -126,7 +189,7 @@ fn scan_into(dirs: &Dirs, levels: &[Level], kind: FileKind, each: &mut dyn FnMut
             (dirs.level_dir(level), false),
             (dirs.archive_dir(level), true),
         ] {
-            let Ok(entries) = dirs.storage.list(&dir) else {
+            let Ok(entries) = dirs.entries(level, &dir, archived) else {
                 continue;
             };
             for entry in entries {
@@ -376,6 +439,9 @@ pub fn publish_all(dirs: &Dirs, pending: Vec<Pending>) -> Result<Vec<PathBuf>> {
         let target = level_dir.join(&p.name);
         st.rename(&p.path, &target)
             .map_err(|e| Error::io(&target, e))?;
+        if p.level == Level::L4 {
+            dirs.note_global(&target, false);
+        }
         p.published = true;
         drop(p);
         crash_point("renamed");
@@ -450,6 +516,9 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
                 .unwrap_or_default();
             let to = archive.join(name);
             st.rename(&found.path, &to).map_err(|e| Error::io(&to, e))?;
+            if found.level == Level::L4 {
+                dirs.note_global(&to, true);
+            }
             note(archive);
         } else {
             remove(st, &found.path)?;
@@ -548,6 +617,24 @@ pub fn any_in_global(dirs: &Dirs, ranks: &std::ops::Range<u32>) -> bool {
                 .is_some_and(|n| n.kind == FileKind::Rank && ranks.contains(&n.rank))
                 && e.kind == Kind::File
         })
+}
+
+/// The checkpoints `(id, archived)` of which `l4/` or `l4_archive/` holds a file of any rank.
+pub fn global_checkpoints(dirs: &Dirs) -> Vec<(i32, bool)> {
+    let mut held = BTreeSet::new();
+    for (dir, archived) in [
+        (dirs.level_dir(Level::L4), false),
+        (dirs.archive_dir(Level::L4), true),
+    ] {
+        for e in dirs.storage.list(&dir).into_iter().flatten() {
+            if let Some(n) = FileName::parse(&e.name.to_string_lossy()) {
+                if n.kind == FileKind::Rank {
+                    held.insert((n.id, archived));
+                }
+            }
+        }
+    }
+    held.into_iter().collect()
 }
 
 /// The highest rank named by a checkpoint file, partner copy or `RSed` file (any rank's) in

@@ -14,6 +14,7 @@ mod power_loss;
 mod regression;
 mod repair;
 mod runtime;
+mod scale;
 mod topology;
 mod trace;
 mod trust;

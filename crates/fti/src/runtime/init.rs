@@ -227,7 +227,9 @@ impl Traced {
     pub(super) fn assemble(self) -> Fti {
         let Traced { chosen, tracer } = self;
         let Chosen {
-            placed, exec_id, ..
+            placed,
+            exec_id,
+            restart,
         } = chosen;
         let Placed {
             configured,
@@ -242,9 +244,14 @@ impl Traced {
             storage,
             ..
         } = configured;
+        let dirs = Dirs::on(storage, &cfg, &exec_id);
+        if !restart {
+            // A new execution: no file of it exists anywhere (`fresh_exec_id`).
+            dirs.know_global([]);
+        }
         Fti {
             messages,
-            dirs: Dirs::on(storage, &cfg, &exec_id),
+            dirs,
             exec_id,
             recovery: Recovery::default(),
             layout: None,

@@ -147,8 +147,17 @@ impl Search<'_> {
         None
     }
 
-    /// Step 1 (local): this rank's files; paths that are not regular files are reported.
+    /// Step 1 (collective, then local): rank 0 lists the global directory, which holds every
+    /// rank's L4 files, and every rank learns which checkpoints are there; then this rank's
+    /// files; paths that are not regular files are reported.
     fn collect(&mut self) -> Holdings {
+        let (comm, dirs) = (self.team.comm, self.team.dirs);
+        let listed = if comm.rank() == 0 {
+            store::global_checkpoints(dirs)
+        } else {
+            Vec::new()
+        };
+        dirs.know_global(collective::broadcast_held(comm, &listed));
         for path in store::irregular(self.team.dirs) {
             self.skip(Skipped::NotRegular { path });
         }
