@@ -80,11 +80,7 @@ fn tree_broadcast<C: Comm + ?Sized>(comm: &C, bytes: &[u8]) -> Vec<u8> {
 /// hand their bytes to the rank `p` below; the first `p` ranks then exchange partial results
 /// with the rank `2^k` apart at step `k`, each folding the lower ranks' part first; the result
 /// goes back to the ranks beyond `p`.
-fn recursive_doubling<C: Comm + ?Sized>(
-    comm: &C,
-    bytes: &[u8],
-    op: &Fold,
-) -> Vec<u8> {
+fn recursive_doubling<C: Comm + ?Sized>(comm: &C, bytes: &[u8], op: &Fold) -> Vec<u8> {
     let (n, rank) = (comm.size(), comm.rank());
     let p = if n == 0 { 1 } else { 1u32 << n.ilog2() };
     let mut acc = bytes.to_vec();

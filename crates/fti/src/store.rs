@@ -162,87 +162,123 @@ impl Dirs {
     }
 }
 
-/// This rank's files of kind `kind` in the directories and archives of
-/// `levels`, newest first: by id, then in FTI's level order, then `lK/` before its archive.
-/// Entries that are not regular files (a FIFO, a directory) are left out: see [`irregular`].
-fn scan(dirs: &Dirs, levels: &[Level], kind: FileKind) -> Vec<Found> {
-    let mut found = Vec::new();
-    scan_into(dirs, levels, kind, &mut |f, regular| {
-        if regular {
-            found.push(f);
-        }
-    });
-    found.sort_by(|a, b| {
-        b.id.cmp(&a.id)
-            .then(a.level.cmp(&b.level))
-            .then(a.archived.cmp(&b.archived))
-    });
-    found
-}
+/// The entries of the level and archive directories of some levels, each listed once
+/// (`l4/`, once known, by name: [`Dirs::know_global`]).
+struct Listing(Vec<(Level, bool, Vec<Entry>)>);
 
-/// Calls `each` with every entry of this rank whose name is a file of kind `kind` in the level
-/// and archive directories of `levels`, and whether it is a regular file (symbolic links
-/// followed; `stat` never blocks, even on a FIFO).
-fn scan_into(dirs: &Dirs, levels: &[Level], kind: FileKind, each: &mut dyn FnMut(Found, bool)) {
-    for &level in levels {
-        for (dir, archived) in [
-            (dirs.level_dir(level), false),
-            (dirs.archive_dir(level), true),
-        ] {
-            let Ok(entries) = dirs.entries(level, &dir, archived) else {
-                continue;
-            };
-            for entry in entries {
-                let parsed = FileName::parse(&entry.name.to_string_lossy());
-                if let Some(FileName { id, .. }) =
-                    parsed.filter(|n| n.kind == kind && n.rank == dirs.rank)
-                {
-                    let regular = entry.kind == Kind::File;
-                    let found = Found {
-                        path: entry.path,
-                        id,
-                        level,
-                        archived,
-                    };
-                    each(found, regular);
+impl Listing {
+    fn of(dirs: &Dirs, levels: &[Level]) -> Listing {
+        let mut all = Vec::new();
+        for &level in levels {
+            for (dir, archived) in [
+                (dirs.level_dir(level), false),
+                (dirs.archive_dir(level), true),
+            ] {
+                if let Ok(entries) = dirs.entries(level, &dir, archived) {
+                    all.push((level, archived, entries));
                 }
             }
         }
+        Listing(all)
+    }
+
+    /// This rank's files of kind `kind` in the directories of `levels`, newest first: by id,
+    /// then in FTI's level order, then `lK/` before its archive. Entries that are not regular
+    /// files (a FIFO, a directory) are left out: see [`Listing::irregular`].
+    fn scan(&self, rank: u32, levels: &[Level], kind: FileKind) -> Vec<Found> {
+        let mut found = Vec::new();
+        self.each(rank, levels, kind, &mut |f, regular| {
+            if regular {
+                found.push(f);
+            }
+        });
+        found.sort_by(|a, b| {
+            b.id.cmp(&a.id)
+                .then(a.level.cmp(&b.level))
+                .then(a.archived.cmp(&b.archived))
+        });
+        found
+    }
+
+    /// Calls `each` with every entry of `rank` whose name is a file of kind `kind` in the
+    /// directories of `levels`, and whether it is a regular file (symbolic links followed;
+    /// `stat` never blocks, even on a FIFO).
+    fn each(&self, rank: u32, levels: &[Level], kind: FileKind, each: &mut dyn FnMut(Found, bool)) {
+        for (level, archived, entries) in &self.0 {
+            if !levels.contains(level) {
+                continue;
+            }
+            for entry in entries {
+                let parsed = FileName::parse(&entry.name.to_string_lossy());
+                if let Some(FileName { id, .. }) =
+                    parsed.filter(|n| n.kind == kind && n.rank == rank)
+                {
+                    let found = Found {
+                        path: entry.path.clone(),
+                        id,
+                        level: *level,
+                        archived: *archived,
+                    };
+                    each(found, entry.kind == Kind::File);
+                }
+            }
+        }
+    }
+
+    fn irregular(&self, rank: u32) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for (levels, kind) in [
+            (&Level::ALL[..], FileKind::Rank),
+            (&[Level::L2][..], FileKind::Pcof),
+            (&[Level::L3][..], FileKind::Rsed),
+        ] {
+            self.each(rank, levels, kind, &mut |f, regular| {
+                if !regular {
+                    out.push(f.path);
+                }
+            });
+        }
+        out.sort();
+        out
+    }
+
+    fn copies(&self, rank: u32) -> Vec<Found> {
+        let mut found = self.scan(rank, &[Level::L2], FileKind::Pcof);
+        found.extend(self.scan(rank, &[Level::L3], FileKind::Rsed));
+        found.sort_by(|a, b| b.id.cmp(&a.id).then(a.level.cmp(&b.level)));
+        found
     }
 }
 
 /// This rank's entries named like checkpoint files, partner copies or `RSed` files that are
 /// not regular files: the scans leave them out, the restart warns about them.
 pub fn irregular(dirs: &Dirs) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for (levels, kind) in [
-        (&Level::ALL[..], FileKind::Rank),
-        (&[Level::L2][..], FileKind::Pcof),
-        (&[Level::L3][..], FileKind::Rsed),
-    ] {
-        scan_into(dirs, levels, kind, &mut |f, regular| {
-            if !regular {
-                out.push(f.path);
-            }
-        });
-    }
-    out.sort();
-    out
+    Listing::of(dirs, &Level::ALL).irregular(dirs.rank)
 }
 
 /// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
 /// `RSed` files (`l3/` and its archive), newest first.
 pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
-    let mut found = scan(dirs, &[Level::L2], FileKind::Pcof);
-    found.extend(scan(dirs, &[Level::L3], FileKind::Rsed));
-    found.sort_by(|a, b| b.id.cmp(&a.id).then(a.level.cmp(&b.level)));
-    found
+    Listing::of(dirs, &[Level::L2, Level::L3]).copies(dirs.rank)
 }
 
-/// This rank's checkpoint files and partner copies.
-fn find_all(dirs: &Dirs) -> Vec<Found> {
-    let mut all = find_checkpoints(dirs);
-    all.extend(find_copies(dirs));
+/// What this rank holds, each directory listed once: its checkpoint files
+/// ([`find_checkpoints`]), its redundancy files ([`find_copies`]) and the entries named like
+/// them that are not regular files ([`irregular`]).
+pub fn holdings(dirs: &Dirs) -> (Vec<Found>, Vec<Found>, Vec<PathBuf>) {
+    let listing = Listing::of(dirs, &Level::ALL);
+    (
+        listing.scan(dirs.rank, &Level::ALL, FileKind::Rank),
+        listing.copies(dirs.rank),
+        listing.irregular(dirs.rank),
+    )
+}
+
+/// This rank's checkpoint files and partner copies in the directories of `levels`.
+fn find_all(dirs: &Dirs, levels: &[Level]) -> Vec<Found> {
+    let listing = Listing::of(dirs, levels);
+    let mut all = listing.scan(dirs.rank, levels, FileKind::Rank);
+    all.extend(listing.copies(dirs.rank));
     all
 }
 
@@ -262,7 +298,7 @@ pub struct Found {
 /// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
 /// by id, then in FTI's level order, then `lK/` before its archive.
 pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
-    scan(dirs, &Level::ALL, FileKind::Rank)
+    Listing::of(dirs, &Level::ALL).scan(dirs.rank, &Level::ALL, FileKind::Rank)
 }
 
 /// The named steps of [`publish_pending`], where a crash test can stop the process.
@@ -498,7 +534,10 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
             changed.push(dir);
         }
     };
-    for found in find_all(dirs) {
+    let levels: Vec<Level> = (Level::ALL.into_iter())
+        .filter(|&l| l >= lowest && l <= level)
+        .collect();
+    for found in find_all(dirs, &levels) {
         if found.archived
             || found.level > level
             || found.level < lowest
@@ -533,12 +572,13 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
 
 /// Keeps the newest `keep - 1` archived checkpoints of `level`.
 fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
-    let archived: Vec<Found> = find_checkpoints(dirs)
-        .into_iter()
-        .filter(|f| f.archived && f.level == level)
-        .collect();
-    let copies: Vec<Found> = find_copies(dirs)
-        .into_iter()
+    let listing = Listing::of(dirs, &[level]);
+    let archived: Vec<Found> = (listing
+        .scan(dirs.rank, &[level], FileKind::Rank)
+        .into_iter())
+    .filter(|f| f.archived && f.level == level)
+    .collect();
+    let copies: Vec<Found> = (listing.copies(dirs.rank).into_iter())
         .filter(|f| f.archived && f.level == level)
         .collect();
     let mut removed = false;
@@ -561,7 +601,7 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
 /// the run's directories are left empty. Other ranks' files in shared directories stay.
 pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
     let st = &*dirs.storage;
-    for found in find_all(dirs) {
+    for found in find_all(dirs, &Level::ALL) {
         if !(local_only && found.level == Level::L4) {
             remove(st, &found.path)?;
         }
@@ -603,7 +643,9 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
 /// (L1 to L3 and their archives).
 pub fn holds_local(dirs: &Dirs) -> bool {
     let local = [Level::L1, Level::L2, Level::L3];
-    !scan(dirs, &local, FileKind::Rank).is_empty() || !find_copies(dirs).is_empty()
+    let listing = Listing::of(dirs, &local);
+    !listing.scan(dirs.rank, &local, FileKind::Rank).is_empty()
+        || !listing.copies(dirs.rank).is_empty()
 }
 
 /// Whether `l4/` or its archive holds a checkpoint file of one of `ranks`.

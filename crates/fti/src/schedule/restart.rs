@@ -158,13 +158,11 @@ impl Search<'_> {
             Vec::new()
         };
         dirs.know_global(collective::broadcast_held(comm, &listed));
-        for path in store::irregular(self.team.dirs) {
+        let (own, copies, irregular) = store::holdings(dirs);
+        for path in irregular {
             self.skip(Skipped::NotRegular { path });
         }
-        Holdings {
-            own: store::find_checkpoints(self.team.dirs),
-            copies: store::find_copies(self.team.dirs),
-        }
+        Holdings { own, copies }
     }
 
     /// Step 2 (local): the first of this rank's files of the candidate that verifies.

@@ -181,7 +181,14 @@ impl Storage for Disk {
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
             let path = entry.path();
-            let kind = fs::metadata(&path).map_or(Kind::Other, |m| kind_of(&m));
+            // The type the directory entry gives, without a `stat` per entry; a link's
+            // target's.
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_file() => Kind::File,
+                Ok(t) if t.is_dir() => Kind::Dir,
+                Ok(t) if !t.is_symlink() => Kind::Other,
+                _ => fs::metadata(&path).map_or(Kind::Other, |m| kind_of(&m)),
+            };
             out.push(Entry {
                 name: entry.file_name(),
                 path,

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use fti::storage::{Class, Counting, Counts, Disk};
+use fti::storage::{Class, Counting, Counts, Disk, Op};
 use fti::topology::Topology;
 use fti::{Comm, Config, Fti, Level, Options, Threads, Var};
 
@@ -168,6 +168,42 @@ pub fn table(runs: &[(u32, Vec<Vec<Work>>)]) -> String {
             }
             out.push('\n');
         }
+    }
+    out
+}
+
+/// The storage operations, in the order of [`ops_table`].
+pub const OPS: [(Op, &str); 11] = [
+    (Op::Stat, "stat"),
+    (Op::List, "list"),
+    (Op::CreateDir, "mkdir"),
+    (Op::Create, "create"),
+    (Op::Open, "open"),
+    (Op::Map, "map"),
+    (Op::Sync, "fsync"),
+    (Op::Rename, "rename"),
+    (Op::SyncDir, "dir fsync"),
+    (Op::Remove, "unlink"),
+    (Op::RemoveDir, "rmdir"),
+];
+
+/// A Markdown table of the busiest rank's storage operations by kind, by phase, for the run
+/// of `n` ranks.
+pub fn ops_table(n: u32, work: &[Vec<Work>]) -> String {
+    let mut out = String::from("| ranks | phase |");
+    for (_, name) in OPS {
+        out.push_str(&format!(" {name} |"));
+    }
+    out.push_str("\n|---:|---|");
+    out.push_str(&"---:|".repeat(OPS.len()));
+    out.push('\n');
+    for (phase, ranks) in PHASES.iter().zip(work) {
+        out.push_str(&format!("| {n} | {phase} |"));
+        for (op, _) in OPS {
+            let max = ranks.iter().map(|w| w.storage.of_op(op)).max();
+            out.push_str(&format!(" {} |", max.unwrap_or(0)));
+        }
+        out.push('\n');
     }
     out
 }
