@@ -43,7 +43,8 @@ fn per_rank_work_is_flat_from_4_to_64_ranks() {
                 "{name} per rank grew from {was} (4 ranks) to {now} ({n} ranks)"
             );
         }
-        // Rank 0 lists the global directory: no more than once or twice per restart.
+        // Rank 0 lists l4/ twice at a restart (for the newest execution, for the checkpoints
+        // there): 40 bytes per rank's entry; it may not list more than twice that.
         let (was, now) = (f(&base[0]), f(&ranks[0]));
         assert!(
             now.saturating_sub(was) <= 2 * 2 * 40 * u64::from(n - 4),
