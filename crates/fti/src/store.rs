@@ -839,4 +839,51 @@ mod tests {
             "ckpt 7"
         );
     }
+
+    /// Once the global directory is known, this rank's L4 files are looked up by name: the
+    /// same files as a listing finds (published, archived, removed), and `l4/` never listed.
+    #[test]
+    fn known_global_directory_is_never_listed() {
+        use crate::storage::{Counting, Op};
+        let root = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            ckpt_dir: root.path().join("L"),
+            glbl_dir: root.path().join("G"),
+            rank: 1,
+            ..Config::default()
+        };
+        let counting = Counting::new(Arc::new(Disk), 1, vec![1]);
+        let known = Dirs::on(Arc::new(counting.clone()), &cfg, "E");
+        known.know_global([]);
+        let listed = Dirs::new(&cfg, "E");
+        // Another rank's file beside this rank's.
+        let other = Dirs::new(
+            &Config {
+                rank: 2,
+                ..cfg.clone()
+            },
+            "E",
+        );
+        for id in 1..=4 {
+            for dirs in [&known, &other] {
+                let pending = begin(dirs, Level::L4, id, None).unwrap();
+                publish_pending(dirs, pending).unwrap();
+                retire(dirs, Level::L4, id, 3, false).unwrap();
+            }
+            assert_eq!(
+                find_checkpoints(&known),
+                find_checkpoints(&listed),
+                "after {id}"
+            );
+            assert_eq!(find_checkpoints(&known).len(), 3.min(id as usize));
+        }
+        remove_rank_files(&known, false).unwrap();
+        assert_eq!(find_checkpoints(&listed), []);
+        assert_eq!(find_checkpoints(&other).len(), 3);
+        // The directories listed (the local ones, tmp/) were empty or missing: not one entry
+        // of l4/, where the other rank's files are, was read.
+        let counted = counting.counts();
+        assert!(counted.of_op(Op::List) > 0);
+        assert_eq!(counted.dir_entries, 0, "{counted:?}");
+    }
 }

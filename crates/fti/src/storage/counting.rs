@@ -263,3 +263,36 @@ impl StorageFile for CountingFile {
         self.inner.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Disk;
+
+    /// Each operation counted under its kind and whose file it names; a listing's entries
+    /// and bytes as `getdents64` would return them.
+    #[test]
+    fn counts_by_kind_and_class() {
+        let root = tempfile::tempdir().unwrap();
+        let st = Counting::new(Arc::new(Disk), 1, vec![0, 1]);
+        for name in ["Ckpt1-Rank1.fti", "Ckpt1-Pcof0.fti", "Ckpt1-Rank7.fti"] {
+            st.create(&root.path().join(name)).unwrap().sync().unwrap();
+        }
+        st.create_dir(&root.path().join("l1")).unwrap();
+        assert_eq!(st.list(root.path()).unwrap().len(), 4);
+        let c = st.counts();
+        assert_eq!((c.of_class(Class::Own), c.of_class(Class::Partner)), (2, 2));
+        assert_eq!(
+            (c.of_class(Class::Other), c.of_class(Class::Shared)),
+            (2, 2)
+        );
+        assert_eq!(
+            (c.of_op(Op::Create), c.of_op(Op::Sync), c.total()),
+            (3, 3, 8)
+        );
+        // ".", "..", 3 names of 15 bytes (40 each), "l1" (24).
+        assert_eq!((c.dir_entries, c.dir_bytes), (4, 24 + 24 + 3 * 40 + 24));
+        st.reset();
+        assert_eq!(st.counts(), Counts::default());
+    }
+}
