@@ -58,6 +58,7 @@ impl Fti {
                 wanted.map_or_else(String::new, |id| format!(" with id {id}")),
             ));
         self.dirs = Dirs::on(Arc::clone(&self.dirs.storage), &self.cfg, &fresh);
+        self.dirs.know_global([]);
         self.exec_id = fresh;
     }
 }
