@@ -56,3 +56,51 @@ fn per_rank_work_is_flat_from_4_to_64_ranks() {
 fn f(w: &Work) -> u64 {
     w.storage.dir_bytes
 }
+
+/// The rank count of a restart is the one the execution recorded, not one counted from the
+/// files that are left: 3 ranks on nodes of 2 whose last node is lost (its files, rank 2's)
+/// restart on 3 ranks (and start fresh, rank 2's file being lost), not on 4.
+#[test]
+fn the_rank_count_is_the_recorded_one() {
+    use crate::util::on_ranks;
+    use fti::{Fti, Level, Status, Var};
+    let root = tempfile::tempdir().unwrap();
+    let cfg = fti::Config {
+        node_size: 2,
+        group_size: 2,
+        ..crate::util::config(root.path())
+    };
+    let execs = on_ranks(3, |comm| {
+        let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
+        let mut v = vec![7u8; 10];
+        fti.checkpoint(1, Level::L1, &[Var::slice(0, &mut v)])
+            .unwrap();
+        fti.exec_id().to_owned()
+    });
+    std::fs::remove_dir_all(root.path().join("Local/node1")).unwrap();
+    let restart = fti::Config {
+        failure: Some(1),
+        exec_id: Some(execs[0].clone()),
+        ..cfg.clone()
+    };
+    let refused = on_ranks(4, |comm| {
+        Fti::init_with(restart.clone(), comm)
+            .err()
+            .map(|e| e.to_string())
+    });
+    for err in refused {
+        let err = err.expect("a restart on 4 ranks refused");
+        assert!(
+            err.contains("checkpointed by 3 ranks, this run has 4"),
+            "{err}"
+        );
+    }
+    let fresh = on_ranks(3, |comm| {
+        let fti = Fti::init_with(restart.clone(), comm).unwrap();
+        (fti.status().clone(), fti.exec_id() != execs[0])
+    });
+    assert!(
+        fresh.iter().all(|s| *s == (Status::Fresh, true)),
+        "{fresh:?}"
+    );
+}

@@ -65,10 +65,11 @@ impl Fti {
 
 /// Refuses to restart execution `exec_id` with a different number of ranks than wrote it
 /// (collective: rank 0 counts, every rank learns its verdict). The count is the one the
-/// execution recorded in `Topology.fti` when it is the run's; otherwise (FTI 1.1's trees
-/// record none) it comes from the nodes `Topology.fti` lists and the highest rank any file of
-/// the execution names: one process may hold a lost node's files nowhere, so a count below
-/// the listed nodes' is completed to full nodes. A process acting alone as one rank of a
+/// execution recorded in `Topology.fti` (when it differs from the run's, its files are
+/// listed only to see whether any is left); FTI 1.1's trees record none: it then comes from
+/// the nodes `Topology.fti` lists and the highest rank any file of the execution names: one
+/// process may hold a lost node's files nowhere, so a count below the listed nodes' is
+/// completed to full nodes. A process acting alone as one rank of a
 /// larger run (a one-rank comm with `rank >= nranks`) is not checked.
 pub(super) fn check_rank_count(
     storage: &std::sync::Arc<dyn crate::storage::Storage>,
@@ -81,10 +82,11 @@ pub(super) fn check_rank_count(
     }
     let mine = if comm.rank() == 0 {
         let dirs = Dirs::on(Arc::clone(storage), cfg, exec_id);
-        let recorded = crate::topology::recorded_ranks(&*dirs.storage, &dirs.meta);
-        match recorded {
+        match crate::topology::recorded_ranks(&*dirs.storage, &dirs.meta) {
             Some(n) if n == u64::from(cfg.nranks) => n,
-            _ => counted_ranks(&dirs, cfg, exec_id),
+            // Another count: refused, unless no file is left to restart from.
+            Some(n) => u64::from(counted_ranks(&dirs, cfg, exec_id) > 0) * n,
+            None => counted_ranks(&dirs, cfg, exec_id),
         }
     } else {
         0
