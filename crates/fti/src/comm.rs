@@ -6,11 +6,18 @@
 //! `MpiComm` (in `fti::comm::mpi`) wraps an MPI communicator.
 //!
 //! Every rank must make the same sequence of collective calls ([`Comm::barrier`],
-//! [`Comm::all_gather`]), as with MPI. [`Comm::exchange`] pairs a send to one rank with a receive
-//! from another, so rings of exchanges never deadlock.
+//! [`Comm::all_gather`], [`Comm::broadcast`], [`Comm::all_reduce`]), as with MPI.
+//! [`Comm::exchange`] pairs a send to one rank with a receive from another, so rings of
+//! exchanges never deadlock. A broadcast and a reduction take `log2(size)` steps of exchanges,
+//! each rank sending one message per step: what a rank sends does not grow with the run as an
+//! all-gather's does (`docs/scale.md`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Barrier};
+
+/// How [`Comm::all_reduce`] folds two ranks' bytes into one.
+pub type Fold = dyn Fn(&[u8], &[u8]) -> Vec<u8>;
 
 /// The communication a multi-rank run needs.
 pub trait Comm {
@@ -25,6 +32,15 @@ pub trait Comm {
     /// Sends `bytes` to rank `to` while receiving the message rank `from` sends to this rank
     /// (MPI_Sendrecv). `to` or `from` may be this rank.
     fn exchange(&self, to: u32, bytes: &[u8], from: u32) -> Vec<u8>;
+    /// Rank 0's `bytes`, on every rank (a binomial tree of exchanges).
+    fn broadcast(&self, bytes: &[u8]) -> Vec<u8> {
+        tree_broadcast(self, bytes)
+    }
+    /// `op` folded over every rank's `bytes`, on every rank (recursive doubling). `op` must be
+    /// associative and commutative (a maximum, a union); every rank gets the same bytes.
+    fn all_reduce(&self, bytes: &[u8], op: &Fold) -> Vec<u8> {
+        recursive_doubling(self, bytes, op)
+    }
     /// A second communicator over the same ranks for work in a background thread, used while
     /// this one goes on being used by the application's thread (collective; `None` when the
     /// run cannot do that, e.g. MPI without `MPI_THREAD_MULTIPLE`).
@@ -39,15 +55,59 @@ pub trait Comm {
     }
 }
 
-/// Collective helpers built on [`Comm::all_gather`].
-pub(crate) trait CommExt: Comm {
-    /// Rank 0's `bytes`, on every rank.
-    fn broadcast(&self, bytes: &[u8]) -> Vec<u8> {
-        self.all_gather(bytes).swap_remove(0)
+/// [`Comm::broadcast`] over exchanges: at step `k` the ranks below `2^k` that have the bytes
+/// send them to the rank `2^k` above; the others send nothing.
+fn tree_broadcast<C: Comm + ?Sized>(comm: &C, bytes: &[u8]) -> Vec<u8> {
+    let (n, rank) = (comm.size(), comm.rank());
+    let mut data = if rank == 0 {
+        bytes.to_vec()
+    } else {
+        Vec::new()
+    };
+    let mut mask = 1u32;
+    while mask < n {
+        if rank < mask && rank + mask < n {
+            comm.exchange(rank + mask, &data, rank + mask);
+        } else if rank >= mask && rank < 2 * mask {
+            data = comm.exchange(rank - mask, &[], rank - mask);
+        }
+        mask = mask.saturating_mul(2);
     }
+    data
 }
 
-impl<C: Comm + ?Sized> CommExt for C {}
+/// [`Comm::all_reduce`] over exchanges. The ranks beyond the largest power of two `p` first
+/// hand their bytes to the rank `p` below; the first `p` ranks then exchange partial results
+/// with the rank `2^k` apart at step `k`, each folding the lower ranks' part first; the result
+/// goes back to the ranks beyond `p`.
+fn recursive_doubling<C: Comm + ?Sized>(comm: &C, bytes: &[u8], op: &Fold) -> Vec<u8> {
+    let (n, rank) = (comm.size(), comm.rank());
+    let p = if n == 0 { 1 } else { 1u32 << n.ilog2() };
+    let mut acc = bytes.to_vec();
+    if rank >= p {
+        comm.exchange(rank - p, &acc, rank - p);
+        return comm.exchange(rank - p, &[], rank - p);
+    }
+    if rank + p < n {
+        let extra = comm.exchange(rank + p, &[], rank + p);
+        acc = op(&acc, &extra);
+    }
+    let mut mask = 1u32;
+    while mask < p {
+        let partner = rank ^ mask;
+        let got = comm.exchange(partner, &acc, partner);
+        acc = if partner < rank {
+            op(&got, &acc)
+        } else {
+            op(&acc, &got)
+        };
+        mask *= 2;
+    }
+    if rank + p < n {
+        comm.exchange(rank + p, &acc, rank + p);
+    }
+    acc
+}
 
 /// A run of one rank.
 #[derive(Debug, Default, Clone, Copy)]
@@ -84,6 +144,33 @@ pub struct Threads {
     host: String,
     /// The same rank on a second set of channels, for [`Comm::background`].
     sibling: std::sync::Mutex<Option<Box<Threads>>>,
+    /// What this rank sent (on both sets of channels).
+    traffic: Arc<Traffic>,
+}
+
+/// What one rank of [`Threads`] sent: messages (a barrier counts as none) and their bytes.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    messages: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Traffic {
+    /// Messages sent so far.
+    pub fn messages(&self) -> u64 {
+        self.messages.load(Ordering::Relaxed)
+    }
+
+    /// Bytes sent so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Starts counting again from zero.
+    pub fn reset(&self) {
+        self.messages.store(0, Ordering::Relaxed);
+        self.bytes.store(0, Ordering::Relaxed);
+    }
 }
 
 impl Threads {
@@ -94,7 +181,10 @@ impl Threads {
             .into_iter()
             .zip(siblings)
             .map(|(t, sibling)| Threads {
-                sibling: std::sync::Mutex::new(Some(Box::new(sibling))),
+                sibling: std::sync::Mutex::new(Some(Box::new(Threads {
+                    traffic: Arc::clone(&t.traffic),
+                    ..sibling
+                }))),
                 ..t
             })
             .collect()
@@ -131,11 +221,23 @@ impl Threads {
                 barrier: Arc::clone(&barrier),
                 host: host.to_owned(),
                 sibling: std::sync::Mutex::new(None),
+                traffic: Arc::default(),
             })
             .collect()
     }
 
+    /// What this rank sends, counted as it goes.
+    pub fn traffic(&self) -> Arc<Traffic> {
+        Arc::clone(&self.traffic)
+    }
+
     fn send(&self, to: u32, bytes: &[u8]) {
+        if to != self.rank {
+            self.traffic.messages.fetch_add(1, Ordering::Relaxed);
+            self.traffic
+                .bytes
+                .fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        }
         // A peer that is gone (its thread ended or panicked) fails the run at its next receive.
         let _ = self.to[to as usize].send(bytes.to_vec());
     }
@@ -206,6 +308,34 @@ mod tests {
             assert_eq!(all, (0..4u8).map(|i| vec![i; 3]).collect::<Vec<_>>());
             assert_eq!(got, vec![((r + 3) % 4) as u8]);
             assert_eq!(min, [7]);
+        }
+    }
+
+    /// A broadcast and a sum on every run size up to 9 (powers of two and the ranks beyond
+    /// one), each rank sending one message per step of the tree.
+    #[test]
+    fn threads_broadcast_and_reduce() {
+        for n in 1..=9u32 {
+            let got: Vec<(Vec<u8>, Vec<u8>, u64)> = std::thread::scope(|s| {
+                let handles: Vec<_> = Threads::new(n, "h")
+                    .into_iter()
+                    .map(|c| {
+                        s.spawn(move || {
+                            let r = c.rank() as u8;
+                            let b = c.broadcast(&[r + 10, 1]);
+                            let sum = c.all_reduce(&[r], &|a, b| vec![a[0] + b[0]]);
+                            (b, sum, c.traffic().messages())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let steps = u64::from(n.next_power_of_two().ilog2());
+            for (b, sum, messages) in got {
+                assert_eq!(b, [10, 1], "{n} ranks");
+                assert_eq!(sum, [(0..n as u8).sum::<u8>()], "{n} ranks");
+                assert!(messages <= 2 * steps + 2, "{n} ranks: {messages} messages");
+            }
         }
     }
 }

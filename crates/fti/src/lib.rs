@@ -48,7 +48,7 @@ pub mod topology;
 mod trace;
 mod var;
 
-pub use comm::{Comm, SelfComm, Threads};
+pub use comm::{Comm, SelfComm, Threads, Traffic};
 pub use config::{check_exec_id, record_restart, restart_text, Config, IniFile, IoMode, Level};
 pub use error::{Candidate, Error, Misuse, Result, Skipped, Step};
 pub use level::l3;

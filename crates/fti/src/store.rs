@@ -1,12 +1,13 @@
 //! Where checkpoint files live (FTI 1.1's directory layout) and how a new one is published
 //! without ever losing the previous one. The argument is in `docs/crash-safety.md`.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::config::{Config, Level};
 use crate::error::{Error, Result};
-use crate::storage::{Disk, Kind, Storage, StorageFile};
+use crate::storage::{Disk, Entry, Kind, Storage, StorageFile};
 use ftiff::Sink as _;
 use ftiff::{FileKind, FileName};
 
@@ -25,7 +26,14 @@ pub struct Dirs {
     pub storage: Arc<dyn Storage>,
     /// How the level's files are laid out (`ckpt_io`), with this rank's group.
     pub io: crate::io::Io,
+    /// The checkpoints of which this rank may have a file in `l4/` or `l4_archive/`, when
+    /// known: the global directory holds every rank's files, so a rank that knows them looks
+    /// its own up by name instead of listing everyone's ([`Dirs::know_global`]).
+    known_l4: Arc<Mutex<Option<BTreeSet<Held>>>>,
 }
+
+/// A checkpoint id, and whether its file is in the archive.
+type Held = (i32, bool);
 
 impl PartialEq for Dirs {
     fn eq(&self, other: &Dirs) -> bool {
@@ -58,12 +66,67 @@ impl Dirs {
             rank: cfg.rank,
             storage,
             io: crate::io::Io::new(cfg, None),
+            known_l4: Arc::default(),
         }
     }
 
     /// These directories with the I/O mode `io` (which knows the rank's group).
     pub fn with_io(self, io: crate::io::Io) -> Dirs {
         Dirs { io, ..self }
+    }
+
+    /// From now on this rank's files in `l4/` and `l4_archive/` are looked up by name: those
+    /// of the checkpoints `held` (id, archived), and those it publishes or archives itself.
+    /// Empty for a new execution; at a restart, what one rank's listing found.
+    pub fn know_global(&self, held: impl IntoIterator<Item = (i32, bool)>) {
+        *self.lock_global() = Some(held.into_iter().collect());
+    }
+
+    fn lock_global(&self) -> std::sync::MutexGuard<'_, Option<BTreeSet<Held>>> {
+        self.known_l4.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a file of this rank now in `l4/` (or its archive), when the global directory is
+    /// known.
+    fn note_global(&self, name: &Path, archived: bool) {
+        let name = name.file_name().map(|n| n.to_string_lossy());
+        if let Some(n) = name.as_deref().and_then(FileName::parse) {
+            if let Some(held) = self.lock_global().as_mut() {
+                held.insert((n.id, archived));
+            }
+        }
+    }
+
+    /// The entries of a level directory (or its archive): listed, or for `l4/` once known,
+    /// this rank's files looked up by name.
+    fn entries(&self, level: Level, dir: &Path, archived: bool) -> std::io::Result<Vec<Entry>> {
+        let ids: Vec<i32> = match &*self.lock_global() {
+            Some(held) if level == Level::L4 => held
+                .iter()
+                .filter(|h| h.1 == archived)
+                .map(|h| h.0)
+                .collect(),
+            _ => return self.storage.list(dir),
+        };
+        let mut out = Vec::new();
+        for id in ids {
+            let name = self.file_name(id);
+            let path = dir.join(&name);
+            match self.storage.kind(&path) {
+                Ok(kind) => out.push(Entry {
+                    name: name.into(),
+                    path,
+                    kind,
+                }),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if let Some(held) = self.lock_global().as_mut() {
+                        held.remove(&(id, archived));
+                    }
+                }
+                Err(_) => {}
+            }
+        }
+        Ok(out)
     }
 
     /// `lK/`, where FTI 1.1 looks for the level's checkpoint.
@@ -107,87 +170,132 @@ impl Dirs {
     }
 }
 
-/// This rank's files of kind `kind` in the directories and archives of
-/// `levels`, newest first: by id, then in FTI's level order, then `lK/` before its archive.
-/// Entries that are not regular files (a FIFO, a directory) are left out: see [`irregular`].
-fn scan(dirs: &Dirs, levels: &[Level], kind: FileKind) -> Vec<Found> {
-    let mut found = Vec::new();
-    scan_into(dirs, levels, kind, &mut |f, regular| {
-        if regular {
-            found.push(f);
-        }
-    });
-    found.sort_by(|a, b| {
-        b.id.cmp(&a.id)
-            .then(a.level.cmp(&b.level))
-            .then(a.archived.cmp(&b.archived))
-    });
-    found
-}
+/// The entries of the level and archive directories of some levels, each listed once
+/// (`l4/`, once known, by name: [`Dirs::know_global`]).
+struct Listing(Vec<(Level, bool, Vec<Entry>)>);
 
-/// Calls `each` with every entry of this rank whose name is a file of kind `kind` in the level
-/// and archive directories of `levels`, and whether it is a regular file (symbolic links
-/// followed; `stat` never blocks, even on a FIFO).
-fn scan_into(dirs: &Dirs, levels: &[Level], kind: FileKind, each: &mut dyn FnMut(Found, bool)) {
-    for &level in levels {
-        for (dir, archived) in [
-            (dirs.level_dir(level), false),
-            (dirs.archive_dir(level), true),
-        ] {
-            let Ok(entries) = dirs.storage.list(&dir) else {
-                continue;
-            };
-            for entry in entries {
-                let parsed = FileName::parse(&entry.name.to_string_lossy());
-                if let Some(FileName { id, .. }) =
-                    parsed.filter(|n| n.kind == kind && n.rank == dirs.rank)
-                {
-                    let regular = entry.kind == Kind::File;
-                    let found = Found {
-                        path: entry.path,
-                        id,
-                        level,
-                        archived,
-                    };
-                    each(found, regular);
+impl Listing {
+    fn of(dirs: &Dirs, levels: &[Level]) -> Listing {
+        let mut all = Vec::new();
+        for &level in levels {
+            for (dir, archived) in [
+                (dirs.level_dir(level), false),
+                (dirs.archive_dir(level), true),
+            ] {
+                if let Ok(entries) = dirs.entries(level, &dir, archived) {
+                    all.push((level, archived, entries));
                 }
             }
         }
+        Listing(all)
+    }
+
+    /// This rank's files of kind `kind` in the directories of `levels`, newest first: by id,
+    /// then in FTI's level order, then `lK/` before its archive. Entries that are not regular
+    /// files (a FIFO, a directory) are left out: see [`Listing::irregular`].
+    fn scan(&self, rank: u32, levels: &[Level], kind: FileKind) -> Vec<Found> {
+        let mut found = Vec::new();
+        self.each(rank, levels, kind, &mut |f, regular| {
+            if regular {
+                found.push(f);
+            }
+        });
+        sort_newest_first(&mut found);
+        found
+    }
+
+    /// Calls `each` with every entry of `rank` whose name is a file of kind `kind` in the
+    /// directories of `levels`, and whether it is a regular file (symbolic links followed;
+    /// `stat` never blocks, even on a FIFO).
+    fn each(&self, rank: u32, levels: &[Level], kind: FileKind, each: &mut dyn FnMut(Found, bool)) {
+        for (level, archived, entries) in &self.0 {
+            if !levels.contains(level) {
+                continue;
+            }
+            for entry in entries {
+                let parsed = FileName::parse(&entry.name.to_string_lossy());
+                if let Some(FileName { id, .. }) =
+                    parsed.filter(|n| n.kind == kind && n.rank == rank)
+                {
+                    let found = Found {
+                        path: entry.path.clone(),
+                        id,
+                        level: *level,
+                        archived: *archived,
+                    };
+                    each(found, entry.kind == Kind::File);
+                }
+            }
+        }
+    }
+
+    fn irregular(&self, rank: u32) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for (levels, kind) in [
+            (&Level::ALL[..], FileKind::Rank),
+            (&[Level::L2][..], FileKind::Pcof),
+            (&[Level::L3][..], FileKind::Rsed),
+        ] {
+            self.each(rank, levels, kind, &mut |f, regular| {
+                if !regular {
+                    out.push(f.path);
+                }
+            });
+        }
+        out.sort();
+        out
+    }
+
+    fn copies(&self, rank: u32) -> Vec<Found> {
+        let mut found = self.scan(rank, &[Level::L2], FileKind::Pcof);
+        found.extend(self.scan(rank, &[Level::L3], FileKind::Rsed));
+        found.sort_by(|a, b| b.id.cmp(&a.id).then(a.level.cmp(&b.level)));
+        found
     }
 }
 
 /// This rank's entries named like checkpoint files, partner copies or `RSed` files that are
 /// not regular files: the scans leave them out, the restart warns about them.
 pub fn irregular(dirs: &Dirs) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for (levels, kind) in [
-        (&Level::ALL[..], FileKind::Rank),
-        (&[Level::L2][..], FileKind::Pcof),
-        (&[Level::L3][..], FileKind::Rsed),
-    ] {
-        scan_into(dirs, levels, kind, &mut |f, regular| {
-            if !regular {
-                out.push(f.path);
-            }
-        });
-    }
-    out.sort();
-    out
+    Listing::of(dirs, &Level::ALL).irregular(dirs.rank)
 }
 
 /// The redundancy files this rank holds: L2 partner copies (`l2/` and its archive) and L3
 /// `RSed` files (`l3/` and its archive), newest first.
 pub fn find_copies(dirs: &Dirs) -> Vec<Found> {
-    let mut found = scan(dirs, &[Level::L2], FileKind::Pcof);
-    found.extend(scan(dirs, &[Level::L3], FileKind::Rsed));
-    found.sort_by(|a, b| b.id.cmp(&a.id).then(a.level.cmp(&b.level)));
-    found
+    Listing::of(dirs, &[Level::L2, Level::L3]).copies(dirs.rank)
 }
 
-/// This rank's checkpoint files and partner copies.
-fn find_all(dirs: &Dirs) -> Vec<Found> {
-    let mut all = find_checkpoints(dirs);
-    all.extend(find_copies(dirs));
+/// What this rank holds, each directory listed once: its checkpoint files
+/// ([`find_checkpoints`]), its redundancy files ([`find_copies`]) and the entries named like
+/// them that are not regular files ([`irregular`]).
+pub fn holdings(dirs: &Dirs) -> (Vec<Found>, Vec<Found>, Vec<PathBuf>) {
+    let listing = Listing::of(dirs, &Level::ALL);
+    let mut own = listing.scan(dirs.rank, &Level::ALL, FileKind::Rank);
+    // MPI-IO's shared L4 files hold a part of every rank's.
+    own.extend(crate::io::mpiio::find(dirs));
+    sort_newest_first(&mut own);
+    (own, listing.copies(dirs.rank), listing.irregular(dirs.rank))
+}
+
+/// Newest first: by id, then in FTI's level order, then `lK/` before its archive.
+fn sort_newest_first(found: &mut [Found]) {
+    found.sort_by(|a, b| {
+        b.id.cmp(&a.id)
+            .then(a.level.cmp(&b.level))
+            .then(a.archived.cmp(&b.archived))
+    });
+}
+
+/// This rank's checkpoint files and partner copies in the directories of `levels`.
+fn find_all(dirs: &Dirs, levels: &[Level]) -> Vec<Found> {
+    let listing = Listing::of(dirs, levels);
+    let mut all = listing.scan(dirs.rank, levels, FileKind::Rank);
+    all.extend(listing.copies(dirs.rank));
+    if levels.contains(&Level::L4) {
+        // MPI-IO's shared L4 files hold a part of every rank's.
+        all.extend(crate::io::mpiio::find(dirs));
+    }
     all
 }
 
@@ -207,14 +315,10 @@ pub struct Found {
 /// Every checkpoint file of `dirs.rank` in the level and archive directories, newest first:
 /// by id, then in FTI's level order, then `lK/` before its archive.
 pub fn find_checkpoints(dirs: &Dirs) -> Vec<Found> {
-    let mut found = scan(dirs, &Level::ALL, FileKind::Rank);
+    let mut found = Listing::of(dirs, &Level::ALL).scan(dirs.rank, &Level::ALL, FileKind::Rank);
     // MPI-IO's shared L4 files hold a part of every rank's.
     found.extend(crate::io::mpiio::find(dirs));
-    found.sort_by(|a, b| {
-        b.id.cmp(&a.id)
-            .then(a.level.cmp(&b.level))
-            .then(a.archived.cmp(&b.archived))
-    });
+    sort_newest_first(&mut found);
     found
 }
 
@@ -392,6 +496,9 @@ pub fn publish_all(dirs: &Dirs, pending: Vec<Pending>) -> Result<Vec<PathBuf>> {
         let target = level_dir.join(&p.name);
         st.rename(&p.path, &target)
             .map_err(|e| Error::io(&target, e))?;
+        if p.level == Level::L4 {
+            dirs.note_global(&target, false);
+        }
         p.published = true;
         drop(p);
         crash_point("renamed");
@@ -449,7 +556,10 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
             changed.push(dir);
         }
     };
-    for found in find_all(dirs) {
+    let levels: Vec<Level> = (Level::ALL.into_iter())
+        .filter(|&l| l >= lowest && l <= level)
+        .collect();
+    for found in find_all(dirs, &levels) {
         if found.archived
             || found.level > level
             || found.level < lowest
@@ -467,6 +577,9 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
                 .unwrap_or_default();
             let to = archive.join(name);
             st.rename(&found.path, &to).map_err(|e| Error::io(&to, e))?;
+            if found.level == Level::L4 {
+                dirs.note_global(&to, true);
+            }
             note(archive);
         } else {
             remove(st, &found.path)?;
@@ -481,12 +594,13 @@ fn retire_older(dirs: &Dirs, lowest: Level, level: Level, id: i32, keep: usize) 
 
 /// Keeps the newest `keep - 1` archived checkpoints of `level`.
 fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
-    let archived: Vec<Found> = find_checkpoints(dirs)
-        .into_iter()
-        .filter(|f| f.archived && f.level == level)
-        .collect();
-    let copies: Vec<Found> = find_copies(dirs)
-        .into_iter()
+    let listing = Listing::of(dirs, &[level]);
+    let archived: Vec<Found> = (listing
+        .scan(dirs.rank, &[level], FileKind::Rank)
+        .into_iter())
+    .filter(|f| f.archived && f.level == level)
+    .collect();
+    let copies: Vec<Found> = (listing.copies(dirs.rank).into_iter())
         .filter(|f| f.archived && f.level == level)
         .collect();
     let mut removed = false;
@@ -509,7 +623,7 @@ fn prune_archive(dirs: &Dirs, level: Level, keep: usize) -> Result<()> {
 /// the run's directories are left empty. Other ranks' files in shared directories stay.
 pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
     let st = &*dirs.storage;
-    for found in find_all(dirs) {
+    for found in find_all(dirs, &Level::ALL) {
         if !(local_only && found.level == Level::L4) {
             remove(st, &found.path)?;
         }
@@ -545,6 +659,46 @@ pub fn remove_rank_files(dirs: &Dirs, local_only: bool) -> Result<()> {
         let _ = st.remove_dir(&dir);
     }
     Ok(())
+}
+
+/// Whether this rank holds a checkpoint file or a redundancy file in its local directories
+/// (L1 to L3 and their archives).
+pub fn holds_local(dirs: &Dirs) -> bool {
+    let local = [Level::L1, Level::L2, Level::L3];
+    let listing = Listing::of(dirs, &local);
+    !listing.scan(dirs.rank, &local, FileKind::Rank).is_empty()
+        || !listing.copies(dirs.rank).is_empty()
+}
+
+/// Whether `l4/` or its archive holds a checkpoint file of one of `ranks`.
+pub fn any_in_global(dirs: &Dirs, ranks: &std::ops::Range<u32>) -> bool {
+    [dirs.level_dir(Level::L4), dirs.archive_dir(Level::L4)]
+        .iter()
+        .filter_map(|dir| dirs.storage.list(dir).ok())
+        .flatten()
+        .any(|e| {
+            FileName::parse(&e.name.to_string_lossy())
+                .is_some_and(|n| n.kind == FileKind::Rank && ranks.contains(&n.rank))
+                && e.kind == Kind::File
+        })
+}
+
+/// The checkpoints `(id, archived)` of which `l4/` or `l4_archive/` holds a file of any rank.
+pub fn global_checkpoints(dirs: &Dirs) -> Vec<(i32, bool)> {
+    let mut held = BTreeSet::new();
+    for (dir, archived) in [
+        (dirs.level_dir(Level::L4), false),
+        (dirs.archive_dir(Level::L4), true),
+    ] {
+        for e in dirs.storage.list(&dir).into_iter().flatten() {
+            if let Some(n) = FileName::parse(&e.name.to_string_lossy()) {
+                if n.kind == FileKind::Rank {
+                    held.insert((n.id, archived));
+                }
+            }
+        }
+    }
+    held.into_iter().collect()
 }
 
 /// The highest rank named by a checkpoint file, partner copy or `RSed` file (any rank's) in
@@ -718,5 +872,52 @@ mod tests {
             std::fs::read_to_string(dirs.level_dir(Level::L1).join("Ckpt7-Rank0.fti")).unwrap(),
             "ckpt 7"
         );
+    }
+
+    /// Once the global directory is known, this rank's L4 files are looked up by name: the
+    /// same files as a listing finds (published, archived, removed), and `l4/` never listed.
+    #[test]
+    fn known_global_directory_is_never_listed() {
+        use crate::storage::{Counting, Op};
+        let root = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            ckpt_dir: root.path().join("L"),
+            glbl_dir: root.path().join("G"),
+            rank: 1,
+            ..Config::default()
+        };
+        let counting = Counting::new(Arc::new(Disk), 1, vec![1]);
+        let known = Dirs::on(Arc::new(counting.clone()), &cfg, "E");
+        known.know_global([]);
+        let listed = Dirs::new(&cfg, "E");
+        // Another rank's file beside this rank's.
+        let other = Dirs::new(
+            &Config {
+                rank: 2,
+                ..cfg.clone()
+            },
+            "E",
+        );
+        for id in 1..=4 {
+            for dirs in [&known, &other] {
+                let pending = begin(dirs, Level::L4, id, None).unwrap();
+                publish_pending(dirs, pending).unwrap();
+                retire(dirs, Level::L4, id, 3, false).unwrap();
+            }
+            assert_eq!(
+                find_checkpoints(&known),
+                find_checkpoints(&listed),
+                "after {id}"
+            );
+            assert_eq!(find_checkpoints(&known).len(), 3.min(id as usize));
+        }
+        remove_rank_files(&known, false).unwrap();
+        assert_eq!(find_checkpoints(&listed), []);
+        assert_eq!(find_checkpoints(&other).len(), 3);
+        // The directories listed (the local ones, tmp/) were empty or missing: not one entry
+        // of l4/, where the other rank's files are, was read.
+        let counted = counting.counts();
+        assert!(counted.of_op(Op::List) > 0);
+        assert_eq!(counted.dir_entries, 0, "{counted:?}");
     }
 }

@@ -113,17 +113,62 @@ impl Topology {
 /// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
 /// name>`), if the file can be read: a regular file (never a FIFO), at most its first MiB.
 pub fn topology_nodes(path: &std::path::Path) -> Option<u32> {
+    let text = topology_text(path)?;
+    let (ini, _) = crate::config::IniFile::parse(path, &text).ok()?;
+    ini.section("topology")
+        .filter_map(|(key, _)| key.parse::<u32>().ok())
+        .map(|i| i.saturating_add(1))
+        .max()
+}
+
+/// The section of `Topology.fti` where an execution whose last node holds fewer than
+/// `node_size` ranks records its rank count (FTI 1.1 requires full nodes: its files, and ours
+/// with full nodes, have no such section, so that `Topology.fti` stays byte for byte FTI's).
+pub const RUN_SECTION: &str = "run";
+
+/// What `Topology.fti` ends with for a run of `nranks` ranks on nodes of `node_size`: nothing
+/// when the nodes are full (the count is then nodes × `node_size`), else the [`RUN_SECTION`].
+pub fn run_text(nranks: u32, node_size: u32) -> String {
+    if nranks.is_multiple_of(node_size.max(1)) {
+        return String::new();
+    }
+    format!("\n[{RUN_SECTION}]\nranks                          = {nranks}\n\n")
+}
+
+/// The rank count of the execution whose meta directory is `meta`, from its `Topology.fti`:
+/// the [`RUN_SECTION`]'s `ranks`, or else the nodes it lists × `node_size`.
+pub fn recorded_ranks(
+    storage: &dyn crate::storage::Storage,
+    meta: &std::path::Path,
+    node_size: u32,
+) -> Option<u64> {
+    let path = meta.join("Topology.fti");
+    let file = storage.open(&path, false).ok()?;
+    let len = file.len().ok()?.min(1 << 20);
+    let mut bytes = vec![0; len as usize];
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (ini, _) = crate::config::IniFile::parse(&path, &text).ok()?;
+    let ranks = ini.section(RUN_SECTION).find(|(key, _)| *key == "ranks");
+    if let Some((_, v)) = ranks {
+        return v.trim().parse().ok();
+    }
+    let nodes = ini
+        .section("topology")
+        .filter_map(|(key, _)| key.parse::<u64>().ok())
+        .map(|i| i.saturating_add(1))
+        .max()?;
+    Some(nodes.saturating_mul(u64::from(node_size)))
+}
+
+fn topology_text(path: &std::path::Path) -> Option<String> {
     let mut text = String::new();
     std::io::Read::read_to_string(
         &mut std::io::Read::take(ftiff::open_regular(path).ok()?, 1 << 20),
         &mut text,
     )
     .ok()?;
-    let (ini, _) = crate::config::IniFile::parse(path, &text).ok()?;
-    ini.section("topology")
-        .filter_map(|(key, _)| key.parse::<u32>().ok())
-        .map(|i| i.saturating_add(1))
-        .max()
+    Some(text)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ mod power_loss;
 mod regression;
 mod repair;
 mod runtime;
+mod scale;
 mod topology;
 mod trace;
 mod trust;

@@ -305,7 +305,7 @@ pub(crate) fn verify_own(
     match &dirs.io {
         Io::Ftiff => {
             let with_path = |e: ftiff::Error| Error::Format(e.with_path(&found.path));
-            let map = MappedFile::open(&found.path).map_err(with_path)?;
+            let map = dirs.storage.map(&found.path).map_err(with_path)?;
             let max_fs = Checkpoint::verified(&map, progress)
                 .map_err(with_path)?
                 .fb
@@ -327,7 +327,9 @@ pub(crate) fn verify_own(
                 let (p, m) = find_meta(dirs, g, found.level, g.rank, &name)?;
                 (p, m, 0)
             };
-            let map = MappedFile::open(&found.path)
+            let map = dirs
+                .storage
+                .map(&found.path)
                 .map_err(|e| Error::Format(e.with_path(&found.path)))?;
             let part = mpiio::part(map.bytes(), &found.path, offset, meta.size)?;
             check_bytes(
@@ -423,8 +425,10 @@ pub(crate) fn find_meta(
 /// partner copy of its left partner's file, or its L3 `RSed` file).
 pub(crate) fn verify_copy(dirs: &Dirs, id: i32, level: Level, copy: &Found) -> Result<()> {
     match (&dirs.io, level) {
-        (Io::Ftiff, Level::L3) => crate::level::l3::verify_rsed(&copy.path).map(|_| ()),
-        (Io::Ftiff, _) => MappedFile::open(&copy.path)
+        (Io::Ftiff, Level::L3) => {
+            crate::level::l3::verify_rsed(&*dirs.storage, &copy.path).map(|_| ())
+        }
+        (Io::Ftiff, _) => (dirs.storage.map(&copy.path))
             .and_then(|map| Checkpoint::verified(&map, &|_| {}).map(|_| ()))
             .map_err(|e| Error::Format(e.with_path(&copy.path))),
         (Io::Posix(g), Level::L3) => {

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use ftiff::raw::FileBlock;
 use ftiff::{FileKind, FileName};
 
-use crate::collective::{agree, gather_u64, CHUNK};
+use crate::collective::{agree, offset_u64, CHUNK};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
@@ -89,8 +89,7 @@ pub(crate) fn write(
     source: Result<Source<'_>>,
 ) -> Result<(PathBuf, FileBlock)> {
     let fs = source.as_ref().map_or(0, Source::len);
-    let sizes = gather_u64(comm, fs);
-    let offset: u64 = sizes.iter().take(comm.rank() as usize).sum();
+    let offset = offset_u64(comm, fs);
     let st = &*dirs.storage;
     let (tmp_dir, level_dir) = (dirs.tmp_dir(Level::L4), dirs.level_dir(Level::L4));
     let (tmp, target) = (tmp_dir.join(name(id)), level_dir.join(name(id)));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use ftiff::raw::FileBlock;
 
-use crate::collective::{agree, gather_u64, rounds_for, transfer, OpenFile};
+use crate::collective::{agree, group_gather_u64, max_u64, rounds_for, transfer, OpenFile};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Misuse, Result, Step};
@@ -65,13 +65,15 @@ fn partner_plan(
 ) -> Result<(PartnerPlan, FileBlock)> {
     let place = team.place()?;
     store::crash_point("partner");
-    let sizes = gather_u64(team.comm, fb.fs as u64);
+    // sizes[i] = the file size of the group's i-th rank.
+    let sizes = group_gather_u64(team.comm, place, fb.fs as u64);
+    let k = place.group.len();
     let plan = PartnerPlan {
         left: place.left(),
         right: place.right(),
         own_fs: fb.fs as u64,
-        left_fs: sizes[place.left() as usize],
-        rounds: rounds_for(place.group.iter().map(|&r| sizes[r as usize])),
+        left_fs: sizes[(place.group_rank as usize + k - 1) % k],
+        rounds: rounds_for(sizes.iter().copied()),
     };
     let fb = crate::io::set_size(&team.dirs.io, &*pending.file, &pending.path, fb, |b| {
         b.pt_fs = plan.left_fs as i64
@@ -212,9 +214,15 @@ fn move_file(
         .and_then(Option::as_ref)
         .and_then(|f| f.len().ok())
         .unwrap_or(0);
-    // sizes[r] = what rank r sends.
-    let sizes = gather_u64(comm, len);
-    let rounds = rounds_for(sizes.iter().copied());
+    // What `from` sends this rank, over the same pairs as the transfer; the rounds are the
+    // largest file's.
+    let from_len = u64::from_le_bytes(
+        comm.exchange(to, &len.to_le_bytes(), from)
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or([0; 8]),
+    );
+    let rounds = rounds_for([max_u64(comm, len)]);
     let pending = recv
         .map(|name| store::begin_named(dirs, Level::L2, name, None))
         .transpose();
@@ -234,7 +242,7 @@ fn move_file(
                 .ok()
                 .and_then(Option::as_ref)
                 .map(|p| (&*p.file, p.path.as_path())),
-            sizes[from as usize],
+            from_len,
         ),
         rounds,
     );

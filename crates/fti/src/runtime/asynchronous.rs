@@ -56,10 +56,7 @@ impl Fti {
         let mut pipeline = None;
         if let Some(budget) = self.cfg.async_mem_mib {
             let mine: u64 = vars.iter().map(|v| v.size()).sum();
-            let largest = collective::gather_u64(&*self.comm, mine)
-                .into_iter()
-                .max()
-                .unwrap_or(0);
+            let largest = collective::max_u64(&*self.comm, mine);
             let budget = budget.saturating_mul(1 << 20);
             if largest > budget {
                 if self.cfg.dcp || self.cfg.fast_integrity {

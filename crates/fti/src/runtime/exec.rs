@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::collective;
-use crate::comm::{Comm, CommExt};
+use crate::comm::Comm;
 use crate::config::Config;
 use crate::store::Dirs;
 
@@ -38,13 +38,13 @@ pub(super) fn fresh_exec_id(
             format!("{base}-{n}")
         };
         let dirs = Dirs::on(std::sync::Arc::clone(storage), cfg, &id);
-        let taken = [&dirs.local, &dirs.global, &dirs.meta]
-            .iter()
-            .any(|d| d.symlink_metadata().is_ok());
-        if collective::gather_u64(comm, u64::from(taken))
-            .iter()
-            .all(|&t| t == 0)
-        {
+        // Each rank looks at its local directory, rank 0 also at the shared ones.
+        let mut mine = vec![&dirs.local];
+        if comm.rank() == 0 {
+            mine.extend([&dirs.global, &dirs.meta]);
+        }
+        let taken = mine.iter().any(|d| d.symlink_metadata().is_ok());
+        if !collective::any(comm, taken) {
             return id;
         }
         n += 1;

@@ -67,14 +67,17 @@ impl Fti {
         Ok(())
     }
 
-    /// `Topology.fti` in the meta directory, as FTI 1.1 writes it: node index = node name.
+    /// `Topology.fti` in the meta directory, as FTI 1.1 writes it (node index = node name),
+    /// from which a restart learns the rank count without listing every rank's files (with a
+    /// partial last node, which FTI does not allow, the count is recorded in it).
     pub(super) fn write_topology(&self) -> Result<()> {
-        store::create_dir_durable(&*self.dirs.storage, &self.dirs.meta)?;
-        let text = crate::io::posix::topology_text(&self.cfg, &self.node_names);
-        store::replace_file(
-            &*self.dirs.storage,
-            &self.dirs.meta.join("Topology.fti"),
-            text.as_bytes(),
-        )
+        let st = &*self.dirs.storage;
+        store::create_dir_durable(st, &self.dirs.meta)?;
+        let mut text = crate::io::posix::topology_text(&self.cfg, &self.node_names);
+        text.push_str(&crate::topology::run_text(
+            self.cfg.nranks,
+            self.cfg.node_size,
+        ));
+        store::replace_file(st, &self.dirs.meta.join("Topology.fti"), text.as_bytes())
     }
 }

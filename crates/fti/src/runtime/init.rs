@@ -166,7 +166,7 @@ impl Placed {
             // A rank whose node was lost finds nothing: the newest any rank has wins.
             (None, _) => collective::agree_newest(
                 comm,
-                newest_exec_with_checkpoints(storage, cfg).as_deref(),
+                newest_exec_with_checkpoints(storage, cfg, comm).as_deref(),
             ),
         };
         let restart = restart_exec.is_some();
@@ -232,7 +232,9 @@ impl Traced {
     pub(super) fn assemble(self) -> Fti {
         let Traced { chosen, tracer } = self;
         let Chosen {
-            placed, exec_id, ..
+            placed,
+            exec_id,
+            restart,
         } = chosen;
         let Placed {
             configured,
@@ -247,10 +249,14 @@ impl Traced {
             storage,
             ..
         } = configured;
+        let dirs = Dirs::on(storage, &cfg, &exec_id);
+        if !restart {
+            // A new execution: no file of it exists anywhere (`fresh_exec_id`).
+            dirs.know_global([]);
+        }
         Fti {
             messages,
-            dirs: Dirs::on(storage, &cfg, &exec_id)
-                .with_io(crate::io::Io::new(&cfg, topology.place(cfg.rank))),
+            dirs: dirs.with_io(crate::io::Io::new(&cfg, topology.place(cfg.rank))),
             exec_id,
             recovery: Recovery::default(),
             layout: None,

@@ -59,16 +59,19 @@ impl Fti {
             ));
         self.dirs = Dirs::on(Arc::clone(&self.dirs.storage), &self.cfg, &fresh)
             .with_io(self.dirs.io.clone());
+        self.dirs.know_global([]);
         self.exec_id = fresh;
     }
 }
 
 /// Refuses to restart execution `exec_id` with a different number of ranks than wrote it
-/// (collective: every rank reaches the same verdict). The checkpoint's rank count comes from
+/// (collective: rank 0 counts, every rank learns its verdict). The count is the one the
+/// execution recorded in `Topology.fti` (when it differs from the run's, its files are
+/// listed only to see whether any is left); FTI 1.1's trees record none: it then comes from
 /// the nodes `Topology.fti` lists and the highest rank any file of the execution names: one
 /// process may hold a lost node's files nowhere, so a count below the listed nodes' is
-/// completed to full nodes. A process acting alone as one rank of a larger run (a one-rank
-/// comm with `rank >= nranks`) is not checked.
+/// completed to full nodes. A process acting alone as one rank of a
+/// larger run (a one-rank comm with `rank >= nranks`) is not checked.
 pub(super) fn check_rank_count(
     storage: &std::sync::Arc<dyn crate::storage::Storage>,
     cfg: &Config,
@@ -78,7 +81,34 @@ pub(super) fn check_rank_count(
     if cfg.rank >= cfg.nranks {
         return Ok(());
     }
-    let dirs = Dirs::on(std::sync::Arc::clone(storage), cfg, exec_id);
+    let mine = if comm.rank() == 0 {
+        let dirs = Dirs::on(Arc::clone(storage), cfg, exec_id);
+        match crate::topology::recorded_ranks(&*dirs.storage, &dirs.meta, cfg.node_size) {
+            Some(n) if n == u64::from(cfg.nranks) => n,
+            // Another count: refused, unless no file is left to restart from.
+            Some(n) => u64::from(counted_ranks(&dirs, cfg, exec_id) > 0) * n,
+            None => counted_ranks(&dirs, cfg, exec_id),
+        }
+    } else {
+        0
+    };
+    let checkpoint = match collective::broadcast_u64(comm, mine) {
+        0 => return Ok(()),
+        n => n,
+    };
+    if checkpoint == u64::from(cfg.nranks) {
+        return Ok(());
+    }
+    Err(Error::RankCount {
+        exec_id: exec_id.to_owned(),
+        checkpoint: u32::try_from(checkpoint).unwrap_or(u32::MAX),
+        run: cfg.nranks,
+    })
+}
+
+/// The rank count of an execution from its files (every node directory's, with
+/// `local_test`) and the nodes its `Topology.fti` lists; 0 when it has no file.
+fn counted_ranks(dirs: &Dirs, cfg: &Config, exec_id: &str) -> u64 {
     let mut roots = vec![dirs.local.clone(), dirs.global.clone()];
     if cfg.local_test {
         // Every node directory of the shared ckpt_dir, not only this rank's.
@@ -94,54 +124,57 @@ pub(super) fn check_rank_count(
     let highest = store::highest_rank(&*dirs.storage, &roots).map_or(0, |r| u64::from(r) + 1);
     let nodes =
         crate::topology::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
-    let max = |all: Vec<u64>| all.into_iter().max().unwrap_or(0);
-    let (highest, nodes) = (
-        max(collective::gather_u64(comm, highest)),
-        max(collective::gather_u64(comm, nodes)),
-    );
     let node_size = u64::from(cfg.node_size.max(1));
-    let checkpoint = match crate::inventory::rank_count(highest, nodes, node_size) {
-        0 => return Ok(()),
-        n => n,
-    };
-    let run = u64::from(cfg.nranks);
-    if checkpoint == run {
-        return Ok(());
-    }
-    Err(Error::RankCount {
-        exec_id: exec_id.to_owned(),
-        checkpoint: u32::try_from(checkpoint).unwrap_or(u32::MAX),
-        run: cfg.nranks,
-    })
+    crate::inventory::rank_count(highest, nodes, node_size)
 }
 
-/// The newest execution directory (ids sort by time) with a checkpoint of this rank.
+/// The newest execution directory (ids sort by time) with a checkpoint of this rank in its
+/// local directories and, on rank 0, with a checkpoint of any of the run's ranks in the
+/// global directory: the greatest over the ranks is the newest execution with a checkpoint
+/// of any rank, without each rank listing the global directory that holds every rank's file.
 pub(super) fn newest_exec_with_checkpoints(
     storage: &Arc<dyn crate::storage::Storage>,
     cfg: &Config,
+    comm: &dyn Comm,
 ) -> Option<String> {
-    let mut execs: Vec<String> = Vec::new();
     let local_root = if cfg.local_test {
         cfg.ckpt_dir.join(format!("node{}", cfg.node()))
     } else {
         cfg.ckpt_dir.clone()
     };
-    for root in [local_root, cfg.glbl_dir.clone()] {
-        if let Ok(entries) = storage.list(&root) {
-            execs.extend(
-                entries
-                    .into_iter()
-                    .filter(|e| e.kind == crate::storage::Kind::Dir)
-                    .map(|e| e.name.to_string_lossy().into_owned()),
-            );
-        }
+    // A rank whose own files are all lost may still hold copies of its partner's (L2) or
+    // its code (L3), from which the run recovers.
+    let local = newest_exec_in(storage, &local_root, |exec| {
+        store::holds_local(&Dirs::on(Arc::clone(storage), cfg, exec))
+    });
+    if comm.rank() != 0 {
+        return local;
     }
+    // A one-rank comm acts as the config's rank alone.
+    let ranks = if comm.size() == 1 {
+        cfg.rank..cfg.rank + 1
+    } else {
+        0..cfg.nranks
+    };
+    let global = newest_exec_in(storage, &cfg.glbl_dir, |exec| {
+        store::any_in_global(&Dirs::on(Arc::clone(storage), cfg, exec), &ranks)
+    });
+    local.max(global)
+}
+
+/// The newest execution directory under `root` for which `has` says yes.
+fn newest_exec_in(
+    storage: &Arc<dyn crate::storage::Storage>,
+    root: &std::path::Path,
+    has: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let mut execs: Vec<String> = storage
+        .list(root)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.kind == crate::storage::Kind::Dir)
+        .map(|e| e.name.to_string_lossy().into_owned())
+        .collect();
     execs.sort();
-    execs.dedup();
-    execs.into_iter().rev().find(|exec| {
-        // A rank whose own files are all lost may still hold copies of its partner's
-        // (L2) or its code (L3), from which the run recovers.
-        let dirs = Dirs::on(Arc::clone(storage), cfg, exec);
-        !store::find_checkpoints(&dirs).is_empty() || !store::find_copies(&dirs).is_empty()
-    })
+    execs.into_iter().rev().find(|exec| has(exec))
 }

@@ -119,10 +119,12 @@ impl Search<'_> {
             let started = std::time::Instant::now();
             self.verify_copy(&mut local, id, level);
             self.copies_verified_in += started.elapsed();
-            let holds = collective::gather_holds(self.team.comm, local.holds());
-            let Ok(plan) = restart_plan::plan(level, &holds, self.team.topology) else {
-                self.report_missing(id, level, &holds, local.said_why);
-                continue;
+            let plan = match self.plan(level, local.holds()) {
+                Ok(plan) => plan,
+                Err(holds) => {
+                    self.report_missing(id, level, &holds, local.said_why);
+                    continue;
+                }
             };
             let note = note(level, &plan);
             let restart = self.execute(id, level, &plan, local);
@@ -145,15 +147,22 @@ impl Search<'_> {
         None
     }
 
-    /// Step 1 (local): this rank's files; paths that are not regular files are reported.
+    /// Step 1 (collective, then local): rank 0 lists the global directory, which holds every
+    /// rank's L4 files, and every rank learns which checkpoints are there; then this rank's
+    /// files; paths that are not regular files are reported.
     fn collect(&mut self) -> Holdings {
-        for path in store::irregular(self.team.dirs) {
+        let (comm, dirs) = (self.team.comm, self.team.dirs);
+        let listed = if comm.rank() == 0 {
+            store::global_checkpoints(dirs)
+        } else {
+            Vec::new()
+        };
+        dirs.know_global(collective::broadcast_held(comm, &listed));
+        let (own, copies, irregular) = store::holdings(dirs);
+        for path in irregular {
             self.skip(Skipped::NotRegular { path });
         }
-        Holdings {
-            own: store::find_checkpoints(self.team.dirs),
-            copies: store::find_copies(self.team.dirs),
-        }
+        Holdings { own, copies }
     }
 
     /// Step 2 (local): the first of this rank's files of the candidate that verifies.
@@ -223,6 +232,21 @@ impl Search<'_> {
                 rebuilt.and_then(|()| own_after_rebuild(self.team.dirs, local.verified, id, level))
             }
         }
+    }
+
+    /// Step 4 (collective): the plan. When every rank holds its file verified, and its
+    /// redundancy file where the level keeps one, a reduction says so and the plan is
+    /// [`Plan::Own`]; otherwise what every rank holds is gathered and planned from
+    /// ([`restart_plan::plan`]). `Err` with the holdings when the candidate cannot be
+    /// recovered.
+    fn plan(&self, level: Level, mine: Holds) -> std::result::Result<Plan, Vec<Holds>> {
+        let group = self.team.place().map_or(1, |p| p.group.len());
+        let kept = matches!(level, Level::L2 | Level::L3) && group > 1;
+        if collective::all(self.team.comm, mine.own && (mine.copy || !kept)) {
+            return Ok(Plan::Own);
+        }
+        let holds = collective::gather_holds(self.team.comm, mine);
+        restart_plan::plan(level, &holds, self.team.topology).map_err(|_| holds)
     }
 
     /// A candidate some ranks cannot recover: said once, unless this rank is the only one

@@ -7,15 +7,17 @@
 //! n-th: the crash-consistency tests run checkpoints on it and restart from the crash images
 //! (`docs/crash-safety.md`).
 //!
-//! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) are not
-//! effects and stay on the file system through `ftiff`'s reader, under the memory-map contract
-//! of `docs/crash-safety.md` (*Memory maps*); the reads of the write path
-//! (a differential checkpoint's old file block, the sources of L2 and L4 copies) go through
-//! [`Storage::open`].
+//! Reads that map a whole checkpoint to verify it (the restart's scan, `recover`) go through
+//! [`Storage::map`] (by default `ftiff`'s reader, under the memory-map contract of
+//! `docs/crash-safety.md`, *Memory maps*); the reads of the write path (a differential
+//! checkpoint's old file block, the sources of L2 and L4 copies) go through
+//! [`Storage::open`]. [`Counting`] counts every operation of one rank (`docs/scale.md`).
 
+mod counting;
 mod crash_state;
 mod power_cut;
 
+pub use counting::{Class, Counting, Counts, Op};
 pub use crash_state::CrashState;
 pub use power_cut::{PowerCut, Syncs};
 
@@ -81,6 +83,10 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn kind(&self, path: &Path) -> io::Result<Kind>;
     /// Makes a directory's entries durable (`fsync` of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Maps a whole regular file to read it (a checkpoint to verify, an `RSed` file).
+    fn map(&self, path: &Path) -> ftiff::Result<ftiff::MappedFile> {
+        ftiff::MappedFile::open(path)
+    }
 }
 
 /// The real file system.
@@ -178,7 +184,14 @@ impl Storage for Disk {
         for entry in fs::read_dir(dir)? {
             let entry = entry?;
             let path = entry.path();
-            let kind = fs::metadata(&path).map_or(Kind::Other, |m| kind_of(&m));
+            // The type the directory entry gives, without a `stat` per entry; a link's
+            // target's.
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_file() => Kind::File,
+                Ok(t) if t.is_dir() => Kind::Dir,
+                Ok(t) if !t.is_symlink() => Kind::Other,
+                _ => fs::metadata(&path).map_or(Kind::Other, |m| kind_of(&m)),
+            };
             out.push(Entry {
                 name: entry.file_name(),
                 path,

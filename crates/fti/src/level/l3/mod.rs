@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::storage::{Storage, StorageFile};
 
 pub mod group;
-use crate::collective::{agree, gather_u64};
+use crate::collective::{agree, group_gather_u64};
 use crate::config::Level;
 use crate::error::Step;
 use crate::schedule::Team;
@@ -141,11 +141,8 @@ pub(crate) fn post_process(
     let (comm, dirs) = (team.comm, team.dirs);
     let place = team.place()?;
     store::crash_point("partner");
-    let sizes = gather_u64(comm, fb.fs as u64);
-    let max_fs = place
-        .group
-        .iter()
-        .map(|&r| sizes[r as usize])
+    let max_fs = group_gather_u64(comm, place, fb.fs as u64)
+        .into_iter()
         .max()
         .unwrap_or(0);
     let fb = crate::io::set_size(&dirs.io, &*pending.file, &pending.path, fb, |b| {
@@ -173,8 +170,8 @@ pub(crate) fn post_process(
 }
 
 /// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
-pub(crate) fn verify_rsed(path: &Path) -> Result<FileBlock> {
-    let map = MappedFile::open(path).map_err(Error::Format)?;
+pub(crate) fn verify_rsed(storage: &dyn Storage, path: &Path) -> Result<FileBlock> {
+    let map = storage.map(path).map_err(Error::Format)?;
     let rsed = ftiff::RsedFile::parse(map.bytes()).map_err(|e| Error::Format(e.with_path(path)))?;
     if let Some(e) = rsed.verify(map.bytes(), &|_| {}).into_iter().next() {
         return Err(Error::Format(e.with_path(path)));
@@ -271,15 +268,12 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
     let rsed_max = match &meta {
         Some((max_fs, ..)) => *max_fs,
         None => rsed
-            .and_then(|p| verify_rsed(p).ok())
+            .and_then(|p| verify_rsed(&*dirs.storage, p).ok())
             .map_or(0, |fb| fb.fs.max(0) as u64),
     };
     let known_max_fs = own.map_or(0, |r| r.max_fs);
-    let all = gather_u64(comm, known_max_fs.max(rsed_max));
-    let max_fs = place
-        .group
-        .iter()
-        .map(|&r| all[r as usize])
+    let max_fs = group_gather_u64(comm, &place, known_max_fs.max(rsed_max))
+        .into_iter()
         .max()
         .unwrap_or(0);
     let affected = place
