@@ -418,6 +418,15 @@ pub struct Pending {
     storage: Arc<dyn Storage>,
 }
 
+impl Pending {
+    /// Maps the file as written so far, through its storage.
+    pub fn map(&self) -> Result<ftiff::MappedFile> {
+        self.storage
+            .map(&self.path)
+            .map_err(|e| Error::Format(e.with_path(&self.path)))
+    }
+}
+
 impl Drop for Pending {
     fn drop(&mut self) {
         if !self.published {

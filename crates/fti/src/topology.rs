@@ -113,8 +113,11 @@ impl Topology {
 /// The number of nodes `Topology.fti` lists (its `[topology]` section: `<node index> = <node
 /// name>`), if the file can be read: a regular file (never a FIFO), at most its first MiB.
 pub fn topology_nodes(path: &std::path::Path) -> Option<u32> {
-    let text = topology_text(path)?;
-    let (ini, _) = crate::config::IniFile::parse(path, &text).ok()?;
+    nodes_in(&topology_text(&crate::storage::Disk, path)?, path)
+}
+
+pub(crate) fn nodes_in(text: &str, path: &std::path::Path) -> Option<u32> {
+    let (ini, _) = crate::config::IniFile::parse(path, text).ok()?;
     ini.section("topology")
         .filter_map(|(key, _)| key.parse::<u32>().ok())
         .map(|i| i.saturating_add(1))
@@ -143,32 +146,26 @@ pub fn recorded_ranks(
     node_size: u32,
 ) -> Option<u64> {
     let path = meta.join("Topology.fti");
-    let file = storage.open(&path, false).ok()?;
-    let len = file.len().ok()?.min(1 << 20);
-    let mut bytes = vec![0; len as usize];
-    file.read_exact_at(&mut bytes, 0).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
+    let text = topology_text(storage, &path)?;
     let (ini, _) = crate::config::IniFile::parse(&path, &text).ok()?;
     let ranks = ini.section(RUN_SECTION).find(|(key, _)| *key == "ranks");
     if let Some((_, v)) = ranks {
         return v.trim().parse().ok();
     }
-    let nodes = ini
-        .section("topology")
-        .filter_map(|(key, _)| key.parse::<u64>().ok())
-        .map(|i| i.saturating_add(1))
-        .max()?;
-    Some(nodes.saturating_mul(u64::from(node_size)))
+    let nodes = nodes_in(&text, &path)?;
+    Some(u64::from(nodes).saturating_mul(u64::from(node_size)))
 }
 
-fn topology_text(path: &std::path::Path) -> Option<String> {
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut std::io::Read::take(ftiff::open_regular(path).ok()?, 1 << 20),
-        &mut text,
-    )
-    .ok()?;
-    Some(text)
+/// The first MiB of `path` through `storage`, as text (a regular file only).
+pub(crate) fn topology_text(
+    storage: &dyn crate::storage::Storage,
+    path: &std::path::Path,
+) -> Option<String> {
+    let file = storage.open(path, false).ok()?;
+    let len = file.len().ok()?.min(1 << 20);
+    let mut bytes = vec![0; usize::try_from(len).ok()?];
+    file.read_exact_at(&mut bytes, 0).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod fti_configs;
 mod inventory;
 mod l3_group;
 mod levels;
+mod memory;
 mod mpi;
 mod posix;
 mod power_cut_ranks;

@@ -43,7 +43,8 @@ pub(super) fn fresh_exec_id(
         if comm.rank() == 0 {
             mine.extend([&dirs.global, &dirs.meta]);
         }
-        let taken = mine.iter().any(|d| d.symlink_metadata().is_ok());
+        // Anything there takes the name, a dangling link included (`Kind::Other`).
+        let taken = mine.iter().any(|d| dirs.storage.kind(d).is_ok());
         if !collective::any(comm, taken) {
             return id;
         }

@@ -480,17 +480,8 @@ pub(crate) fn open_verified(
         part: verified.part,
     };
     restart.info.timestamp = match restart.posix_vars {
-        Some(_) => modified_ns(&found.path),
+        Some(_) => dirs.storage.stat(&found.path).map_or(0, |s| s.modified_ns),
         None => restart.ckpt()?.timestamp(),
     };
     Ok(restart)
-}
-
-/// A file's modification time, ns since the epoch (0 when unknown).
-fn modified_ns(path: &std::path::Path) -> i64 {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }

@@ -156,7 +156,7 @@ impl Fti {
         {
             return f(&r.ckpt()?);
         }
-        let key = FileKey::of(&found.path);
+        let key = FileKey::of(&*self.dirs.storage, &found.path);
         let cached = self
             .recovery
             .verified
@@ -232,24 +232,14 @@ pub(super) fn check_matches(stored: &ftiff::VarInfo, var: &Var<'_>) -> Result<()
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct FileKey {
     path: PathBuf,
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
+    stat: crate::storage::Stat,
 }
 
 impl FileKey {
-    pub(super) fn of(path: &Path) -> Option<FileKey> {
-        use std::os::unix::fs::MetadataExt as _;
-        let m = std::fs::metadata(path).ok()?;
+    pub(super) fn of(storage: &dyn crate::storage::Storage, path: &Path) -> Option<FileKey> {
         Some(FileKey {
             path: path.to_path_buf(),
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
+            stat: storage.stat(path).ok()?,
         })
     }
 }

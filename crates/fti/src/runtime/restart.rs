@@ -122,8 +122,10 @@ fn counted_ranks(dirs: &Dirs, cfg: &Config, exec_id: &str) -> u64 {
         }
     }
     let highest = store::highest_rank(&*dirs.storage, &roots).map_or(0, |r| u64::from(r) + 1);
-    let nodes =
-        crate::topology::topology_nodes(&dirs.meta.join("Topology.fti")).map_or(0, u64::from);
+    let path = dirs.meta.join("Topology.fti");
+    let nodes = crate::topology::topology_text(&*dirs.storage, &path)
+        .and_then(|text| crate::topology::nodes_in(&text, &path))
+        .map_or(0, u64::from);
     let node_size = u64::from(cfg.node_size.max(1));
     crate::inventory::rank_count(highest, nodes, node_size)
 }

@@ -263,7 +263,12 @@ impl Search<'_> {
 
     /// Opens and verifies one of this rank's files, with a progress bar for large ones.
     fn verify_candidate(&self, found: &Found) -> std::result::Result<Restart, Skipped> {
-        let size = std::fs::metadata(&found.path).map_or(0, |m| m.len());
+        let size = self
+            .team
+            .dirs
+            .storage
+            .stat(&found.path)
+            .map_or(0, |s| s.len);
         let bar = self
             .messages
             .progress(format!("verifying checkpoint {}", found.id), size);

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use ftiff::{FileName, MappedFile};
 
-use super::{Entry, Kind, Storage, StorageFile};
+use super::{Entry, Kind, Stat, Storage, StorageFile};
 
 /// An operation of [`Storage`] (and [`StorageFile::sync`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,7 +32,7 @@ pub enum Op {
     RemoveDir,
     /// [`Storage::list`].
     List,
-    /// [`Storage::kind`].
+    /// [`Storage::kind`] or [`Storage::stat`].
     Stat,
     /// [`Storage::sync_dir`].
     SyncDir,
@@ -212,6 +212,11 @@ impl Storage for Counting {
     fn kind(&self, path: &Path) -> io::Result<Kind> {
         self.count(Op::Stat, path);
         self.inner.kind(path)
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<Stat> {
+        self.count(Op::Stat, path);
+        self.inner.stat(path)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

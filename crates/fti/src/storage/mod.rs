@@ -11,14 +11,20 @@
 //! [`Storage::map`] (by default `ftiff`'s reader, under the memory-map contract of
 //! `docs/crash-safety.md`, *Memory maps*); the reads of the write path (a differential
 //! checkpoint's old file block, the sources of L2 and L4 copies) go through
-//! [`Storage::open`]. [`Counting`] counts every operation of one rank (`docs/scale.md`).
+//! [`Storage::open`], and every `stat` through [`Storage::stat`] or [`Storage::kind`].
+//! [`Counting`] counts every operation of one rank (`docs/scale.md`). [`Memory`] keeps every
+//! file in memory: the runtime's tests run on it with nothing on disk, which shows that no
+//! access bypasses the seam (the config file, read before the storage exists, and the trace,
+//! written by ovni's writer, are not the runtime's checkpoint files).
 
 mod counting;
 mod crash_state;
+mod memory;
 mod power_cut;
 
 pub use counting::{Class, Counting, Counts, Op};
 pub use crash_state::CrashState;
+pub use memory::Memory;
 pub use power_cut::{PowerCut, Syncs};
 
 use std::ffi::OsString;
@@ -37,6 +43,21 @@ pub enum Kind {
     Dir,
     /// A FIFO, socket, device or a dangling link: never read as a checkpoint.
     Other,
+}
+
+/// What [`Storage::stat`] says of a path (symbolic links followed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// What it is.
+    pub kind: Kind,
+    /// Its size in bytes.
+    pub len: u64,
+    /// Device and inode: a file replaced at the same path has others.
+    pub id: (u64, u64),
+    /// Its last modification, ns since the epoch.
+    pub modified_ns: i64,
+    /// Its last status change (a rename, a new link), ns since the epoch.
+    pub changed_ns: i64,
 }
 
 /// One entry of [`Storage::list`].
@@ -81,6 +102,8 @@ pub trait Storage: Send + Sync + fmt::Debug {
     fn list(&self, dir: &Path) -> io::Result<Vec<Entry>>;
     /// What `path` is (`stat`, never blocking).
     fn kind(&self, path: &Path) -> io::Result<Kind>;
+    /// What `path` is, its size, identity and times (`stat`, never blocking).
+    fn stat(&self, path: &Path) -> io::Result<Stat>;
     /// Makes a directory's entries durable (`fsync` of the directory).
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     /// Maps a whole regular file to read it (a checkpoint to verify, an `RSed` file).
@@ -202,7 +225,25 @@ impl Storage for Disk {
     }
 
     fn kind(&self, path: &Path) -> io::Result<Kind> {
-        fs::metadata(path).map(|m| kind_of(&m))
+        match fs::metadata(path) {
+            Ok(m) => Ok(kind_of(&m)),
+            // A link to nothing is there, as something that is never read.
+            Err(_) if fs::symlink_metadata(path).is_ok() => Ok(Kind::Other),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<Stat> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = fs::metadata(path)?;
+        let ns = |s: i64, n: i64| s.saturating_mul(1_000_000_000).saturating_add(n);
+        Ok(Stat {
+            kind: kind_of(&m),
+            len: m.len(),
+            id: (m.dev(), m.ino()),
+            modified_ns: ns(m.mtime(), m.mtime_nsec()),
+            changed_ns: ns(m.ctime(), m.ctime_nsec()),
+        })
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::crash_state::{Change, CrashState, Initial, Node};
-use super::{Disk, Entry, Kind, Storage, StorageFile};
+use super::{Disk, Entry, Kind, Stat, Storage, StorageFile};
 
 #[derive(Debug, Default)]
 struct State {
@@ -274,6 +274,12 @@ impl Storage for PowerCut {
         self.inside(path)?;
         self.lock().powered()?;
         Disk.kind(path)
+    }
+
+    fn stat(&self, path: &Path) -> io::Result<Stat> {
+        self.inside(path)?;
+        self.lock().powered()?;
+        Disk.stat(path)
     }
 
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {

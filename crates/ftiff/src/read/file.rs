@@ -112,6 +112,16 @@ impl MappedFile {
         })
     }
 
+    /// Bytes already in memory, as read from `path`: the file of a storage that keeps its
+    /// files in memory.
+    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Self {
+        MappedFile {
+            path: path.to_path_buf(),
+            bytes: Bytes::Read(bytes),
+            registered: None,
+        }
+    }
+
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
         match &self.bytes {

@@ -16,7 +16,6 @@ use std::path::Path;
 use ftiff::hash::Md5Stream;
 use ftiff::l3::Code;
 use ftiff::raw::FileBlock;
-use ftiff::MappedFile;
 
 use crate::comm::Comm;
 use crate::error::{Error, Result};
@@ -410,7 +409,7 @@ fn finish_rank_file(p: &Pending, max_fs: u64, meta: Option<&(u64, String)>) -> R
         })?;
     p.file.set_len(fs).map_err(|e| Error::io(&p.path, e))?;
     if fs == max_fs && fs % 2 == 1 {
-        let map = MappedFile::open(&p.path).map_err(Error::Format)?;
+        let map = p.map()?;
         let last = ftiff::l3::restore_last_byte(map.bytes())
             .map_err(|e| Error::Format(e.with_path(&p.path)))?;
         p.file
