@@ -62,11 +62,19 @@ pub fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Every checkpoint file (Rank, Pcof, RSed, seed) in the fixtures.
+/// Every FTI-FF checkpoint file (Rank, Pcof, RSed, seed) in the fixtures: named `Ckpt…` (or
+/// `ckpt…`), outside the trees of FTI's POSIX files (whose `Ckpt…` files are raw data). Config
+/// and meta-data files (`config.fti`, `Topology.fti`, `sector…`) are not checkpoints.
 pub fn all_fti_files() -> Vec<PathBuf> {
     files_with_suffix(&fixtures(), ".fti")
         .into_iter()
-        .filter(|p| p.file_name().unwrap() != "Topology.fti")
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().to_lowercase();
+            let posix = p
+                .components()
+                .any(|c| c.as_os_str().to_string_lossy().starts_with("posix-"));
+            name.starts_with("ckpt") && !posix
+        })
         .collect()
 }
 
