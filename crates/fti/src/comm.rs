@@ -176,6 +176,9 @@ impl Comm for Threads {
     }
 }
 
+mod members;
+pub use members::Members;
+
 #[cfg(feature = "mpi")]
 pub mod mpi;
 

@@ -348,6 +348,12 @@ pub enum Misuse {
     /// The background thread panicked: its job's outcome is lost.
     #[error("the background thread panicked")]
     BackgroundPanicked,
+    /// Application work was asked of a dedicated head.
+    #[error("this process is a dedicated head (head = 1): it serves its node (serve_as_head) and checkpoints nothing")]
+    Head,
+    /// `serve_as_head` was called on a process that is not a head.
+    #[error("serve_as_head: this process is not a dedicated head")]
+    NotAHead,
 }
 
 /// Result with [`Error`].

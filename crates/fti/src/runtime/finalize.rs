@@ -15,8 +15,15 @@ impl Fti {
     /// if needed), local files are removed and the config records `failure = 2`; otherwise
     /// every checkpoint file and directory of this execution is removed and the config records
     /// `failure = 0`, as FTI does.
+    ///
+    /// On a head, serves its node until the application finalizes ([`Fti::serve_as_head`]);
+    /// an application rank with heads then releases its head, also when finalizing failed.
     pub fn finalize(mut self) -> Result<()> {
+        if self.role() == super::Role::Head {
+            return self.serve_as_head();
+        }
         let result = self.finalize_files();
+        self.release_head();
         if let Some(t) = self.tracer.take() {
             t.finish().map_err(Error::Trace)?;
         }

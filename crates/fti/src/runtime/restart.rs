@@ -99,20 +99,29 @@ pub(super) fn check_rank_count(
         max(collective::gather_u64(comm, highest)),
         max(collective::gather_u64(comm, nodes)),
     );
-    let node_size = u64::from(cfg.node_size.max(1));
+    let (node_size, run) = processes(cfg);
     let checkpoint = match crate::inventory::rank_count(highest, nodes, node_size) {
         0 => return Ok(()),
         n => n,
     };
-    let run = u64::from(cfg.nranks);
     if checkpoint == run {
         return Ok(());
     }
     Err(Error::RankCount {
         exec_id: exec_id.to_owned(),
         checkpoint: u32::try_from(checkpoint).unwrap_or(u32::MAX),
-        run: cfg.nranks,
+        run: u32::try_from(run).unwrap_or(u32::MAX),
     })
+}
+
+/// Processes per node and in the run, as files number them: with heads, each node also has
+/// its head.
+fn processes(cfg: &Config) -> (u64, u64) {
+    let (node_size, nranks) = (u64::from(cfg.node_size.max(1)), u64::from(cfg.nranks));
+    match cfg.world_rank {
+        Some(_) => (node_size + 1, nranks + nranks.div_ceil(node_size)),
+        None => (node_size, nranks),
+    }
 }
 
 /// The newest execution directory (ids sort by time) with a checkpoint of this rank.
