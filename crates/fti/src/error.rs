@@ -47,6 +47,10 @@ pub enum Error {
     /// A call that is not valid in the runtime's current state.
     #[error(transparent)]
     State(Misuse),
+    /// A head's post-processing for this application rank failed, or its message was
+    /// malformed.
+    #[error("post-processing by the head: {0}")]
+    Head(String),
     /// A topology that cannot be built (no ranks, a node or group size of 0, a rank order
     /// that does not list every rank once).
     #[error("topology: {0}")]

@@ -86,8 +86,9 @@ fn recover_and_check(fti: &mut Fti, rank: u32, k: i32) -> fti::CheckpointInfo {
 }
 
 /// Runs `app` on the application ranks (with their global rank) of an 8-process run with
-/// heads; the heads serve until the application finalizes, or stop at once when `crash` (the
-/// job died: nobody finalizes). Returns what the application ranks returned, by global rank.
+/// heads; the heads serve until the application finalizes or, when `crash` (nobody
+/// finalizes), until an application rank is gone, as the job would end them. Returns what the
+/// application ranks returned, by global rank.
 fn run<T: Send>(cfg: &Config, crash: bool, app: impl Fn(Fti, u32) -> T + Sync) -> Vec<Option<T>> {
     on_ranks(8, |comm| {
         let world = comm.rank();
@@ -95,7 +96,13 @@ fn run<T: Send>(cfg: &Config, crash: bool, app: impl Fn(Fti, u32) -> T + Sync) -
         match fti.role() {
             Role::Head => {
                 assert_eq!(world % 2, 0, "heads are the first rank of each node");
-                if !crash {
+                if crash {
+                    let serve = std::panic::AssertUnwindSafe(|| fti.serve_as_head());
+                    assert!(
+                        std::panic::catch_unwind(serve).is_err(),
+                        "served past a crash"
+                    );
+                } else {
                     fti.serve_as_head().unwrap();
                 }
                 None
@@ -139,8 +146,28 @@ fn local_file(root: &Path, exec: &str, rank: u32, level: u8, name: &str) -> Path
 #[test]
 fn heads_inline_levels_crash_and_restart() {
     for level in Level::ALL {
+        levels_crash_and_restart(level, true);
+    }
+}
+
+/// With `inline_l2 = 0` and `inline_l4 = 0` the heads make the partner copies and the L4
+/// flushes while the application computes; a crash leaves checkpoints that restart with
+/// exact data.
+#[test]
+fn heads_post_process_l2_and_l4_crash_and_restart() {
+    for level in [Level::L2, Level::L4] {
+        levels_crash_and_restart(level, false);
+    }
+}
+
+fn levels_crash_and_restart(level: Level, inline: bool) {
+    {
         let root = tempfile::tempdir().unwrap();
-        let cfg = heads_config(root.path());
+        let cfg = Config {
+            inline_l2: inline,
+            inline_l4: inline,
+            ..heads_config(root.path())
+        };
         let execs = run(&cfg, true, |mut fti, rank| {
             checkpoint(&mut fti, rank, 1, level);
             checkpoint(&mut fti, rank, 2, level);
@@ -183,14 +210,23 @@ fn heads_inline_levels_crash_and_restart() {
     }
 }
 
+/// Restarts with `cfg`, recovering checkpoint 2 with exact data from `level` (L1 for an L4
+/// checkpoint written at L1 and flushed, `inline_l4 = 0`: FTI tries L1 first), then
+/// checkpoints again and finalizes.
 fn restart_and_check(cfg: &Config, level: Level) {
+    let found = if level == Level::L4 && !cfg.inline_l4 {
+        Level::L1
+    } else {
+        level
+    };
     run(cfg, false, |mut fti, rank| {
         assert!(
             matches!(fti.status(), Status::Restart(_)),
             "{level:?}: rank {rank} restarts"
         );
         let info = recover_and_check(&mut fti, rank, 2);
-        assert_eq!((info.id, info.level), (2, level));
+        assert_eq!((info.id, info.level), (2, found));
+        checkpoint(&mut fti, rank, 3, level);
         fti.finalize().unwrap();
     });
 }
@@ -199,9 +235,12 @@ fn restart_and_check(cfg: &Config, level: Level) {
 /// (partners and encoding groups are the application ranks at the same position across nodes).
 #[test]
 fn heads_node_lost_at_l2_and_l3() {
-    for level in [Level::L2, Level::L3] {
+    for (level, inline) in [(Level::L2, true), (Level::L2, false), (Level::L3, true)] {
         let root = tempfile::tempdir().unwrap();
-        let cfg = heads_config(root.path());
+        let cfg = Config {
+            inline_l2: inline,
+            ..heads_config(root.path())
+        };
         run(&cfg, true, |mut fti, rank| {
             checkpoint(&mut fti, rank, 2, level);
             drop(fti);
@@ -217,9 +256,17 @@ fn heads_refuse_what_they_do_not_do() {
     let root = tempfile::tempdir().unwrap();
     for (what, cfg) in [
         (
-            "inline_l2",
+            "inline_l3",
             Config {
-                inline_l2: false,
+                inline_l3: false,
+                ..heads_config(root.path())
+            },
+        ),
+        (
+            "ckpt_io = 3",
+            Config {
+                inline_l4: false,
+                io: fti::IoMode::Posix,
                 ..heads_config(root.path())
             },
         ),

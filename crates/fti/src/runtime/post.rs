@@ -38,8 +38,9 @@ impl Fti {
             t.begin(Phase::Publish)
         });
         // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
-        // run has a communicator for it.
-        let background = self.background.can_post_process();
+        // run has a communicator for it, or by the head.
+        let to_head = self.has_head();
+        let background = self.background.can_post_process() || to_head;
         // The level's redundancy: L2's partner copy, L3's encoding.
         let phase = match write_level {
             Level::L2 => Some(Phase::Partner),
@@ -73,13 +74,20 @@ impl Fti {
         if let Some(plan) = partner {
             // Every rank's own file is published: the partner copies follow in the background,
             // and only then are older checkpoints retired.
+            if to_head {
+                self.hand_to_head(id, Some(plan), &path)?;
+                return Ok((path, fb));
+            }
             let (dirs, own) = (self.dirs.clone(), path.clone());
             self.spawn_post(move |comm| l2::copy_deferred(comm, &dirs, id, &plan, &own, keep));
             return Ok((path, fb));
         }
         store::retire(&self.dirs, write_level, id, keep, true)?;
         if write_level != level {
-            if background {
+            if to_head {
+                self.hand_to_head(id, None, &path)?;
+                path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
+            } else if background {
                 let (dirs, local) = (self.dirs.clone(), path.clone());
                 path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
                 self.spawn_post(move |comm| l4::flush(comm, &dirs, id, &local, keep).map(|_| ()));
@@ -117,6 +125,7 @@ impl Fti {
     /// that checkpoint is published by every rank (and counts: [`Fti::last_checkpoint`]); an
     /// error of its background work is returned here (and by the next checkpoint call).
     pub fn wait(&mut self) -> Result<()> {
+        self.wait_for_head()?;
         match self.background.finish()? {
             Finished::Nothing => Ok(()),
             Finished::PostProcessed(done) => done,
@@ -153,7 +162,7 @@ impl Fti {
     /// [`Fti::wait`], traced as the `wait` phase when there is work to wait for: the time a
     /// checkpoint call spends on the previous one.
     pub(super) fn wait_traced(&mut self) -> Result<()> {
-        if !self.background.busy() {
+        if !self.background.busy() && !self.head_busy() {
             return Ok(());
         }
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Wait));
