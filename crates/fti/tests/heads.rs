@@ -150,12 +150,12 @@ fn heads_inline_levels_crash_and_restart() {
     }
 }
 
-/// With `inline_l2 = 0` and `inline_l4 = 0` the heads make the partner copies and the L4
-/// flushes while the application computes; a crash leaves checkpoints that restart with
-/// exact data.
+/// With `inline_l2 = inline_l3 = inline_l4 = 0` the heads make the partner copies, the L3
+/// encoding and the L4 flushes while the application computes; a crash leaves checkpoints that
+/// restart with exact data.
 #[test]
-fn heads_post_process_l2_and_l4_crash_and_restart() {
-    for level in [Level::L2, Level::L4] {
+fn heads_post_process_l2_to_l4_crash_and_restart() {
+    for level in [Level::L2, Level::L3, Level::L4] {
         levels_crash_and_restart(level, false);
     }
 }
@@ -165,6 +165,7 @@ fn levels_crash_and_restart(level: Level, inline: bool) {
         let root = tempfile::tempdir().unwrap();
         let cfg = Config {
             inline_l2: inline,
+            inline_l3: inline,
             inline_l4: inline,
             ..heads_config(root.path())
         };
@@ -206,6 +207,18 @@ fn levels_crash_and_restart(level: Level, inline: bool) {
             let copy = local_file(root.path(), &exec, 3, 2, "Ckpt2-Pcof3.fti");
             assert!(copy.is_file(), "rank 3 keeps rank 1's copy");
         }
+        if level == Level::L3 {
+            for rank in [1, 3, 5, 7] {
+                let rsed = local_file(
+                    root.path(),
+                    &exec,
+                    rank,
+                    3,
+                    &format!("Ckpt2-RSed{rank}.fti"),
+                );
+                assert!(rsed.is_file(), "{}", rsed.display());
+            }
+        }
         restart_and_check(&cfg, level);
     }
 }
@@ -235,10 +248,19 @@ fn restart_and_check(cfg: &Config, level: Level) {
 /// (partners and encoding groups are the application ranks at the same position across nodes).
 #[test]
 fn heads_node_lost_at_l2_and_l3() {
-    for (level, inline) in [(Level::L2, true), (Level::L2, false), (Level::L3, true)] {
+    for level in [Level::L2, Level::L3] {
+        for inline in [true, false] {
+            node_lost(level, inline);
+        }
+    }
+}
+
+fn node_lost(level: Level, inline: bool) {
+    {
         let root = tempfile::tempdir().unwrap();
         let cfg = Config {
             inline_l2: inline,
+            inline_l3: inline,
             ..heads_config(root.path())
         };
         run(&cfg, true, |mut fti, rank| {
@@ -256,9 +278,9 @@ fn heads_refuse_what_they_do_not_do() {
     let root = tempfile::tempdir().unwrap();
     for (what, cfg) in [
         (
-            "inline_l3",
+            "node_size >= 2",
             Config {
-                inline_l3: false,
+                node_size: 1,
                 ..heads_config(root.path())
             },
         ),

@@ -1,7 +1,8 @@
 /* With dedicated heads (head = 1, node_size = 2, 8 processes): continues FTI 1.1's own
  * head-L4-io3 run. FTI_Init returns on the application ranks only (the heads serve, then
  * MPI_Finalize and exit), with FTI_COMM_WORLD holding them; each recovers its two arrays,
- * checkpoints again at L2 and finalizes.
+ * checkpoints again at L2, L3 and L4 (post-processed by the heads when the config says
+ * inline_lK = 0) and finalizes.
  *
  *   heads CONFIG
  *
@@ -46,8 +47,12 @@ int main(int argc, char** argv) {
     printf("= world %d rank %d size %d init %d status %d recover %d wrong %ld\n", world, rank,
            size, init, status, recovered, wrong);
     fill(a, b, rank, 3);
-    int taken = FTI_Checkpoint(3, 2);
-    printf("= world %d checkpoint %d finalize %d\n", world, taken, FTI_Finalize());
+    int l2 = FTI_Checkpoint(3, 2);
+    fill(a, b, rank, 4);
+    int l3 = FTI_Checkpoint(4, 3);
+    fill(a, b, rank, 5);
+    int l4 = FTI_Checkpoint(5, 4);
+    printf("= world %d checkpoints %d %d %d finalize %d\n", world, l2, l3, l4, FTI_Finalize());
     MPI_Finalize();
     return 0;
 }

@@ -31,12 +31,30 @@ fn fti_tree(dir: &std::path::Path) -> std::path::PathBuf {
     cfg
 }
 
+/// FTI's config as is (every level inline), then with the L2 partner copies, the L3 encoding
+/// and the L4 flush done by the heads.
 #[test]
 fn fti_head_run_continues_through_the_c_api() {
     let exe = util::compile("heads", Link::Shared);
+    for inline in [true, false] {
+        continue_fti_run(&exe, inline);
+    }
+}
+
+fn continue_fti_run(exe: &std::path::Path, inline: bool) {
     let dir = tempfile::tempdir().unwrap();
     let cfg = fti_tree(dir.path());
-    let out = util::mpirun(8, &exe, &[cfg.to_str().unwrap()], dir.path());
+    if !inline {
+        let text = std::fs::read_to_string(&cfg).unwrap();
+        let text = ["inline_l2", "inline_l3", "inline_l4"]
+            .iter()
+            .fold(text, |t, key| {
+                t.replace(&format!("{key:<31}= 1"), &format!("{key} = 0"))
+            });
+        assert!(text.contains("inline_l3 = 0") && text.contains("inline_l4 = 0"));
+        std::fs::write(&cfg, text).unwrap();
+    }
+    let out = util::mpirun(8, exe, &[cfg.to_str().unwrap()], dir.path());
     let stdout = util::success("heads", &out);
     let mut got = util::results(&stdout);
     got.sort_unstable();
@@ -48,11 +66,11 @@ fn fti_head_run_continues_through_the_c_api() {
                     "world {w} rank {} size 4 init 0 status 1 recover 0 wrong 0",
                     w / 2
                 ),
-                format!("world {w} checkpoint 1 finalize 0"),
+                format!("world {w} checkpoints 1 1 1 finalize 0"),
             ]
         })
         .collect();
     expected.sort_unstable();
-    assert_eq!(got, expected, "{stdout}");
+    assert_eq!(got, expected, "inline {inline}: {stdout}");
     assert_eq!(util::restart_keys(&cfg).0, 0);
 }

@@ -1,5 +1,6 @@
 //! What an application rank asks of its head, as bytes: the post-processing of a level whose
-//! `inline_lK = 0` (the L2 partner copies, the L4 flush), a wait for the last one, or the end.
+//! `inline_lK = 0` (the L2 partner copies, the L3 encoding, the L4 flush), a wait for the last
+//! one, or the end.
 //! A head decodes what another process sent: malformed bytes are an error, never a panic.
 
 use std::ffi::OsStr;
@@ -11,9 +12,11 @@ use crate::level::l2::PartnerPlan;
 
 /// The post-processing a head does for one application rank of its node.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Work {
+pub(in crate::runtime) enum Work {
     /// L2: the partner copies of checkpoint `id` (partners numbered by node).
     PartnerCopies(PartnerPlan),
+    /// L3: the encoding of checkpoint `id`, whose files have `maxFs = max_fs`.
+    Encode { max_fs: u64 },
     /// L4: checkpoint `id`, published at L1, copied to the global directory.
     Flush,
 }
@@ -48,6 +51,7 @@ const END: u8 = 1;
 const WAIT: u8 = 2;
 const PARTNER_COPIES: u8 = 3;
 const FLUSH: u8 = 4;
+const ENCODE: u8 = 5;
 
 impl Request {
     pub(super) fn encode(&self) -> Vec<u8> {
@@ -68,6 +72,10 @@ impl Request {
                 }
             }
             Work::Flush => out.push(FLUSH),
+            Work::Encode { max_fs } => {
+                out.push(ENCODE);
+                out.extend(max_fs.to_le_bytes());
+            }
         }
         out.extend(job.id.to_le_bytes());
         out.extend(job.keep.to_le_bytes());
@@ -91,6 +99,7 @@ impl Request {
                 rounds: r.u64()?,
             }),
             FLUSH => Work::Flush,
+            ENCODE => Work::Encode { max_fs: r.u64()? },
             _ => return Err(malformed()),
         };
         let (id, keep, node) = (r.u32()? as i32, r.u64()?, r.u32()?);
@@ -169,7 +178,11 @@ mod tests {
             left_fs: 12,
             rounds: 1,
         };
-        for work in [Work::PartnerCopies(plan), Work::Flush] {
+        for work in [
+            Work::PartnerCopies(plan),
+            Work::Flush,
+            Work::Encode { max_fs: 99 },
+        ] {
             let req = Request::Job(Box::new(Job {
                 work,
                 id: 7,

@@ -1,8 +1,8 @@
 //! Dedicated heads (`head = 1`), as in FTI 1.1: the first rank of each node is a head, the
 //! others are the application's ranks, with a communicator of their own. Levels with
 //! `inline_lK = 1` are post-processed by the application ranks themselves; with
-//! `inline_l2 = 0` / `inline_l4 = 0` the application rank publishes its own file, hands the
-//! partner copies or the L4 flush to its head and returns, and its next checkpoint (or
+//! `inline_lK = 0` the application rank publishes its own file, hands the partner copies, the
+//! L3 encoding or the L4 flush to its head and returns, and its next checkpoint (or
 //! finalize) first waits for the head's outcome, as FTI's `wasLastOffline`. A head serves its
 //! node until each of the node's application ranks has finalized.
 
@@ -14,11 +14,13 @@ use std::rc::Rc;
 use crate::comm::{Comm, Members, SelfComm};
 use crate::config::{Config, IoMode};
 use crate::error::{Error, Misuse, Result};
-use crate::level::{l2, l4};
+use crate::level::{l2, l3, l4};
 use crate::store::Dirs;
+use crate::topology::Topology;
 
 use super::{init, Fti, Options};
-use job::{decode_outcome, encode_outcome, Job, Request, Work};
+pub(super) use job::Work;
+use job::{decode_outcome, encode_outcome, Job, Request};
 
 /// What a process of a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,15 +48,13 @@ pub(super) struct Link {
 /// The settings heads do not take, refused before any communication (every process reads
 /// the same config, so all refuse alike).
 fn check(cfg: &Config, processes: u32) -> Result<()> {
-    let offline = !cfg.inline_l2 || !cfg.inline_l4;
+    let offline = !cfg.inline_l2 || !cfg.inline_l3 || !cfg.inline_l4;
     let refused = if cfg.node_size < 2 {
         Some("head = 1 needs node_size >= 2: one head and at least one application rank per node")
-    } else if !cfg.inline_l3 {
-        Some("with head = 1, inline_l3 must be 1: L3 encoding by the heads (inline_l3 = 0) is not supported; the application ranks encode L3 themselves")
     } else if offline && cfg.io != IoMode::Ftiff {
-        Some("with head = 1, inline_l2 = 0 and inline_l4 = 0 need ckpt_io = 3 (FTI-FF): post-processing by the heads of POSIX or MPI-IO files is not supported")
+        Some("with head = 1, inline_lK = 0 needs ckpt_io = 3 (FTI-FF): post-processing by the heads of POSIX or MPI-IO files is not supported")
     } else if offline && !processes.is_multiple_of(cfg.node_size) {
-        Some("with head = 1, inline_l2 = 0 and inline_l4 = 0 need full nodes: a process count that is a multiple of node_size")
+        Some("with head = 1, inline_lK = 0 needs full nodes: a process count that is a multiple of node_size")
     } else if cfg.async_ckpt {
         Some("with head = 1, async_ckpt must be 0: asynchronous checkpoints are not supported with heads")
     } else {
@@ -124,8 +124,9 @@ impl Fti {
     }
 
     /// On a head: serves its node until each of the node's application ranks has finalized
-    /// (what `FTI_Init` runs on heads): the partner copies (`inline_l2 = 0`) and L4 flushes
-    /// (`inline_l4 = 0`) they hand over, together with the heads of the other nodes.
+    /// (what `FTI_Init` runs on heads): the partner copies (`inline_l2 = 0`), L3 encodings
+    /// (`inline_l3 = 0`) and L4 flushes (`inline_l4 = 0`) they hand over, together with the
+    /// heads of the other nodes.
     pub fn serve_as_head(self) -> Result<()> {
         let link = match &self.heads {
             Some(link) if link.role == Role::Head => link,
@@ -174,6 +175,17 @@ impl Fti {
                 l2::copy_deferred(heads, &dirs, job.id, plan, &job.file, keep)
             }
             Work::Flush => l4::flush(heads, &dirs, job.id, &job.file, keep).map(|_| ()),
+            Work::Encode { max_fs } => {
+                // The heads stand for their nodes' application ranks at one position: their
+                // groups are those ranks' groups.
+                let nodes: Vec<u32> = (0..heads.size()).collect();
+                let topology = Topology::new(&nodes, 1, self.cfg.group_size)?;
+                let place = topology
+                    .place(heads.rank())
+                    .ok_or(Error::State(Misuse::NotInTopology))?;
+                let (id, file) = (job.id, job.file.as_path());
+                l3::encode_deferred((heads, place), &dirs, (id, file), *max_fs, keep)
+            }
         }
     }
 
@@ -184,22 +196,17 @@ impl Fti {
             .is_some_and(|l| l.role == Role::Application)
     }
 
-    /// On an application rank: hands its head the partner copies of checkpoint `id` (the
-    /// partners numbered by node), or the flush of `file` to L4.
-    pub(super) fn hand_to_head(
-        &mut self,
-        id: i32,
-        partners: Option<l2::PartnerPlan>,
-        file: &Path,
-    ) -> Result<()> {
+    /// On an application rank: hands its head `work` on checkpoint `id`, whose published file
+    /// is `file` (L2 partners are numbered by node for the heads).
+    pub(super) fn hand_to_head(&mut self, id: i32, work: Work, file: &Path) -> Result<()> {
         let node_of = |rank: u32| self.topology.place(rank).map(|p| p.node);
-        let work = match partners {
-            Some(plan) => Work::PartnerCopies(l2::PartnerPlan {
+        let work = match work {
+            Work::PartnerCopies(plan) => Work::PartnerCopies(l2::PartnerPlan {
                 left: node_of(plan.left).ok_or(Error::State(Misuse::NotInTopology))?,
                 right: node_of(plan.right).ok_or(Error::State(Misuse::NotInTopology))?,
                 ..plan
             }),
-            None => Work::Flush,
+            other => other,
         };
         let job = Job {
             work,
