@@ -72,12 +72,17 @@ impl Fti {
             self.spawn_post(move |comm| l2::copy_deferred(comm, &dirs, id, &plan, &own, keep));
             return Ok((path, fb));
         }
-        store::retire(&self.dirs, write_level, id, keep, true)?;
+        let retired = store::retire(&self.dirs, write_level, id, keep, true);
+        if write_level != level && to_head {
+            // Every head at this position takes part in the flush: the job goes whatever
+            // this rank's retirement did.
+            self.hand_to_head(id, Work::Flush, &path)?;
+            retired?;
+            return Ok((self.dirs.level_dir(level).join(self.dirs.file_name(id)), fb));
+        }
+        retired?;
         if write_level != level {
-            if to_head {
-                self.hand_to_head(id, Work::Flush, &path)?;
-                path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
-            } else if background {
+            if background {
                 let (dirs, local) = (self.dirs.clone(), path.clone());
                 path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
                 self.spawn_post(move |comm| l4::flush(comm, &dirs, id, &local, keep).map(|_| ()));
