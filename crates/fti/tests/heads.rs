@@ -343,3 +343,37 @@ fn head_l4_tree_is_ftis() {
         }
     }
 }
+
+/// A head whose work fails (here its L4 flush: the global `l4` is a file) says so to its
+/// application rank at the next call that waits for it, which fails with the head's error;
+/// the checkpoint stays recoverable from the L1 files.
+#[test]
+fn a_head_s_failure_is_returned_by_the_next_checkpoint() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        inline_l4: false,
+        ..heads_config(root.path())
+    };
+    let global = root.path().join("Global");
+    let said = run(&cfg, false, |mut fti, rank| {
+        if fti.comm().rank() == 0 {
+            let l4 = global.join(fti.exec_id()).join("l4");
+            let _ = std::fs::remove_dir_all(&l4);
+            std::fs::create_dir_all(l4.parent().unwrap()).unwrap();
+            std::fs::write(&l4, b"not a directory").unwrap();
+        }
+        fti.comm().barrier();
+        checkpoint(&mut fti, rank, 1, Level::L4);
+        let mut d = data(rank, 2);
+        let vars: Vec<Var> = d.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+        let err = fti.checkpoint(2, Level::L1, &vars).unwrap_err().to_string();
+        drop(vars);
+        fti.finalize().unwrap();
+        err
+    });
+    let said: Vec<String> = said.into_iter().flatten().collect();
+    assert_eq!(said.len(), 4);
+    for err in said {
+        assert!(err.contains("post-processing by the head"), "{err}");
+    }
+}
