@@ -30,6 +30,14 @@ impl IniFile {
         Ok((IniFile { sections }, warnings))
     }
 
+    /// The 1-based line `key` of `section` is on, if the file sets it.
+    pub(crate) fn line(&self, section: &str, key: &str) -> Option<usize> {
+        let section = self.sections.get(&section.to_ascii_lowercase())?;
+        section
+            .get(&key.to_ascii_lowercase())
+            .map(|(_, line)| *line)
+    }
+
     /// The value of `[section] key` (both case-insensitive).
     pub fn get(&self, section: &str, key: &str) -> Option<&str> {
         let section = self.sections.get(&section.to_ascii_lowercase())?;

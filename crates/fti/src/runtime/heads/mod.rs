@@ -63,7 +63,7 @@ fn check(cfg: &Config, processes: u32) -> Result<()> {
     match refused {
         Some(what) => Err(Error::Config {
             path: cfg.path.clone().unwrap_or_default(),
-            line: 0,
+            line: cfg.keys.line("basic", "head").unwrap_or(0),
             what: what.to_owned(),
         }),
         None => Ok(()),
