@@ -267,7 +267,8 @@ impl Fti {
         self.recovery.note.as_deref()
     }
 
-    /// The communicator of the run (for an application's own collective steps).
+    /// The communicator of the run (for an application's own collective steps); with heads,
+    /// on an application rank, the application's ranks only (FTI's `FTI_COMM_WORLD`).
     pub fn comm(&self) -> &dyn Comm {
         &*self.comm
     }
