@@ -306,6 +306,11 @@ fn heads_refuse_what_they_do_not_do() {
         });
         assert!(said.iter().all(|s| s.contains(what)), "{what}: {said:?}");
     }
+    let alone = Fti::init(heads_config(root.path()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(alone.contains("several processes"), "{alone}");
 }
 
 /// Our tree with heads, from FTI's config and data, is FTI's `head-L4-io3`: the same files

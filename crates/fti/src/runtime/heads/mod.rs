@@ -51,6 +51,8 @@ fn check(cfg: &Config, processes: u32) -> Result<()> {
     let offline = !cfg.inline_l2 || !cfg.inline_l3 || !cfg.inline_l4;
     let refused = if cfg.node_size < 2 {
         Some("head = 1 needs node_size >= 2: one head and at least one application rank per node")
+    } else if processes < 2 {
+        Some("head = 1 needs a run of several processes: a head and at least one application rank")
     } else if offline && cfg.io != IoMode::Ftiff {
         Some("with head = 1, inline_lK = 0 needs ckpt_io = 3 (FTI-FF): post-processing by the heads of POSIX or MPI-IO files is not supported")
     } else if offline && !processes.is_multiple_of(cfg.node_size) {
