@@ -93,6 +93,39 @@ pub(crate) fn setup(global: MPI_Comm) -> Result<(Comms, MpiComm), Failure> {
 }
 
 impl Comms {
+    /// With heads (collective over all processes): `FTI_COMM_WORLD` becomes the application's
+    /// ranks (in the order of their ranks), and so do the C API's own collectives. Returns
+    /// `false` on a head, which gets no communicator.
+    pub(crate) fn keep_application_ranks(&mut self, application: bool) -> Result<bool, Failure> {
+        // SAFETY: see FTI_COMM_WORLD; FTI_Init set it and holds the session lock.
+        let world = unsafe { std::ptr::addr_of!(FTI_COMM_WORLD).read() };
+        // SAFETY: reading a constant of the MPI library.
+        let undefined = unsafe { ffi::RSMPI_UNDEFINED };
+        let color = if application { 0 } else { undefined };
+        let mut app = NO_COMM;
+        // SAFETY: `world` is the live communicator FTI_Init duplicated; every process calls
+        // this (heads included), as MPI_Comm_split requires.
+        let rc = unsafe { ffi::MPI_Comm_split(world, color, self.rank, &mut app) };
+        if rc != ffi::MPI_SUCCESS as i32 {
+            return Err(Failure::Mpi(
+                "MPI_Comm_split of the application's ranks failed",
+            ));
+        }
+        if !application {
+            return Ok(false);
+        }
+        // SAFETY: a live communicator we just created; never freed, as FTI_COMM_WORLD.
+        let comm = ManuallyDrop::new(unsafe { SimpleCommunicator::from_raw(app) });
+        *self = Comms {
+            private: comm.duplicate(),
+            rank: comm.rank(),
+            size: comm.size(),
+        };
+        // SAFETY: see FTI_COMM_WORLD.
+        unsafe { std::ptr::addr_of_mut!(FTI_COMM_WORLD).write(app) };
+        Ok(true)
+    }
+
     /// The mean of `x` over all ranks (collective).
     pub(crate) fn mean(&self, x: f64) -> f64 {
         let mut sum = 0.0f64;

@@ -278,12 +278,45 @@ impl Comm for Threads {
     }
 }
 
+mod members;
+pub use members::Members;
+
 #[cfg(feature = "mpi")]
 pub mod mpi;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn members_gather_and_exchange_among_themselves() {
+        // Ranks 1, 3, 4 of 5 form a communicator; 0 and 2 stay out.
+        let ranks = Threads::new(5, "h");
+        type Seen = Option<(u32, Vec<Vec<u8>>, Vec<u8>)>;
+        let got: Vec<Seen> = std::thread::scope(|s| {
+            let handles: Vec<_> = ranks
+                .into_iter()
+                .map(|c| {
+                    s.spawn(move || {
+                        let parent: std::rc::Rc<dyn Comm> = std::rc::Rc::new(c);
+                        let m = Members::new(parent, vec![1, 3, 4])?;
+                        let r = m.rank();
+                        let all = m.all_gather(&[r as u8 + 10]);
+                        m.barrier();
+                        Some((r, all, m.exchange((r + 1) % 3, &[r as u8], (r + 2) % 3)))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(got[0].is_none() && got[2].is_none());
+        for (world, r) in [(1, 0u32), (3, 1), (4, 2)] {
+            let (rank, all, from_left) = got[world].clone().unwrap();
+            assert_eq!(rank, r);
+            assert_eq!(all, vec![vec![10], vec![11], vec![12]]);
+            assert_eq!(from_left, vec![((r + 2) % 3) as u8]);
+        }
+    }
 
     #[test]
     fn threads_gather_and_ring_exchange() {

@@ -47,6 +47,10 @@ pub enum Error {
     /// A call that is not valid in the runtime's current state.
     #[error(transparent)]
     State(Misuse),
+    /// A head's post-processing for this application rank failed, or its message was
+    /// malformed.
+    #[error("post-processing by the head: {0}")]
+    Head(String),
     /// A topology that cannot be built (no ranks, a node or group size of 0, a rank order
     /// that does not list every rank once).
     #[error("topology: {0}")]
@@ -348,6 +352,12 @@ pub enum Misuse {
     /// The background thread panicked: its job's outcome is lost.
     #[error("the background thread panicked")]
     BackgroundPanicked,
+    /// Application work was asked of a dedicated head.
+    #[error("this process is a dedicated head (head = 1): it serves its node (serve_as_head) and checkpoints nothing")]
+    Head,
+    /// `serve_as_head` was called on a process that is not a head.
+    #[error("serve_as_head: this process is not a dedicated head")]
+    NotAHead,
 }
 
 /// Result with [`Error`].

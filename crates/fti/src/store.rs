@@ -63,7 +63,8 @@ impl Dirs {
             local,
             global: cfg.glbl_dir.join(exec_id),
             meta: cfg.meta_dir.join(exec_id),
-            rank: cfg.rank,
+            // With heads, files keep the rank among all processes.
+            rank: cfg.world_rank.unwrap_or(cfg.rank),
             storage,
             io: crate::io::Io::new(cfg, None),
             known_l4: Arc::default(),

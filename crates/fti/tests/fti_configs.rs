@@ -64,7 +64,6 @@ fn example_config_on_eight_ranks(io: u8, says: &str) {
         "[basic] dcp_l4",
         "[basic] keep_l4_ckpt",
         "[basic] enable_staging",
-        "[basic] inline_l3",
         "[advanced] block_size",
         "[advanced] ckpt_tag",
         "[advanced] lustre_striping_unit",

@@ -6,6 +6,7 @@ mod async_ckpt;
 mod crash;
 mod dcp;
 mod fti_configs;
+mod heads;
 mod inventory;
 mod l3_group;
 mod levels;

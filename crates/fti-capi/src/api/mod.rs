@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use mpi::ffi::MPI_Comm;
+use mpi::ffi::{self, MPI_Comm};
 
 use fti::{Config, Fti, Level, Status};
 
@@ -189,6 +189,7 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     types::init_predefined();
     let failure = cfg.failure.unwrap_or(0);
     let intervals = cfg.intervals;
+    let (heads, verbosity) = (cfg.head, cfg.verbosity);
     // An application tracing this thread with its own libovni gets the runtime's marks in
     // its stream (with `trace = 1` or `app`).
     let options = fti::Options {
@@ -198,6 +199,14 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     };
     let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)
         .map_err(runtime("FTI_Init"))?;
+    let mut comms = comms;
+    if heads {
+        let application = fti.role() == fti::Role::Application;
+        if !comms.keep_application_ranks(application)? {
+            serve_and_exit(fti);
+        }
+        message::configure(verbosity, comms.rank);
+    }
     complete_checkpoints_at_exit();
     let (reco, snapshot_id) = match fti.status() {
         Status::Restart(info) => (if failure == 2 { 2 } else { 1 }, info.id.saturating_add(1)),
@@ -228,6 +237,24 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
         return Ok((session, FTI_NREC));
     }
     Ok((session, FTI_SCES))
+}
+
+/// What `FTI_Init` does on a head, as FTI 1.1's: serves its node until the application
+/// finalizes, then `MPI_Finalize` and `exit(0)`; never returns to the application's code.
+fn serve_and_exit(fti: Fti) -> ! {
+    let code = match fti.serve_as_head() {
+        Ok(()) => 0,
+        Err(e) => {
+            message::error(&format!("FTI head: {e}"));
+            1
+        }
+    };
+    // SAFETY: MPI is initialised (FTI_Init checked it) and this process makes no MPI call
+    // after this one.
+    unsafe {
+        ffi::MPI_Finalize();
+    }
+    std::process::exit(code)
 }
 
 /// The runtime's config, with every key of the file (`Config::keys`: the C API also reads

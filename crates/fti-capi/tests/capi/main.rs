@@ -9,6 +9,7 @@ mod codes;
 mod crash;
 mod fti11;
 mod fti_tests;
+mod heads;
 mod heatdis;
 mod seed;
 mod traced;

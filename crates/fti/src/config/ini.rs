@@ -30,6 +30,14 @@ impl IniFile {
         Ok((IniFile { sections }, warnings))
     }
 
+    /// The 1-based line `key` of `section` is on, if the file sets it.
+    pub(crate) fn line(&self, section: &str, key: &str) -> Option<usize> {
+        let section = self.sections.get(&section.to_ascii_lowercase())?;
+        section
+            .get(&key.to_ascii_lowercase())
+            .map(|(_, line)| *line)
+    }
+
     /// The value of `[section] key` (both case-insensitive).
     pub fn get(&self, section: &str, key: &str) -> Option<&str> {
         let section = self.sections.get(&section.to_ascii_lowercase())?;
@@ -163,6 +171,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "ckpt_l3",
             "ckpt_l4",
             "inline_l2",
+            "inline_l3",
             "inline_l4",
             "keep_last_ckpt",
             "async_ckpt",
@@ -200,7 +209,6 @@ const WITHOUT_EFFECT: &[(&str, &[&str])] = &[
     (
         "basic",
         &[
-            "inline_l3",
             "dcp_l4",
             "keep_l4_ckpt",
             "enable_staging",
@@ -315,7 +323,7 @@ impl Keys<'_> {
         }
         if !without_effect.is_empty() {
             notes.push(format!(
-                "{}: FTI keys without effect here (heads, staging, HDF5, MPI tags and transfer sizes, Lustre striping, the dCP stack and L4 dCP interval, inline_l3): {}",
+                "{}: FTI keys without effect here (keeping heads alive, staging, HDF5, MPI tags and transfer sizes, Lustre striping, the dCP stack and L4 dCP interval): {}",
                 self.path.display(),
                 without_effect.join(", ")
             ));
@@ -338,8 +346,8 @@ impl Keys<'_> {
         }
         refuse(
             "head",
-            |v| v == 0,
-            "dedicated heads (head = 1) are not supported; post-processing runs in the application process",
+            |v| v == 0 || v == 1,
+            "head = 0 (no heads) or 1 (a dedicated head per node)",
         )?;
         // L2/L3 intervals are checked at init, where the run's ranks are known.
         Ok(())
@@ -367,6 +375,8 @@ impl Keys<'_> {
         }
         cfg.inline_l2 = self.flag("basic", "inline_l2", true)?;
         cfg.inline_l4 = self.flag("basic", "inline_l4", true)?;
+        cfg.inline_l3 = self.flag("basic", "inline_l3", true)?;
+        cfg.head = self.flag("basic", "head", false)?;
         cfg.keep_last_ckpt = self.flag("basic", "keep_last_ckpt", false)?;
         cfg.async_ckpt = self.flag("basic", "async_ckpt", false)?;
         if self.get("basic", "async_mem_mib").is_some() {

@@ -105,6 +105,12 @@ pub struct Config {
     /// or write them locally first and copy them, in a background thread when the run allows
     /// it (0).
     pub inline_l4: bool,
+    /// `[basic] head`: the first rank of each node is a dedicated head serving its node's
+    /// post-processing; the others are the application's ranks (`docs/runtime.md`, "Heads").
+    pub head: bool,
+    /// `[basic] inline_l3`: with heads, whether the application ranks encode L3 themselves (1,
+    /// default) or their heads do (0). Without heads every level is post-processed inline.
+    pub inline_l3: bool,
     /// `[basic] async_ckpt`: a checkpoint copies the variables into staging buffers and
     /// returns; writing and hashing run in a background thread, and so do publishing and
     /// post-processing for L1 and L4 with a background communicator (otherwise they follow
@@ -166,6 +172,10 @@ pub struct Config {
     pub nranks: u32,
     /// This process's rank (given in code; MPI builds take it from the communicator).
     pub rank: u32,
+    /// With heads, on an application rank: its rank among all processes (heads included),
+    /// which names its files, while `rank` is its rank in the application's communicator and
+    /// `node_size` counts the application ranks of a node. Set by the runtime's init.
+    pub world_rank: Option<u32>,
     /// The file the config was read from; `failure` and `exec_id` are written back to it.
     pub path: Option<PathBuf>,
     /// Unknown keys, duplicated keys and settings asking for something this runtime does
@@ -189,6 +199,8 @@ impl Default for Config {
             io: IoMode::Ftiff,
             inline_l2: true,
             inline_l4: true,
+            head: false,
+            inline_l3: true,
             keep_last_ckpt: false,
             async_ckpt: false,
             async_mem_mib: None,
@@ -211,6 +223,7 @@ impl Default for Config {
                 .map_or_else(|| PathBuf::from("ovni"), PathBuf::from),
             nranks: 1,
             rank: 0,
+            world_rank: None,
             path: None,
             warnings: Vec::new(),
             notes: Vec::new(),
@@ -336,7 +349,8 @@ mod tests {
                 "{err}"
             );
         }
-        assert!(parse("[basic]\nhead = 1\n")
+        assert!(parse("[basic]\nhead = 1\n").unwrap().head);
+        assert!(parse("[basic]\nhead = 2\n")
             .unwrap_err()
             .to_string()
             .contains("head"));

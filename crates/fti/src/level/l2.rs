@@ -18,7 +18,7 @@ use super::{PostProcessed, Rebuild};
 
 /// How a rank exchanges L2 partner copies: it sends its file (`own_fs` bytes) to its right
 /// partner while receiving its left partner's (`left_fs` bytes), in `rounds` messages.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PartnerPlan {
     pub left: u32,
     pub right: u32,

@@ -15,8 +15,15 @@ impl Fti {
     /// if needed), local files are removed and the config records `failure = 2`; otherwise
     /// every checkpoint file and directory of this execution is removed and the config records
     /// `failure = 0`, as FTI does.
+    ///
+    /// On a head, serves its node until the application finalizes ([`Fti::serve_as_head`]);
+    /// an application rank with heads then releases its head, also when finalizing failed.
     pub fn finalize(mut self) -> Result<()> {
+        if self.role() == super::Role::Head {
+            return self.serve_as_head();
+        }
         let result = self.finalize_files();
+        self.release_head();
         if let Some(t) = self.tracer.take() {
             t.finish().map_err(Error::Trace)?;
         }
@@ -74,10 +81,10 @@ impl Fti {
         let st = &*self.dirs.storage;
         store::create_dir_durable(st, &self.dirs.meta)?;
         let mut text = crate::io::posix::topology_text(&self.cfg, &self.node_names);
-        text.push_str(&crate::topology::run_text(
-            self.cfg.nranks,
-            self.cfg.node_size,
-        ));
+        // Counted as the files number the processes (with heads, each node's head too).
+        let (node_size, run) = super::restart::processes(&self.cfg);
+        let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        text.push_str(&crate::topology::run_text(as_u32(run), as_u32(node_size)));
         store::replace_file(st, &self.dirs.meta.join("Topology.fti"), text.as_bytes())
     }
 }

@@ -20,6 +20,7 @@ impl Fti {
     /// checkpoint exists only after [`Fti::finalize_icp`] (a crash before keeps the previous
     /// one).
     pub fn init_icp(&mut self, id: i32, level: Level, vars: &[VarSize]) -> Result<()> {
+        self.check_not_head()?;
         self.release_maps();
         self.wait()?;
         self.check_level(level)?;

@@ -275,6 +275,7 @@ impl Traced {
             node_names,
             restart_record_pending: true,
             background: Background::new(bg_comm),
+            heads: None,
             cfg,
         }
     }
@@ -300,10 +301,17 @@ impl Traced {
     }
 }
 
-/// The run's topology and node names. With `local_test = 1` the node of a rank is
-/// `rank / node_size` (`node<N>`); otherwise ranks are grouped by host name, hosts in the order
-/// of their lowest rank.
+/// The run's topology and node names.
 fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String>)> {
+    let (order, names) = rank_order(cfg, comm);
+    let topology = Topology::new(&order, cfg.node_size.max(1), cfg.group_size)?;
+    Ok((topology, names))
+}
+
+/// The ranks listed by node, and the node names (collective). With `local_test = 1` the node
+/// of a rank is `rank / node_size` (`node<N>`); otherwise ranks are grouped by host name, hosts
+/// in the order of their lowest rank.
+pub(super) fn rank_order(cfg: &Config, comm: &dyn Comm) -> (Vec<u32>, Vec<String>) {
     let n = comm.size();
     let node_size = cfg.node_size.max(1);
     if cfg.local_test {
@@ -311,7 +319,7 @@ fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String
         let names = (0..n.div_ceil(node_size))
             .map(|i| format!("node{i}"))
             .collect();
-        return Ok((Topology::new(&order, node_size, cfg.group_size)?, names));
+        return (order, names);
     }
     let hosts: Vec<String> = comm
         .all_gather(comm.host_name().as_bytes())
@@ -332,5 +340,30 @@ fn build_topology(cfg: &Config, comm: &dyn Comm) -> Result<(Topology, Vec<String
         .chunks(node_size as usize)
         .map(|c| hosts[c[0] as usize].clone())
         .collect();
-    Ok((Topology::new(&order, node_size, cfg.group_size)?, names))
+    (order, names)
+}
+
+/// A dedicated head's runtime: it has no files, no restart and no topology of its own.
+pub(super) fn head(configured: Configured) -> Result<Fti> {
+    let rank = configured.cfg.rank;
+    let placed = Placed {
+        configured,
+        topology: Topology::new(&[0], 1, 1)?,
+        node_names: Vec::new(),
+        bg_comm: None,
+    };
+    let chosen = Chosen {
+        placed,
+        exec_id: String::new(),
+        restart: false,
+    };
+    let fti = Traced {
+        chosen,
+        tracer: None,
+    }
+    .assemble();
+    fti.messages.info(&format!(
+        "FTI has been initialized: process {rank} is a head."
+    ));
+    Ok(fti)
 }

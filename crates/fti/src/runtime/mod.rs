@@ -4,6 +4,7 @@ mod asynchronous;
 mod background;
 mod exec;
 mod finalize;
+mod heads;
 mod icp;
 mod init;
 mod post;
@@ -38,6 +39,7 @@ use recovery::VerifiedFile;
 use snapshot::SnapshotTimer;
 
 pub use exec::{format_utc, new_exec_id};
+pub use heads::Role;
 
 /// How [`Fti::init_with_options`] starts the runtime.
 pub struct Options {
@@ -179,6 +181,8 @@ pub struct Fti {
     restart_record_pending: bool,
     /// The background thread's work: post-processing, asynchronous checkpoints.
     background: Background,
+    /// With heads: this process's role and the way to the other side.
+    heads: Option<heads::Link>,
 }
 
 /// The restart and what recovery keeps between calls.
@@ -238,7 +242,18 @@ impl Fti {
 
     /// As [`Fti::init_with`], with [`Options`]: where messages go, and the application's
     /// own libovni to trace into.
+    ///
+    /// With heads (`head = 1`) it returns on every process: see [`Fti::role`] and
+    /// [`Fti::serve_as_head`].
     pub fn init_with_options(cfg: Config, comm: Box<dyn Comm>, options: Options) -> Result<Fti> {
+        if cfg.head {
+            return heads::start(cfg, comm, options);
+        }
+        Fti::start(cfg, comm, options)
+    }
+
+    /// The runtime of a rank of the application's communicator `comm`.
+    fn start(cfg: Config, comm: Box<dyn Comm>, options: Options) -> Result<Fti> {
         init::configure(cfg, comm, options)
             .place()?
             .choose_execution()?
@@ -252,7 +267,8 @@ impl Fti {
         self.recovery.note.as_deref()
     }
 
-    /// The communicator of the run (for an application's own collective steps).
+    /// The communicator of the run (for an application's own collective steps); with heads,
+    /// on an application rank, the application's ranks only (FTI's `FTI_COMM_WORLD`).
     pub fn comm(&self) -> &dyn Comm {
         &*self.comm
     }
@@ -310,6 +326,7 @@ impl Fti {
         level: Level,
         vars: &[Var<'_>],
     ) -> Result<CheckpointInfo> {
+        self.check_not_head()?;
         self.release_maps();
         if let Some(plan) = self.asynchronous(level, vars) {
             return self.checkpoint_async(id, level, vars, plan);

@@ -11,12 +11,13 @@ use crate::collective::agree;
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Result, Step};
-use crate::level::{self, l2, l4, PostProcessed};
+use crate::level::{self, l2, l3, l4, PostProcessed};
 use crate::schedule::Team;
 use crate::store;
 use crate::trace::{self, Phase, Tracer};
 
 use super::background::Finished;
+use super::heads::Work;
 use super::{CheckpointInfo, Fti};
 
 impl Fti {
@@ -38,9 +39,72 @@ impl Fti {
             t.begin(Phase::Publish)
         });
         // Post-processing in the background thread (inline_l2 = 0, inline_l4 = 0), when the
-        // run has a communicator for it.
-        let background = self.background.can_post_process();
-        // The level's redundancy: L2's partner copy, L3's encoding.
+        // run has a communicator for it, or by the head.
+        let to_head = self.has_head();
+        let background = self.background.can_post_process() || to_head;
+        let defer = background && !self.cfg.inline_l2;
+        let encode_by_head = to_head && write_level == Level::L3 && !self.cfg.inline_l3;
+        let (done, max_fs) =
+            self.post_process_level((id, write_level), &pending, fb, defer, encode_by_head);
+        let PostProcessed {
+            redundancy: copy,
+            fb,
+            deferred: partner,
+        } = done?;
+        let files = std::iter::once(pending).chain(copy).collect();
+        let local = store::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
+        let mut path = agree(&*self.comm, Step::Publish, local)?;
+        crate::io::commit(&*self.comm, &self.dirs, id, write_level, &fb, vars)?;
+        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
+        if let Some(max_fs) = max_fs {
+            // The head encodes, then retires older checkpoints.
+            self.hand_to_head(id, Work::Encode { max_fs }, &path)?;
+            return Ok((path, fb));
+        }
+        if let Some(plan) = partner {
+            // Every rank's own file is published: the partner copies follow in the background,
+            // and only then are older checkpoints retired.
+            if to_head {
+                self.hand_to_head(id, Work::PartnerCopies(plan), &path)?;
+                return Ok((path, fb));
+            }
+            let (dirs, own) = (self.dirs.clone(), path.clone());
+            self.spawn_post(move |comm| l2::copy_deferred(comm, &dirs, id, &plan, &own, keep));
+            return Ok((path, fb));
+        }
+        let retired = store::retire(&self.dirs, write_level, id, keep, true);
+        if write_level != level && to_head {
+            // Every head at this position takes part in the flush: the job goes whatever
+            // this rank's retirement did.
+            self.hand_to_head(id, Work::Flush, &path)?;
+            retired?;
+            return Ok((self.dirs.level_dir(level).join(self.dirs.file_name(id)), fb));
+        }
+        retired?;
+        if write_level != level {
+            if background {
+                let (dirs, local) = (self.dirs.clone(), path.clone());
+                path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
+                self.spawn_post(move |comm| l4::flush(comm, &dirs, id, &local, keep).map(|_| ()));
+            } else {
+                trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
+                path = l4::flush(&*self.comm, &self.dirs, id, &path, keep)?;
+                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
+            }
+        }
+        Ok((path, fb))
+    }
+
+    /// The level's redundancy (L2's partner copy, L3's encoding), traced. With
+    /// `encode_by_head`, L3 only sets `maxFs` (returned): the head encodes.
+    fn post_process_level(
+        &mut self,
+        (id, write_level): (i32, Level),
+        pending: &store::Pending,
+        fb: FileBlock,
+        defer: bool,
+        encode_by_head: bool,
+    ) -> (Result<PostProcessed>, Option<u64>) {
         let phase = match write_level {
             Level::L2 => Some(Phase::Partner),
             Level::L3 => Some(Phase::Encode),
@@ -55,41 +119,23 @@ impl Fti {
             dirs: &self.dirs,
             rank: self.cfg.rank,
         };
-        let defer = background && !self.cfg.inline_l2;
-        let done = level::post_process(write_level, team, id, &pending, fb, defer);
+        let done = if encode_by_head {
+            let (fb, max_fs) = l3::set_max_fs(team, pending, fb);
+            let fb = agree(&*self.comm, Step::L3Encode, fb);
+            let done = fb.map(|fb| PostProcessed {
+                redundancy: None,
+                fb,
+                deferred: None,
+            });
+            (done, Some(max_fs))
+        } else {
+            let done = level::post_process(write_level, team, id, pending, fb, defer);
+            (done, None)
+        };
         if let Some(phase) = phase {
             trace::with(&mut self.tracer, &self.messages, |t| t.end(phase));
         }
-        let PostProcessed {
-            redundancy: copy,
-            fb,
-            deferred: partner,
-        } = done?;
-        let files = std::iter::once(pending).chain(copy).collect();
-        let local = store::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
-        let mut path = agree(&*self.comm, Step::Publish, local)?;
-        crate::io::commit(&*self.comm, &self.dirs, id, write_level, &fb, vars)?;
-        trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
-        if let Some(plan) = partner {
-            // Every rank's own file is published: the partner copies follow in the background,
-            // and only then are older checkpoints retired.
-            let (dirs, own) = (self.dirs.clone(), path.clone());
-            self.spawn_post(move |comm| l2::copy_deferred(comm, &dirs, id, &plan, &own, keep));
-            return Ok((path, fb));
-        }
-        store::retire(&self.dirs, write_level, id, keep, true)?;
-        if write_level != level {
-            if background {
-                let (dirs, local) = (self.dirs.clone(), path.clone());
-                path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
-                self.spawn_post(move |comm| l4::flush(comm, &dirs, id, &local, keep).map(|_| ()));
-            } else {
-                trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                path = l4::flush(&*self.comm, &self.dirs, id, &path, keep)?;
-                trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
-            }
-        }
-        Ok((path, fb))
+        done
     }
 
     /// Runs post-processing in the background thread with the background communicator; the
@@ -117,6 +163,7 @@ impl Fti {
     /// that checkpoint is published by every rank (and counts: [`Fti::last_checkpoint`]); an
     /// error of its background work is returned here (and by the next checkpoint call).
     pub fn wait(&mut self) -> Result<()> {
+        self.wait_for_head()?;
         match self.background.finish()? {
             Finished::Nothing => Ok(()),
             Finished::PostProcessed(done) => done,
@@ -153,7 +200,7 @@ impl Fti {
     /// [`Fti::wait`], traced as the `wait` phase when there is work to wait for: the time a
     /// checkpoint call spends on the previous one.
     pub(super) fn wait_traced(&mut self) -> Result<()> {
-        if !self.background.busy() {
+        if !self.background.busy() && !self.head_busy() {
             return Ok(());
         }
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Wait));

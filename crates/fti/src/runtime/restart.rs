@@ -81,10 +81,12 @@ pub(super) fn check_rank_count(
     if cfg.rank >= cfg.nranks {
         return Ok(());
     }
+    let (node_size, run) = processes(cfg);
     let mine = if comm.rank() == 0 {
         let dirs = Dirs::on(Arc::clone(storage), cfg, exec_id);
-        match crate::topology::recorded_ranks(&*dirs.storage, &dirs.meta, cfg.node_size) {
-            Some(n) if n == u64::from(cfg.nranks) => n,
+        let node_size = u32::try_from(node_size).unwrap_or(u32::MAX);
+        match crate::topology::recorded_ranks(&*dirs.storage, &dirs.meta, node_size) {
+            Some(n) if n == run => n,
             // Another count: refused, unless no file is left to restart from.
             Some(n) => u64::from(counted_ranks(&dirs, cfg, exec_id) > 0) * n,
             None => counted_ranks(&dirs, cfg, exec_id),
@@ -96,13 +98,13 @@ pub(super) fn check_rank_count(
         0 => return Ok(()),
         n => n,
     };
-    if checkpoint == u64::from(cfg.nranks) {
+    if checkpoint == run {
         return Ok(());
     }
     Err(Error::RankCount {
         exec_id: exec_id.to_owned(),
         checkpoint: u32::try_from(checkpoint).unwrap_or(u32::MAX),
-        run: cfg.nranks,
+        run: u32::try_from(run).unwrap_or(u32::MAX),
     })
 }
 
@@ -126,8 +128,17 @@ fn counted_ranks(dirs: &Dirs, cfg: &Config, exec_id: &str) -> u64 {
     let nodes = crate::topology::topology_text(&*dirs.storage, &path)
         .and_then(|text| crate::topology::nodes_in(&text, &path))
         .map_or(0, u64::from);
-    let node_size = u64::from(cfg.node_size.max(1));
-    crate::inventory::rank_count(highest, nodes, node_size)
+    crate::inventory::rank_count(highest, nodes, processes(cfg).0)
+}
+
+/// Processes per node and in the run, as files number them: with heads, each node also has
+/// its head.
+pub(super) fn processes(cfg: &Config) -> (u64, u64) {
+    let (node_size, nranks) = (u64::from(cfg.node_size.max(1)), u64::from(cfg.nranks));
+    match cfg.world_rank {
+        Some(_) => (node_size + 1, nranks + nranks.div_ceil(node_size)),
+        None => (node_size, nranks),
+    }
 }
 
 /// The newest execution directory (ids sort by time) with a checkpoint of this rank in its

@@ -139,14 +139,7 @@ pub(crate) fn post_process(
 ) -> Result<PostProcessed> {
     let (comm, dirs) = (team.comm, team.dirs);
     let place = team.place()?;
-    store::crash_point("partner");
-    let max_fs = group_gather_u64(comm, place, fb.fs as u64)
-        .into_iter()
-        .max()
-        .unwrap_or(0);
-    let fb = crate::io::set_size(&dirs.io, &*pending.file, &pending.path, fb, |b| {
-        b.max_fs = max_fs as i64
-    });
+    let (fb, max_fs) = set_max_fs(team, pending, fb);
     let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
     let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
     // Every rank takes part in the encoding even after a local error, so that the group's
@@ -166,6 +159,59 @@ pub(crate) fn post_process(
         }))
     });
     agree(comm, Step::L3Encode, local)
+}
+
+/// Sets `maxFs` (the largest file of the group) in this rank's written file (collective over
+/// the group's exchanges: every rank takes part even after a local error); returns the file
+/// block and `maxFs`.
+pub(crate) fn set_max_fs(
+    team: Team<'_>,
+    pending: &Pending,
+    fb: FileBlock,
+) -> (Result<FileBlock>, u64) {
+    store::crash_point("partner");
+    let max_fs = team.place().map_or(0, |place| {
+        group_gather_u64(team.comm, place, fb.fs as u64)
+            .into_iter()
+            .max()
+            .unwrap_or(0)
+    });
+    let fb = crate::io::set_size(&team.dirs.io, &*pending.file, &pending.path, fb, |b| {
+        b.max_fs = max_fs as i64
+    });
+    (fb, max_fs)
+}
+
+/// The encoding of checkpoint `id` left for later, once every rank's own file (with `maxFs`
+/// set) is published as `own` (collective on `comm`, `place` the rank's place among its
+/// ranks): the `RSed` file is published, then older checkpoints retired (keeping `keep`).
+pub(crate) fn encode_deferred(
+    (comm, place): (&dyn Comm, &Place),
+    dirs: &crate::store::Dirs,
+    (id, own): (i32, &Path),
+    max_fs: u64,
+    keep: usize,
+) -> Result<()> {
+    let file = dirs.storage.open(own, false).map_err(|e| Error::io(own, e));
+    let fs = file
+        .as_ref()
+        .ok()
+        .and_then(|f| crate::level::l2::read_fb(&**f, own).ok())
+        .map_or(0, |fb| fb.fs as u64);
+    let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
+    let encoded = encode(
+        comm,
+        place,
+        file.as_ref().ok().map(|f| (&**f, own, fs)),
+        (rsed.as_ref().ok(), dirs.io.rsed_trailer()),
+        max_fs,
+    );
+    let published = file
+        .and(encoded)
+        .and(rsed)
+        .and_then(|r| store::publish_pending(dirs, r));
+    agree(comm, Step::L3Encode, published)?;
+    store::retire(dirs, Level::L3, id, keep, true)
 }
 
 /// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
