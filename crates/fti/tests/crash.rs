@@ -173,7 +173,7 @@ fn kill_at(root: &Path, keep: usize, mode: Mode, step: &str, nth: usize) -> i32 
 fn kill_at_every_step_of_the_publish_protocol() {
     for mode in [Mode::Full, Mode::Icp] {
         for keep in [1, 3] {
-            for (i, step) in fti::store::STEPS.iter().enumerate() {
+            for (i, step) in fti::files::STEPS.iter().enumerate() {
                 let root = tempfile::tempdir().unwrap();
                 // Stop during checkpoint 3 (an L4 one, which also retires the L1 files).
                 let got = kill_at(root.path(), keep, mode, step, 3);
@@ -192,7 +192,7 @@ fn kill_at_every_step_of_a_differential_checkpoint() {
     for keep in [2, 3] {
         // Checkpoint `keep + 2` updates checkpoint 2's file in place.
         let k = keep as i32 + 2;
-        let steps = std::iter::once("reused").chain(fti::store::STEPS.iter().copied());
+        let steps = std::iter::once("reused").chain(fti::files::STEPS.iter().copied());
         for (i, step) in steps.enumerate() {
             let root = tempfile::tempdir().unwrap();
             // "reused" happens once per differential checkpoint, the other steps once per

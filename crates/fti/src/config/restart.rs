@@ -23,7 +23,7 @@ pub fn record_restart(
         .permissions();
     let text = std::fs::read_to_string(&target).map_err(|e| Error::io(&target, e))?;
     let text = restart_text(&text, failure, exec_id);
-    crate::store::replace_file_as(storage, &target, text.as_bytes(), Some(permissions))
+    crate::files::replace_file_as(storage, &target, text.as_bytes(), Some(permissions))
 }
 
 /// The config text `text` with `failure` and `exec_id` recorded in `[restart]` and its

@@ -22,8 +22,8 @@ use crate::collective::agree;
 use crate::comm::Comm;
 use crate::config::{Config, IoMode, Level};
 use crate::error::{Error, Result, Step};
+use crate::files::{self, Dirs, Found};
 use crate::storage::StorageFile;
-use crate::store::{self, Dirs, Found};
 use crate::topology::Place;
 
 use posix::{Group, RankMeta};
@@ -589,12 +589,12 @@ pub(crate) fn commit(
 fn publish_meta(dirs: &Dirs, path: &Path, text: &str) -> Result<()> {
     let st = &*dirs.storage;
     if let Some(dir) = path.parent() {
-        store::create_dir_durable(st, dir)?;
+        files::create_dir_durable(st, dir)?;
     }
     if let Ok(old) = posix::read(st, path) {
-        store::replace_file(st, &Group::previous(path), old.as_bytes())?;
+        files::replace_file(st, &Group::previous(path), old.as_bytes())?;
     }
-    store::replace_file(st, path, text.as_bytes())
+    files::replace_file(st, path, text.as_bytes())
 }
 
 /// Copies the group's meta data of `from` to `to` (collective): an L4 flush of a checkpoint
@@ -635,7 +635,7 @@ pub(crate) fn retire(dirs: &Dirs, level: Level, retire_lower: bool) -> Result<()
 /// Removes a file durably if it is there (another rank of the group may have removed it).
 fn remove_if_there(dirs: &Dirs, path: &Path) -> Result<()> {
     if dirs.storage.kind(path).is_ok() {
-        store::remove_file(&*dirs.storage, path)?;
+        files::remove_file(&*dirs.storage, path)?;
     }
     Ok(())
 }

@@ -18,8 +18,8 @@ use crate::collective::{agree, offset_u64, CHUNK};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::files::{self, Dirs, Found};
 use crate::storage::StorageFile;
-use crate::store::{self, Dirs, Found};
 
 use super::posix::{self, RankMeta};
 
@@ -94,8 +94,8 @@ pub(crate) fn write(
     let (tmp_dir, level_dir) = (dirs.tmp_dir(Level::L4), dirs.level_dir(Level::L4));
     let (tmp, target) = (tmp_dir.join(name(id)), level_dir.join(name(id)));
     let created = if comm.rank() == 0 {
-        store::create_dir_durable(st, &tmp_dir)
-            .and_then(|()| store::create_dir_durable(st, &level_dir))
+        files::create_dir_durable(st, &tmp_dir)
+            .and_then(|()| files::create_dir_durable(st, &level_dir))
             .and_then(|()| st.create(&tmp).map(drop).map_err(|e| Error::io(&tmp, e)))
     } else {
         Ok(())
@@ -113,7 +113,7 @@ pub(crate) fn write(
     let published = if comm.rank() == 0 {
         st.rename(&tmp, &target)
             .map_err(|e| Error::io(&target, e))
-            .and_then(|()| store::sync_dir(st, &level_dir))
+            .and_then(|()| files::sync_dir(st, &level_dir))
     } else {
         Ok(())
     };

@@ -10,9 +10,9 @@ use crate::collective::{agree, group_gather_u64, max_u64, rounds_for, transfer, 
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Misuse, Result, Step};
+use crate::files::{self, Dirs, Pending};
 use crate::schedule::Team;
 use crate::storage::StorageFile;
-use crate::store::{self, Dirs, Pending};
 
 use super::{PostProcessed, Rebuild};
 
@@ -64,7 +64,7 @@ fn partner_plan(
     fb: FileBlock,
 ) -> Result<(PartnerPlan, FileBlock)> {
     let place = team.place()?;
-    store::crash_point("partner");
+    files::crash_point("partner");
     // sizes[i] = the file size of the group's i-th rank.
     let sizes = group_gather_u64(team.comm, place, fb.fs as u64);
     let k = place.group.len();
@@ -95,9 +95,9 @@ pub(crate) fn copy_deferred(
     let file = dirs.storage.open(own, false).map_err(|e| Error::io(own, e));
     let own_file = file.as_ref().ok().map(|f| (&**f, own));
     let copy = exchange_copies(comm, dirs, id, plan, own_file);
-    let published = file.and(copy).and_then(|c| store::publish_pending(dirs, c));
+    let published = file.and(copy).and_then(|c| files::publish_pending(dirs, c));
     agree(comm, Step::L2Copy, published)?;
-    store::retire(dirs, Level::L2, id, keep, true)
+    files::retire(dirs, Level::L2, id, keep, true)
 }
 
 /// Sends this rank's file to its right partner while receiving its left partner's into a new
@@ -110,7 +110,7 @@ fn exchange_copies(
     plan: &PartnerPlan,
     own: Option<OpenFile<'_>>,
 ) -> Result<Pending> {
-    let copy = store::begin_named(dirs, Level::L2, dirs.copy_name(id), None);
+    let copy = files::begin_named(dirs, Level::L2, dirs.copy_name(id), None);
     let sent = transfer(
         comm,
         (plan.right, own, plan.own_fs),
@@ -224,7 +224,7 @@ fn move_file(
     );
     let rounds = rounds_for([max_u64(comm, len)]);
     let pending = recv
-        .map(|name| store::begin_named(dirs, Level::L2, name, None))
+        .map(|name| files::begin_named(dirs, Level::L2, name, None))
         .transpose();
     // Every rank makes every exchange, also when it could not open its side: its partners
     // then see a short transfer instead of waiting forever.
@@ -252,7 +252,7 @@ fn move_file(
             err: Box::new(e),
         }),
         (Ok(_), Ok(recv)) => moved.and_then(|()| match recv {
-            Some(p) => store::publish_pending(dirs, p).map(Some),
+            Some(p) => files::publish_pending(dirs, p).map(Some),
             None => Ok(None),
         }),
     };

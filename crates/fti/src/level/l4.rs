@@ -11,7 +11,7 @@ use crate::collective::agree;
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
-use crate::store::{self, Dirs};
+use crate::files::{self, Dirs};
 
 use super::PostProcessed;
 
@@ -30,7 +30,7 @@ pub(crate) fn rebuild() -> Result<()> {
 /// Copies this rank's published file `local` of checkpoint `id` into the global directory
 /// and publishes it there (local: no agreement).
 pub(crate) fn copy_in(dirs: &Dirs, id: i32, local: &Path) -> Result<PathBuf> {
-    store::copy_into(dirs, Level::L4, id, local).and_then(|p| store::publish_pending(dirs, p))
+    files::copy_into(dirs, Level::L4, id, local).and_then(|p| files::publish_pending(dirs, p))
 }
 
 /// Copies every rank's published file `local` of checkpoint `id` into the global directory
@@ -71,6 +71,6 @@ pub(crate) fn flush(
 ) -> Result<PathBuf> {
     let path = copy_in_all(comm, dirs, (id, local), Step::L4Flush)?;
     crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
-    store::retire(dirs, Level::L4, id, keep, false)?;
+    files::retire(dirs, Level::L4, id, keep, false)?;
     Ok(path)
 }

@@ -6,7 +6,7 @@
 //!   back from the files (a repair: a plan that lost no file); collective;
 //! * `flush` (L4): a checkpoint published locally copied to the global directory.
 //!
-//! A level knows its redundancy, not how files are published ([`crate::store`]) nor when its
+//! A level knows its redundancy, not how files are published ([`crate::files`]) nor when its
 //! steps run ([`crate::schedule`], the runtime).
 
 pub(crate) mod l1;
@@ -18,9 +18,9 @@ use ftiff::raw::FileBlock;
 
 use crate::config::Level;
 use crate::error::Result;
+use crate::files::{Found, Pending};
 use crate::runtime::Restart;
 use crate::schedule::Team;
-use crate::store::{Found, Pending};
 
 /// What a level's post-processing made of a rank's written file.
 pub(crate) struct PostProcessed {

@@ -11,8 +11,8 @@ use crate::collective::{self, agree};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::files::{self, Dirs};
 use crate::report::Messages;
-use crate::store::{self, Dirs};
 use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
 
@@ -215,7 +215,7 @@ impl Fti {
         &mut self,
         f: InFlight,
         write_level: Level,
-        written: Result<(store::Pending, ftiff::Written)>,
+        written: Result<(files::Pending, ftiff::Written)>,
     ) -> Result<()> {
         let started = Instant::now();
         let (id, level) = (f.info.id, f.info.level);
@@ -350,9 +350,9 @@ impl AsyncJob {
         write_level: Level,
         dcp_base: Option<(PathBuf, DcpFile)>,
         staged: &Staged,
-    ) -> Result<(store::Pending, ftiff::Written)> {
+    ) -> Result<(files::Pending, ftiff::Written)> {
         let reuse = dcp_base.as_ref().map(|(p, _)| p.as_path());
-        let pending = store::begin(&self.dirs, write_level, self.id, reuse)?;
+        let pending = files::begin(&self.dirs, write_level, self.id, reuse)?;
         let written = match (&dcp_base, staged) {
             (Some((_, b)), Staged::Copies(bufs)) => {
                 let data: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
@@ -392,14 +392,14 @@ impl AsyncJob {
         phase: &mut dyn FnMut(Option<Phase>),
     ) -> Result<(FileBlock, bool)> {
         phase(Some(Phase::Write));
-        let written = store::begin(&self.dirs, self.level, self.id, None).and_then(|p| {
+        let written = files::begin(&self.dirs, self.level, self.id, None).and_then(|p| {
             self.write_staged(&*p.file, staged)
                 .map_err(|e| Error::Format(e.with_path(&p.path)))
                 .map(|w| (p, w.fb))
         });
         let (pending, fb) = agree(comm, Step::Write, written)?;
         phase(Some(Phase::Publish));
-        let published = store::publish_pending(&self.dirs, pending);
+        let published = files::publish_pending(&self.dirs, pending);
         agree(comm, Step::Publish, published)?;
         if self.record_pending {
             let recorded = match &self.record {
@@ -410,7 +410,7 @@ impl AsyncJob {
         }
         // Only once every rank has published (and the restart is recorded) do older
         // checkpoints go.
-        store::retire(&self.dirs, self.level, self.id, self.keep, true)?;
+        files::retire(&self.dirs, self.level, self.id, self.keep, true)?;
         Ok((fb, self.record_pending))
     }
 }

@@ -12,8 +12,8 @@ use ftiff::raw::FileBlock;
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Misuse, Result};
+use crate::files::Pending;
 use crate::report::Messages;
-use crate::store::Pending;
 use crate::trace::TracerSpec;
 
 use super::worker::{InFlight, Job, JobDone, JobOutcome, Worker};

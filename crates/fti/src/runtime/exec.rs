@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::collective;
 use crate::comm::Comm;
 use crate::config::Config;
-use crate::store::Dirs;
+use crate::files::Dirs;
 
 /// `YYYY-MM-DD HH:MM:SS` (UTC) of a time in ns since the Unix epoch.
 pub fn format_utc(ns: i64) -> String {

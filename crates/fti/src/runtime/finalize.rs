@@ -4,8 +4,8 @@
 use crate::collective::agree;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::files;
 use crate::level::l4;
-use crate::store;
 use crate::trace::{self, Phase};
 
 use super::Fti;
@@ -52,9 +52,9 @@ impl Fti {
                     done?;
                     crate::io::copy_meta(&*self.comm, &self.dirs, last.level, Level::L4)?;
                 }
-                store::retire(&self.dirs, Level::L4, last.id, 1, false)?;
+                files::retire(&self.dirs, Level::L4, last.id, 1, false)?;
                 self.recovery.restart = None;
-                store::remove_rank_files(&self.dirs, true)?;
+                files::remove_rank_files(&self.dirs, true)?;
                 self.record_in_config(2)?;
                 return Ok(());
             }
@@ -64,12 +64,12 @@ impl Fti {
         // start with files to spare, never a restart record with nothing to restart from.
         let recorded = self.record_in_config(0);
         agree(&*self.comm, Step::RecordEnd, recorded)?;
-        store::remove_rank_files(&self.dirs, false)?;
+        files::remove_rank_files(&self.dirs, false)?;
         // Every rank is done with the run's directories before the meta directory goes: only
         // the file the runtime wrote there, then the directory if nothing else is in it.
         self.comm.barrier();
         if self.cfg.rank == 0 {
-            store::remove_meta_files(&self.dirs)?;
+            files::remove_meta_files(&self.dirs)?;
         }
         Ok(())
     }
@@ -79,12 +79,12 @@ impl Fti {
     /// partial last node, which FTI does not allow, the count is recorded in it).
     pub(super) fn write_topology(&self) -> Result<()> {
         let st = &*self.dirs.storage;
-        store::create_dir_durable(st, &self.dirs.meta)?;
+        files::create_dir_durable(st, &self.dirs.meta)?;
         let mut text = crate::io::posix::topology_text(&self.cfg, &self.node_names);
         // Counted as the files number the processes (with heads, each node's head too).
         let (node_size, run) = super::restart::processes(&self.cfg);
         let as_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         text.push_str(&crate::topology::run_text(as_u32(run), as_u32(node_size)));
-        store::replace_file(st, &self.dirs.meta.join("Topology.fti"), text.as_bytes())
+        files::replace_file(st, &self.dirs.meta.join("Topology.fti"), text.as_bytes())
     }
 }

@@ -7,7 +7,7 @@ use ftiff::{Layout, VarSize};
 use crate::collective::agree;
 use crate::config::Level;
 use crate::error::{Error, Misuse, Result, Step};
-use crate::store;
+use crate::files;
 use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
 
@@ -36,7 +36,7 @@ impl Fti {
         let mut opts = self.write_options();
         opts.table = None;
         let writer = ftiff::Incremental::new(layout, opts)?;
-        let pending = store::begin(&self.dirs, write_level, id, None)?;
+        let pending = files::begin(&self.dirs, write_level, id, None)?;
         trace::with(&mut self.tracer, &self.messages, |t| {
             t.begin_checkpoint(id, level)
         });

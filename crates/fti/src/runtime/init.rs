@@ -11,9 +11,9 @@ use crate::collective::{self, agree};
 use crate::comm::Comm;
 use crate::config::{self, Config, IoMode, Level};
 use crate::error::{Error, Result, Step};
+use crate::files::Dirs;
 use crate::report::Messages;
 use crate::storage::Storage;
-use crate::store::Dirs;
 use crate::topology::Topology;
 use crate::trace::{self, AppOvni, Phase, Tracer};
 

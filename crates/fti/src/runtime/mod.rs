@@ -27,9 +27,9 @@ use crate::io::Stored;
 use crate::comm::{Comm, SelfComm};
 use crate::config::{Config, Level};
 use crate::error::{Error, Misuse, Result, Skipped};
+use crate::files::{self, Dirs, Found};
 use crate::report::{FtiPrint, Messages, Reporter};
 use crate::storage::{Disk, Storage};
-use crate::store::{self, Dirs, Found};
 use crate::topology::Topology;
 use crate::trace::{self, Tracer};
 use crate::var::Var;
@@ -217,7 +217,7 @@ struct Icp {
     level: Level,
     write_level: Level,
     writer: ftiff::Incremental,
-    pending: store::Pending,
+    pending: files::Pending,
     started: Instant,
 }
 

@@ -11,9 +11,9 @@ use crate::collective::agree;
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Result, Step};
+use crate::files;
 use crate::level::{self, l2, l3, l4, PostProcessed};
 use crate::schedule::Team;
-use crate::store;
 use crate::trace::{self, Phase, Tracer};
 
 use super::background::Finished;
@@ -30,7 +30,7 @@ impl Fti {
         &mut self,
         id: i32,
         (level, write_level): (Level, Level),
-        pending: store::Pending,
+        pending: files::Pending,
         fb: FileBlock,
         vars: &[VarSize],
     ) -> Result<(PathBuf, FileBlock)> {
@@ -52,7 +52,7 @@ impl Fti {
             deferred: partner,
         } = done?;
         let files = std::iter::once(pending).chain(copy).collect();
-        let local = store::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
+        let local = files::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
         let mut path = agree(&*self.comm, Step::Publish, local)?;
         crate::io::commit(&*self.comm, &self.dirs, id, write_level, &fb, vars)?;
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
@@ -72,7 +72,7 @@ impl Fti {
             self.spawn_post(move |comm| l2::copy_deferred(comm, &dirs, id, &plan, &own, keep));
             return Ok((path, fb));
         }
-        let retired = store::retire(&self.dirs, write_level, id, keep, true);
+        let retired = files::retire(&self.dirs, write_level, id, keep, true);
         if write_level != level && to_head {
             // Every head at this position takes part in the flush: the job goes whatever
             // this rank's retirement did.
@@ -100,7 +100,7 @@ impl Fti {
     fn post_process_level(
         &mut self,
         (id, write_level): (i32, Level),
-        pending: &store::Pending,
+        pending: &files::Pending,
         fb: FileBlock,
         defer: bool,
         encode_by_head: bool,

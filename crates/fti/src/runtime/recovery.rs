@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::io::Stored;
 
 use crate::error::{Candidate, Error, Misuse, Result};
-use crate::store::{self, Found};
+use crate::files::{self, Found};
 use crate::trace::{self, Phase, Tracer};
 use crate::var::Var;
 
@@ -83,7 +83,7 @@ impl Fti {
     ) -> Result<CheckpointInfo> {
         self.wait()?;
         let mut tried = Vec::new();
-        for found in store::find_checkpoints(&self.dirs) {
+        for found in files::find_checkpoints(&self.dirs) {
             if ckpt_id.is_some_and(|id| id != found.id) {
                 continue;
             }
@@ -184,7 +184,7 @@ impl Fti {
         // a timeline this run no longer continues, and keeping them would make a later
         // restart (or pruning by id) pick them over this run's own checkpoints.
         if self.cfg.restart_id.is_some() {
-            for newer in store::find_checkpoints(&self.dirs)
+            for newer in files::find_checkpoints(&self.dirs)
                 .into_iter()
                 .filter(|f| f.id > info.id)
             {
@@ -192,7 +192,7 @@ impl Fti {
                     "checkpoint {} ({}) is newer than the chosen restart point: removed",
                     newer.id, newer.level
                 ));
-                store::remove_file(&*self.dirs.storage, &newer.path)?;
+                files::remove_file(&*self.dirs.storage, &newer.path)?;
             }
             self.cfg.restart_id = None;
         }

@@ -8,8 +8,8 @@ use crate::collective;
 use crate::comm::Comm;
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::files::{self, Dirs};
 use crate::schedule::{self, restart::Chosen, Team};
-use crate::store::{self, Dirs};
 
 use super::exec::fresh_exec_id;
 use super::{Fti, Status};
@@ -123,7 +123,7 @@ fn counted_ranks(dirs: &Dirs, cfg: &Config, exec_id: &str) -> u64 {
             );
         }
     }
-    let highest = store::highest_rank(&*dirs.storage, &roots).map_or(0, |r| u64::from(r) + 1);
+    let highest = files::highest_rank(&*dirs.storage, &roots).map_or(0, |r| u64::from(r) + 1);
     let path = dirs.meta.join("Topology.fti");
     let nodes = crate::topology::topology_text(&*dirs.storage, &path)
         .and_then(|text| crate::topology::nodes_in(&text, &path))
@@ -158,7 +158,7 @@ pub(super) fn newest_exec_with_checkpoints(
     // A rank whose own files are all lost may still hold copies of its partner's (L2) or
     // its code (L3), from which the run recovers.
     let local = newest_exec_in(storage, &local_root, |exec| {
-        store::holds_local(&Dirs::on(Arc::clone(storage), cfg, exec))
+        files::holds_local(&Dirs::on(Arc::clone(storage), cfg, exec))
     });
     if comm.rank() != 0 {
         return local;
@@ -170,7 +170,7 @@ pub(super) fn newest_exec_with_checkpoints(
         0..cfg.nranks
     };
     let global = newest_exec_in(storage, &cfg.glbl_dir, |exec| {
-        store::any_in_global(&Dirs::on(Arc::clone(storage), cfg, exec), &ranks)
+        files::any_in_global(&Dirs::on(Arc::clone(storage), cfg, exec), &ranks)
     });
     local.max(global)
 }

@@ -14,8 +14,8 @@ use ftiff::raw::FileBlock;
 use super::CheckpointInfo;
 use crate::comm::Comm;
 use crate::error::Result;
+use crate::files;
 use crate::report::Messages;
-use crate::store;
 use crate::trace::{self, Tracer, TracerSpec};
 
 /// A job: runs on the background thread with its tracer (if tracing is on).
@@ -40,7 +40,7 @@ pub(super) enum JobOutcome {
     /// An asynchronous checkpoint's file written, hashed and synced, not yet published: the
     /// rest (agreement, partner copies or code, publication) is collective and runs on the
     /// application's thread at the next call that waits.
-    Written(store::Pending, ftiff::Written),
+    Written(files::Pending, ftiff::Written),
 }
 
 /// An asynchronous checkpoint staged and not yet known to be published.

@@ -10,8 +10,8 @@ use ftiff::{Layout, VarSize, WriteOptions};
 use crate::collective::agree;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
+use crate::files;
 use crate::io::{self, Io};
-use crate::store;
 use crate::trace::{self, Phase};
 use crate::var::Var;
 
@@ -71,7 +71,7 @@ impl Fti {
         if newest == Some(base.id) {
             return None;
         }
-        let all = store::find_checkpoints(&self.dirs);
+        let all = files::find_checkpoints(&self.dirs);
         let found = all
             .iter()
             .find(|f| f.id == base.id && f.level == level)?
@@ -113,7 +113,7 @@ impl Fti {
             return self.write_shared(id, layout, &data);
         }
         let base = self.take_dcp_base(write_level);
-        let pending = match store::begin(
+        let pending = match files::begin(
             &self.dirs,
             write_level,
             id,
@@ -169,7 +169,7 @@ impl Fti {
         let source = Ok(io::mpiio::Source::Data(data));
         let (path, fb) = io::mpiio::write(&*self.comm, &self.dirs, id, source)?;
         io::commit(&*self.comm, &self.dirs, id, Level::L4, &fb, &layout.vars())?;
-        store::retire(&self.dirs, Level::L4, id, self.keep(), true)?;
+        files::retire(&self.dirs, Level::L4, id, self.keep(), true)?;
         self.dcp_files.clear();
         let bytes_written = fb.fs.max(0) as u64;
         Ok((path, layout, fb, bytes_written))

@@ -8,7 +8,7 @@ pub(crate) mod restart;
 
 use crate::comm::Comm;
 use crate::error::{Error, Misuse, Result};
-use crate::store::Dirs;
+use crate::files::Dirs;
 use crate::topology::{Place, Topology};
 
 /// What a collective step needs of the run: the ranks, where each sits, and this rank's

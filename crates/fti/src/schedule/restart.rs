@@ -17,11 +17,11 @@
 use crate::collective::{self, agree};
 use crate::config::Level;
 use crate::error::{Candidate, Error, Result, Skipped, Step};
+use crate::files::{self, Dirs, Found};
 use crate::level::{self, Rebuild};
 use crate::report::Messages;
 use crate::restart_plan::{self, Holds, Plan};
 use crate::runtime::{open_verified, Restart};
-use crate::store::{self, Dirs, Found};
 
 use super::Team;
 
@@ -153,12 +153,12 @@ impl Search<'_> {
     fn collect(&mut self) -> Holdings {
         let (comm, dirs) = (self.team.comm, self.team.dirs);
         let listed = if comm.rank() == 0 {
-            store::global_checkpoints(dirs)
+            files::global_checkpoints(dirs)
         } else {
             Vec::new()
         };
         dirs.know_global(collective::broadcast_held(comm, &listed));
-        let (own, copies, irregular) = store::holdings(dirs);
+        let (own, copies, irregular) = files::holdings(dirs);
         for path in irregular {
             self.skip(Skipped::NotRegular { path });
         }

@@ -25,8 +25,8 @@ pub mod group;
 use crate::collective::{agree, group_gather_u64};
 use crate::config::Level;
 use crate::error::Step;
+use crate::files::{self, Pending};
 use crate::schedule::Team;
-use crate::store::{self, Pending};
 use crate::topology::Place;
 
 use super::{PostProcessed, Rebuild};
@@ -140,7 +140,7 @@ pub(crate) fn post_process(
     let (comm, dirs) = (team.comm, team.dirs);
     let place = team.place()?;
     let (fb, max_fs) = set_max_fs(team, pending, fb);
-    let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
+    let rsed = files::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
     let own_fs = fb.as_ref().map_or(0, |b| b.fs as u64);
     // Every rank takes part in the encoding even after a local error, so that the group's
     // exchanges match; the error is reported after it.
@@ -169,7 +169,7 @@ pub(crate) fn set_max_fs(
     pending: &Pending,
     fb: FileBlock,
 ) -> (Result<FileBlock>, u64) {
-    store::crash_point("partner");
+    files::crash_point("partner");
     let max_fs = team.place().map_or(0, |place| {
         group_gather_u64(team.comm, place, fb.fs as u64)
             .into_iter()
@@ -187,7 +187,7 @@ pub(crate) fn set_max_fs(
 /// ranks): the `RSed` file is published, then older checkpoints retired (keeping `keep`).
 pub(crate) fn encode_deferred(
     (comm, place): (&dyn Comm, &Place),
-    dirs: &crate::store::Dirs,
+    dirs: &crate::files::Dirs,
     (id, own): (i32, &Path),
     max_fs: u64,
     keep: usize,
@@ -198,7 +198,7 @@ pub(crate) fn encode_deferred(
         .ok()
         .and_then(|f| crate::level::l2::read_fb(&**f, own).ok())
         .map_or(0, |fb| fb.fs as u64);
-    let rsed = store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
+    let rsed = files::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
     let encoded = encode(
         comm,
         place,
@@ -209,9 +209,9 @@ pub(crate) fn encode_deferred(
     let published = file
         .and(encoded)
         .and(rsed)
-        .and_then(|r| store::publish_pending(dirs, r));
+        .and_then(|r| files::publish_pending(dirs, r));
     agree(comm, Step::L3Encode, published)?;
-    store::retire(dirs, Level::L3, id, keep, true)
+    files::retire(dirs, Level::L3, id, keep, true)
 }
 
 /// Verifies an `RSed` file (trailer fields and hashes); returns its trailer.
@@ -328,11 +328,11 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
     let local = if affected {
         let new_own = files
             .contains(&me)
-            .then(|| store::begin(dirs, Level::L3, id, None))
+            .then(|| files::begin(dirs, Level::L3, id, None))
             .transpose();
         let new_rsed = lost_copies
             .contains(&me)
-            .then(|| store::begin_named(dirs, Level::L3, dirs.rsed_name(id), None))
+            .then(|| files::begin_named(dirs, Level::L3, dirs.rsed_name(id), None))
             .transpose();
         let held = Held {
             storage: &*dirs.storage,
@@ -352,10 +352,10 @@ pub(crate) fn rebuild_checkpoint(team: Team<'_>, id: i32, plan: &Rebuild<'_>) ->
         done.and_then(|()| {
             let (o, r) = (new_own?, new_rsed?);
             if let Some(p) = o {
-                store::publish_pending(dirs, p)?;
+                files::publish_pending(dirs, p)?;
             }
             if let Some(p) = r {
-                store::publish_pending(dirs, p)?;
+                files::publish_pending(dirs, p)?;
             }
             Ok(())
         })

@@ -14,8 +14,8 @@ use std::rc::Rc;
 use crate::comm::{Comm, Members, SelfComm};
 use crate::config::{Config, IoMode};
 use crate::error::{Error, Misuse, Result};
+use crate::files::Dirs;
 use crate::level::{l2, l3, l4};
-use crate::store::Dirs;
 use crate::topology::Topology;
 
 use super::{init, Fti, Options};

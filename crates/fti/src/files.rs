@@ -1,5 +1,7 @@
-//! Where checkpoint files live (FTI 1.1's directory layout) and how a new one is published
-//! without ever losing the previous one. The argument is in `docs/crash-safety.md`.
+//! A run's checkpoint files: where each lives (FTI 1.1's directory layout), how a new one is
+//! published without ever losing the previous one, found again and retired. Every access goes
+//! through the file-system seam, [`crate::storage`]. The argument is in
+//! `docs/crash-safety.md`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
