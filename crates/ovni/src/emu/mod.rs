@@ -26,6 +26,7 @@
 mod cfg;
 mod chan;
 mod debug;
+mod failed;
 mod layout;
 mod models;
 mod nanos6;
