@@ -39,6 +39,10 @@ fn not_found(path: &Path) -> io::Error {
     )
 }
 
+fn past_end() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, "past the end of the file")
+}
+
 fn exists(path: &Path) -> io::Error {
     io::Error::new(io::ErrorKind::AlreadyExists, format!("{}", path.display()))
 }
@@ -267,10 +271,11 @@ impl ftiff::Sink for MemoryFile {
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         let mut c = self.content()?;
         let at = usize::try_from(offset).map_err(io::Error::other)?;
-        if c.0.len() < at + buf.len() {
-            c.0.resize(at + buf.len(), 0);
+        let end = at.checked_add(buf.len()).ok_or_else(past_end)?;
+        if c.0.len() < end {
+            c.0.resize(end, 0);
         }
-        c.0[at..at + buf.len()].copy_from_slice(buf);
+        c.0[at..end].copy_from_slice(buf);
         self.touch(&mut c);
         Ok(())
     }
