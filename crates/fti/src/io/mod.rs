@@ -390,13 +390,25 @@ pub(crate) fn find_meta(
     section: u32,
     name: &str,
 ) -> Result<(std::path::PathBuf, RankMeta)> {
-    let path = g.meta_path(&dirs.meta, level);
+    find_meta_by(dirs, g, (level, section), &|n: &str| n == name, name)
+}
+
+/// As [`find_meta`], for the section whose `ckpt_file_name` satisfies `wanted` (described as
+/// `what` in errors).
+fn find_meta_by(
+    dirs: &Dirs,
+    g: &Group,
+    (level, section): (Level, u32),
+    wanted: &dyn Fn(&str) -> bool,
+    what: &str,
+) -> Result<(std::path::PathBuf, RankMeta)> {
+    let (name, path) = (what, g.meta_path(&dirs.meta, level));
     let mut first_error = None;
     for p in [path.clone(), Group::previous(&path)] {
         let found =
             posix::read(&*dirs.storage, &p).and_then(|t| posix::parse_rank(&p, &t, section));
         match found {
-            Ok(m) if m.name == name => return Ok((p, m)),
+            Ok(m) if wanted(&m.name) => return Ok((p, m)),
             Ok(m) => {
                 first_error.get_or_insert(Error::meta(
                     &p,
@@ -451,9 +463,14 @@ pub(crate) fn verify_copy(dirs: &Dirs, id: i32, level: Level, copy: &Found) -> R
         (Io::Posix(g), _) => {
             let k = g.ranks.len() as u32;
             let left = (g.rank + k - 1) % k;
-            let owner = g.ranks[left as usize];
-            let name = FileName::new(id, FileKind::Rank, owner).to_string();
-            let (meta_path, m) = find_meta(dirs, g, level, left, &name)?;
+            // The left partner's section names its file by its rank among all processes,
+            // which the group (of application ranks) does not know when there are heads:
+            // any Rank file of this checkpoint is the partner's.
+            let owner = |name: &str| {
+                FileName::parse(name).is_some_and(|n| n.kind == FileKind::Rank && n.id == id)
+            };
+            let wanted = format!("a Rank file of checkpoint {id}");
+            let (meta_path, m) = find_meta_by(dirs, g, (level, left), &owner, &wanted)?;
             posix::check_file(
                 &*dirs.storage,
                 &copy.path,

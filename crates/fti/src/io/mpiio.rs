@@ -190,17 +190,24 @@ pub(crate) fn locate(dirs: &Dirs, id: i32, name: &str) -> Result<(PathBuf, RankM
             }
         }
     }
-    let mut offset: u64 = 0;
-    for r in 0..dirs.rank {
-        let size = sizes.get(&r).ok_or_else(|| {
-            Error::meta(
-                &meta_dir,
-                "",
-                format!("no meta data of rank {r} for checkpoint {id}: the offset of rank {} in {} is unknown", dirs.rank, self::name(id)),
-            )
-        })?;
-        offset = offset.saturating_add(*size);
+    // The ranks before this one in the file are those of lower number: with heads, the
+    // application ranks among them (FTI_RecoverL4Mpi sums the sizes of the lower ranks of
+    // FTI_COMM_WORLD).
+    let lower: Vec<u64> = sizes.range(..dirs.rank).map(|(_, s)| *s).collect();
+    if lower.len() != g.app_rank as usize {
+        return Err(Error::meta(
+            &meta_dir,
+            "",
+            format!(
+                "meta data of {} of the {} ranks before rank {} for checkpoint {id}: its offset in {} is unknown",
+                lower.len(),
+                g.app_rank,
+                dirs.rank,
+                self::name(id)
+            ),
+        ));
     }
+    let offset = lower.iter().fold(0u64, |a, s| a.saturating_add(*s));
     Ok((own_path, own, offset))
 }
 

@@ -32,10 +32,15 @@ const NOT_REPEATED: [&str; 3] = ["basic", "restart", "advanced"];
 pub struct Group {
     /// `sector<s>`: the group's first node / `group_size`.
     pub sector: u32,
-    /// `group<g>`: the ranks' position in their node.
+    /// `group<g>`: the ranks' position in their node, the head counted (FTI 1.1's
+    /// `groupID = posInNode`, `FTI_Topology` in `src/topo.c`): with heads, from 1.
     pub id: u32,
     /// This rank's section, `[<group rank>]`.
     pub rank: u32,
+    /// This rank in the application's communicator (`FTI_COMM_WORLD`): how many ranks' data
+    /// come before its own in MPI-IO's shared L4 file. With heads, files are named by the
+    /// rank among all processes, which skips the heads.
+    pub app_rank: u32,
     /// The group's ranks, by group rank.
     pub ranks: Vec<u32>,
     /// The config's other sections, dumped as iniparser does (FTI 1.1 writes them first).
@@ -50,8 +55,10 @@ impl Group {
         let first_node = place.node.saturating_sub(place.group_rank);
         Group {
             sector: first_node / cfg.group_size.max(1),
-            id: place.position,
+            // `place` is among the application ranks; a node's head is its position 0.
+            id: place.position + u32::from(cfg.head),
             rank: place.group_rank,
+            app_rank: cfg.rank,
             ranks: place.group.clone(),
             head: config_sections(cfg),
             shared_l4: cfg.io == crate::config::IoMode::MpiIo,
