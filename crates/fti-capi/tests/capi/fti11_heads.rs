@@ -27,9 +27,7 @@ fn restart_fti_tree(exe: &std::path::Path, name: &str, level: u8, lose: Option<&
             [
                 format!("rank {r} checkpoint 4: 1"),
                 format!("rank {r} finalize 0"),
-                format!(
-                    "rank {r} init 0 status 1 recover 0 holds checkpoint 3 1 status 0"
-                ),
+                format!("rank {r} init 0 status 1 recover 0 holds checkpoint 3 1 status 0"),
             ]
         })
         .collect();
@@ -43,4 +41,58 @@ fn fti_posix_and_mpiio_head_trees_restart_here() {
     restart_fti_tree(&exe, "io1-L2", 2, Some("node1"));
     restart_fti_tree(&exe, "io1-L3", 3, Some("node1"));
     restart_fti_tree(&exe, "io2-L4", 4, None);
+}
+
+/// Every file under `root` with the execution id replaced by `<exec>`, and its bytes (the
+/// same replacement in the text files: meta data and topology).
+fn tree(root: &std::path::Path, exec: &str) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = test_support::files_below(root)
+        .into_iter()
+        .map(|(p, _, _)| p)
+        .filter(|p| p.extension().is_some_and(|e| e == "fti") && !p.ends_with("config.fti"))
+        .map(|p| {
+            let name = p
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace(exec, "<exec>");
+            let bytes = std::fs::read(&p).unwrap();
+            let bytes = match std::str::from_utf8(&bytes) {
+                Ok(text) if name.starts_with("Meta") => text.replace(exec, "<exec>").into_bytes(),
+                _ => bytes,
+            };
+            (name, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// The tree this library writes from FTI's config and the same data is FTI's: names, sizes,
+/// data, meta data and topology byte for byte (POSIX at L2 with heads: `Rank` and `Pcof`
+/// files under the application ranks' world numbers, `Meta/<exec>/l2/sector0-group1.fti`).
+#[test]
+fn head_posix_tree_written_here_is_ftis() {
+    let exe = util::compile("crash", Link::Shared);
+    let fixture = util::fixtures().join("head-posix/io1-L2");
+    let dir = tempfile::tempdir().unwrap();
+    let config = std::fs::read_to_string(fixture.join("config.fti")).unwrap();
+    let (_, fti_exec) = util::restart_keys(&fixture.join("config.fti"));
+    let fresh = config.replace(
+        &format!("{:<30} = 1", "failure"),
+        &format!("{:<30} = 0", "failure"),
+    );
+    assert_ne!(fresh, config, "the fixture's config records a failure");
+    std::fs::write(dir.path().join("config.fti"), fresh).unwrap();
+    let out = util::mpirun(8, &exe, &["write", "config.fti", "2", "die"], dir.path());
+    assert!(!out.status.success(), "every rank kills itself");
+    let (failure, exec) = util::restart_keys(&dir.path().join("config.fti"));
+    assert_eq!(failure, 1);
+    let ours = tree(dir.path(), &exec);
+    let ftis = tree(&fixture, &fti_exec);
+    let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&ours), names(&ftis));
+    for ((name, got), (_, want)) in ours.iter().zip(&ftis) {
+        assert!(got == want, "{name} differs from FTI's");
+    }
 }
