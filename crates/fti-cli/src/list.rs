@@ -30,7 +30,8 @@ bar shows on a terminal when there is much to read. --no-verify only looks at na
 
 Text output, one block per checkpoint:
   <exec_id>  checkpoint <id>  L<K> [archived]  written <time of the newest Rank file>
-    rank     MPI rank; every rank of the run has a row
+  heads: ranks <r>, ... (with --head)
+    rank     MPI rank; every rank of the run has a row (but the heads)
     node     node<N> directory holding its files (- when there is none)
     Rank     Ckpt<id>-Rank<r>.fti, the rank's checkpoint
     Pcof     (L2) Ckpt<id>-Pcof<r>.fti, the copy it keeps of its left partner's file
@@ -59,12 +60,16 @@ rank any file of the execution names, completed to the nodes Topology.fti lists;
 node_size is inferred from the node<N> directories unless --node-size is given;
 --group-size is the config's group_size (default 4). A Pcof file that is not a copy
 of the partner's file those sizes imply is reported: give the run's sizes.
+--head is the config's head = 1: the first rank of each node is a dedicated head,
+which writes no files (files keep the ranks' numbers among all processes; node_size
+counts the head). Without it, ranks that look like heads are named in the verdict.
 
 JSON (--format json), schema 2, keys in this order:
   {\"schema\": 2, \"checkpoints\": [
     {\"exec_id\": \"2026-11-22_04-12-33\", \"id\": 2, \"level\": 2, \"archived\": false,
      \"written\": \"2026-11-22 04:12:40.123 UTC\",
      \"restorable\": true, \"survives_node_loss\": true, \"why\": \"...\",
+     \"heads\": [],
      \"ranks\": [{\"rank\": 0, \"node\": \"node0\",
        \"rank_file\": {\"path\": \"...\", \"status\": \"ok\", \"bytes\": 4242, \"problem\": null},
        \"pcof\": {\"path\": \"...\", \"status\": \"ok\", \"bytes\": 4242, \"problem\": null,
@@ -73,7 +78,8 @@ JSON (--format json), schema 2, keys in this order:
   written: FB.timestamp of the newest usable Rank file (null when none reads);
   restorable: the restart can recover it from the files as they are;
   survives_node_loss: it could still, after losing any one node's files; why: the
-  verdict in words; node: the node<N> directory (null without one, or at L4);
+  verdict in words; heads: the dedicated heads' ranks (--head; not in ranks);
+  node: the node<N> directory (null without one, or at L4);
   pcof is an object at L2 only (copy_of: the rank whose file it copies), rsed at
   L3 only, null at other levels; path and bytes are null for a missing file;
   status as above; problem: a corrupt file's first problem, else null.
@@ -101,6 +107,10 @@ pub struct LayoutArgs {
     /// Nodes per group (L2 partners, L3 encoding), as `group_size` in the run's config.
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     pub group_size: u32,
+    /// The run has dedicated heads (`head = 1`): the first rank of each node writes no
+    /// files; its partners and groups are the application ranks' (node_size counts the head).
+    #[arg(long)]
+    pub head: bool,
 }
 
 impl LayoutArgs {
@@ -108,6 +118,7 @@ impl LayoutArgs {
         Sizes {
             node_size: self.node_size,
             group_size: self.group_size,
+            head: self.head,
         }
     }
 }
@@ -258,6 +269,15 @@ fn write_text(out: &mut impl Write, ckpts: &[Ckpt]) -> std::io::Result<()> {
             c.id,
             level_label(c)
         )?;
+        let heads = c.heads();
+        if !heads.is_empty() {
+            let heads: Vec<String> = heads.iter().map(u32::to_string).collect();
+            writeln!(
+                out,
+                "  heads: ranks {} (head = 1: no checkpoint files)",
+                heads.join(", ")
+            )?;
+        }
         let (l2, l3, local) = (
             c.level == fti::Level::L2,
             c.level == fti::Level::L3,
@@ -276,7 +296,7 @@ fn write_text(out: &mut impl Write, ckpts: &[Ckpt]) -> std::io::Result<()> {
         }
         header.extend(["bytes", "file"]);
         let mut rows = vec![header.into_iter().map(str::to_owned).collect::<Vec<_>>()];
-        for r in &c.ranks {
+        for r in c.ranks.iter().filter(|r| !r.is_head) {
             let mut row = vec![r.rank.to_string()];
             if local {
                 row.push(
@@ -359,6 +379,7 @@ fn json(ckpts: &[Ckpt]) -> Value {
             let ranks: Vec<Value> = c
                 .ranks
                 .iter()
+                .filter(|r| !r.is_head)
                 .map(|r| {
                     let node = match r.node() {
                         Some(inventory::Node::Numbered(n)) => Some(format!("node{n}")),
@@ -388,6 +409,7 @@ fn json(ckpts: &[Ckpt]) -> Value {
                 "restorable": verdict.restorable,
                 "survives_node_loss": verdict.survives,
                 "why": verdict.why,
+                "heads": c.heads(),
                 "ranks": ranks,
             })
         })

@@ -222,6 +222,7 @@ mod tests {
         let sizes = Sizes {
             node_size: None,
             group_size: 4,
+            head: false,
         };
         let mut ckpts = inventory::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
         assert_eq!(

@@ -301,6 +301,7 @@ fn json_keys_are_in_the_documented_order() {
             "restorable",
             "survives_node_loss",
             "why",
+            "heads",
             "ranks"
         ]
     );

@@ -6,6 +6,7 @@ mod util;
 
 mod cli;
 mod demo;
+mod heads;
 mod l3;
 mod list;
 mod mutants;

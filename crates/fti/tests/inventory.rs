@@ -41,6 +41,7 @@ fn inventory_of(root: &Path, group_size: u32) -> (inventory::Scan, Vec<Ckpt>) {
     let sizes = Sizes {
         node_size: Some(1),
         group_size,
+        head: false,
     };
     let mut ckpts = inventory::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
     for c in &mut ckpts {

@@ -63,6 +63,7 @@ fn intact_and_redundant(root: &Path) -> bool {
     let sizes = fti::inventory::Sizes {
         node_size: Some(1),
         group_size: 4,
+        head: false,
     };
     let mut ckpts = fti::inventory::checkpoints(&scan, sizes, &mut Vec::new()).unwrap();
     assert_eq!(ckpts.len(), 1);

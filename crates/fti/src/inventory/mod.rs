@@ -194,6 +194,9 @@ pub struct RankFiles {
     pub copied_by: Option<u32>,
     /// L3: `Ckpt<id>-RSed<r>.fti`.
     pub rsed: Option<Slot>,
+    /// A dedicated head (`head = 1`, the first rank of its node): it has no files and needs
+    /// none. Its groups (the heads at the same position) have none either.
+    pub is_head: bool,
 }
 
 impl RankFiles {
@@ -257,6 +260,8 @@ pub struct Sizes {
     pub node_size: Option<u32>,
     /// `group_size`.
     pub group_size: u32,
+    /// `head = 1`: the first rank of each node is a dedicated head, which writes no files.
+    pub head: bool,
 }
 
 /// The smallest `node_size` that puts every rank seen in `node<N>` on node `N` (FTI's
@@ -321,7 +326,7 @@ pub fn checkpoints(scan: &Scan, sizes: Sizes, warnings: &mut Vec<String>) -> Res
             group_size: sizes.group_size,
             topology: topology.clone(),
         };
-        ckpt.lay_out_ranks()?;
+        ckpt.lay_out_ranks(sizes.head)?;
         for e in entries {
             ckpt.place_file(e, warnings);
         }
@@ -366,14 +371,18 @@ fn topologies(scan: &Scan, sizes: Sizes) -> Result<BTreeMap<&str, (Topology, u32
 
 impl Ckpt {
     /// A row of empty slots per rank of the topology, with its partners (L2) and groups (L3).
-    fn lay_out_ranks(&mut self) -> Result<()> {
+    fn lay_out_ranks(&mut self, heads: bool) -> Result<()> {
         let (l2, l3) = (self.level == Level::L2, self.level == Level::L3);
         let mut groups = BTreeSet::new();
         for rank in 0..self.topology.len() as u32 {
             let Some(place) = self.topology.place(rank) else {
                 return Err(Error::Topology("a rank without a place in its topology"));
             };
-            if l3 {
+            // With heads, the topology of all processes gives the application ranks their
+            // FTI groups and partners (the ranks at one position across a sector's nodes);
+            // the heads, position 0, form groups of their own.
+            let is_head = heads && place.position == 0 && self.node_size > 1;
+            if l3 && !is_head {
                 groups.insert(place.group.clone());
             }
             self.ranks.push(RankFiles {
@@ -383,6 +392,7 @@ impl Ckpt {
                 copy_of: l2.then(|| place.left()),
                 copied_by: l2.then(|| place.right()),
                 rsed: l3.then(Slot::default),
+                is_head,
             });
         }
         self.groups = groups.into_iter().collect();

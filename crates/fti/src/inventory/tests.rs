@@ -56,6 +56,7 @@ fn ckpt(level: Level, n: u32, status: impl Fn(Kind, u32) -> Status) -> Ckpt {
                 copy_of: (level == Level::L2).then(|| place.left()),
                 copied_by: (level == Level::L2).then(|| place.right()),
                 rsed: (level == Level::L3).then(|| slot(r, status(Kind::Rsed, r))),
+                is_head: false,
             }
         })
         .collect();

@@ -132,7 +132,8 @@ impl Ckpt {
             .ranks
             .iter()
             .map(|r| Holds {
-                own: r.rank_file.usable(lost),
+                // A head has nothing to restore.
+                own: r.is_head || r.rank_file.usable(lost),
                 copy: [&r.pcof, &r.rsed]
                     .into_iter()
                     .flatten()
@@ -154,6 +155,38 @@ impl Ckpt {
         })
     }
 
+    /// The dedicated heads (`head = 1`) among its ranks.
+    pub fn heads(&self) -> Vec<u32> {
+        self.ranks
+            .iter()
+            .filter(|r| r.is_head)
+            .map(|r| r.rank)
+            .collect()
+    }
+
+    /// When the ranks without any file are exactly the first of each node, on two nodes or
+    /// more, and heads were not assumed: they look like dedicated heads, said so.
+    fn heads_hint(&self) -> String {
+        let has_file = |r: &RankFiles| r.slots().any(|(_, s)| s.file.is_some());
+        let first_of_node =
+            |r: &RankFiles| self.topology.place(r.rank).is_some_and(|p| p.position == 0);
+        let without: Vec<&RankFiles> = self.ranks.iter().filter(|r| !has_file(r)).collect();
+        let nodes = self.ranks.len().div_ceil(self.node_size.max(1) as usize);
+        let looks_like_heads = self.node_size > 1
+            && nodes > 1
+            && self.heads().is_empty()
+            && without.len() == nodes
+            && without.iter().all(|r| first_of_node(r));
+        if !looks_like_heads {
+            return String::new();
+        }
+        let ranks: Vec<String> = without.iter().map(|r| r.rank.to_string()).collect();
+        format!(
+            "; ranks {} have no file in this checkpoint: the first rank of each node, as dedicated heads (head = 1): give --head",
+            ranks.join(", ")
+        )
+    }
+
     /// What keeps it from being restored from the files as they are (`None`: nothing).
     pub fn lacking_now(&self) -> Option<String> {
         self.lacking(None)
@@ -171,7 +204,7 @@ impl Ckpt {
             return Verdict {
                 restorable: false,
                 survives: false,
-                why: format!("not restorable now: {what}{assumed}"),
+                why: format!("not restorable now: {what}{assumed}{}", self.heads_hint()),
             };
         }
         let nodes: BTreeSet<&Node> = self
