@@ -48,10 +48,20 @@ fn checkpoint(fti: &mut Fti, rank: u32, k: i32, level: Level) {
     fti.checkpoint(k, level, &vars).unwrap();
 }
 
-/// Runs `app` on the application ranks (by global rank); the heads serve until the
-/// application finalizes or, when `crash`, until an application rank is gone.
+/// Runs `app` on the application ranks (by global rank) of an 8-process run; the heads serve
+/// until the application finalizes or, when `crash`, until an application rank is gone.
 fn run<T: Send>(cfg: &Config, crash: bool, app: impl Fn(Fti, u32) -> T + Sync) -> Vec<T> {
-    let got = on_ranks(8, |comm| {
+    run_on(8, cfg, crash, app)
+}
+
+/// [`run`] on `n` processes (nodes of 4).
+fn run_on<T: Send>(
+    n: u32,
+    cfg: &Config,
+    crash: bool,
+    app: impl Fn(Fti, u32) -> T + Sync,
+) -> Vec<T> {
+    let got = on_ranks(n, |comm| {
         let world = comm.rank();
         let fti = Fti::init_with(cfg.clone(), comm).unwrap();
         match fti.role() {
@@ -263,5 +273,49 @@ fn heads_posix_node_lost_at_l2_and_l3() {
             std::fs::remove_dir_all(root.path().join("Local/node1")).unwrap();
             restart_and_check(&cfg, level, level);
         }
+    }
+}
+
+/// FTI 1.1's own `test/configs/configH1I0.fti` (heads, `node_size = 4`, `group_size = 4`,
+/// `inline_lK = 0`, POSIX, `keep_last_ckpt = 1`, `local_test = 1`), and the same with MPI-IO,
+/// runs unchanged on 16 processes: a checkpoint at each level, a crash, a restart of that
+/// execution (`failure = 1`) with exact data, and the last checkpoint kept in `l4/` at finalize.
+#[test]
+fn fti_config_h1i0_runs_on_sixteen_processes() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/fti/configs/configH1I0.fti");
+    for (io, kept) in [("1", "Ckpt5-Rank15.fti"), ("2", "Ckpt5-mpiio.fti")] {
+        let root = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(&fixture)
+            .unwrap()
+            .replace("./", &format!("{}/", root.path().display()))
+            .replace("Ckpt_io = 1", &format!("Ckpt_io = {io}"));
+        let path = root.path().join("config.fti");
+        std::fs::write(&path, text).unwrap();
+        let mut cfg = Config::from_file(&path).unwrap();
+        cfg.verbosity = 3;
+        let levels = [Level::L1, Level::L2, Level::L3, Level::L4];
+        let execs = run_on(16, &cfg, true, |mut fti, rank| {
+            for (k, level) in (1..).zip(levels) {
+                checkpoint(&mut fti, rank, k, level);
+            }
+            fti.exec_id().to_owned()
+        });
+        cfg.failure = Some(1);
+        cfg.exec_id = Some(execs[0].clone());
+        run_on(16, &cfg, false, |mut fti, rank| {
+            let want = data(rank, 4);
+            let mut got = [(1, vec![0; N]), (2, vec![0; N])];
+            let mut vars: Vec<Var> = got.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+            let info = fti.recover(&mut vars).unwrap();
+            drop(vars);
+            assert!(got == want, "ckpt_io = {io}, rank {rank}: recovered data");
+            // Written at L1 and flushed (inline_l4 = 0): FTI tries L1 first.
+            assert_eq!((info.id, info.level), (4, Level::L1), "rank {rank}");
+            checkpoint(&mut fti, rank, 5, Level::L2);
+            fti.finalize().unwrap();
+        });
+        let l4 = root.path().join(format!("Global/{}/l4/{kept}", execs[0]));
+        assert!(l4.is_file(), "ckpt_io = {io}: {}", l4.display());
     }
 }
