@@ -232,6 +232,28 @@ mod tests {
             assert_eq!(Request::decode(&req.encode()).unwrap(), req);
         }
         assert!(Request::decode(&[9, 9]).is_err());
+        // A group count beyond the message, or a group rank outside the group, is refused.
+        let job = |group: Vec<u32>, group_rank| {
+            Request::Job(Box::new(Job {
+                work: Work::Flush,
+                id: 1,
+                keep: 1,
+                place: Place {
+                    node: 0,
+                    position: 0,
+                    group,
+                    group_rank,
+                },
+                exec_id: "2026-11-27_16-39-49".into(),
+                file: "f".into(),
+            }))
+            .encode()
+        };
+        let mut huge = job(vec![5], 0);
+        // The count follows kind (1), id (4), keep (8), node, position, group rank (12).
+        huge[25..29].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Request::decode(&huge).is_err());
+        assert!(Request::decode(&job(vec![5], 1)).is_err());
         assert!(decode_outcome(&encode_outcome(&Ok(()))).is_ok());
         assert!(decode_outcome(&[]).is_err() && decode_outcome(&[1, 2]).is_err());
     }
