@@ -37,10 +37,6 @@ pub struct Group {
     pub id: u32,
     /// This rank's section, `[<group rank>]`.
     pub rank: u32,
-    /// This rank in the application's communicator (`FTI_COMM_WORLD`): how many ranks' data
-    /// come before its own in MPI-IO's shared L4 file. With heads, files are named by the
-    /// rank among all processes, which skips the heads.
-    pub app_rank: u32,
     /// The group's ranks, by group rank.
     pub ranks: Vec<u32>,
     /// The config's other sections, dumped as iniparser does (FTI 1.1 writes them first).
@@ -58,7 +54,6 @@ impl Group {
             // `place` is among the application ranks; a node's head is its position 0.
             id: place.position + u32::from(cfg.head),
             rank: place.group_rank,
-            app_rank: cfg.rank,
             ranks: place.group.clone(),
             head: config_sections(cfg),
             shared_l4: cfg.io == crate::config::IoMode::MpiIo,
