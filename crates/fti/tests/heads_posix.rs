@@ -322,3 +322,27 @@ fn fti_config_h1i0_runs_on_sixteen_processes() {
         assert!(l4.is_file(), "ckpt_io = {io}: {}", l4.display());
     }
 }
+
+/// MPI-IO with heads and `inline_l4 = 1`: the application ranks write the shared L4 file
+/// themselves (`FTI_WriteMPI`); a restart with the nodes' files gone reads each rank's part at
+/// the sum of the lower application ranks' sizes, although files name ranks among all
+/// processes (`FTI_RecoverL4Mpi`, `src/postreco.c`).
+#[test]
+fn heads_inline_mpiio_l4_restarts_from_the_shared_file() {
+    let root = tempfile::tempdir().unwrap();
+    let cfg = Config {
+        inline_l4: true,
+        ..config(root.path(), IoMode::MpiIo)
+    };
+    let exec = crashed_run(&cfg, Level::L4);
+    let shared = root
+        .path()
+        .join(format!("Global/{exec}/l4/Ckpt2-mpiio.fti"));
+    assert_eq!(std::fs::metadata(&shared).unwrap().len(), FILE_SIZE * 6);
+    // Nothing but the global files is left to restart from.
+    let local = root.path().join("Local");
+    if local.exists() {
+        std::fs::remove_dir_all(local).unwrap();
+    }
+    restart_and_check(&cfg, Level::L4, Level::L4);
+}
