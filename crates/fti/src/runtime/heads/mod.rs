@@ -225,7 +225,8 @@ impl Fti {
             Work::PartnerCopies(plan) => {
                 l2::copy_deferred(heads, &dirs, job.id, plan, &job.file, keep)
             }
-            Work::Flush => l4::flush_node(heads, &[(dirs, job.file.as_path())], job.id, keep),
+            // `do_jobs` flushes a node's files together and never hands one here.
+            Work::Flush => Err(Error::Internal("an L4 flush outside the node's flush")),
             Work::Encode { max_fs } => {
                 // The heads stand for their nodes' application ranks at one position: their
                 // groups are those ranks' groups.
