@@ -9,8 +9,9 @@
 //! and exchanges it with the partners; the last round, once the write is over, carries
 //! whether it succeeded and every write that landed behind the front (the meta data and the
 //! file block, written last), which the partner applies on top. The copy is then the same
-//! bytes as the file. Nothing here syncs or publishes: the copy is published with the rank's
-//! file ([`crate::files::publish_all`]), which syncs both first.
+//! bytes as the file. Nothing here publishes: the copy's data are flushed early
+//! ([`ftiff::Sink::data_written`]) while the writer finishes, and the copy is published with
+//! the rank's file ([`crate::files::publish_all`]), which syncs both first.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 
@@ -102,6 +103,13 @@ fn exchange_rounds(
             });
         } else if let Err(e) = copy.write_all_at(&got, at) {
             first_error.get_or_insert(Error::io(copy_path, e));
+        }
+    }
+    // The copy's data go to disk while this rank's writer finishes its checksum (the last
+    // round waits for it); publishing syncs the copy again, with what is left.
+    if first_error.is_none() {
+        if let Err(e) = copy.data_written() {
+            first_error = Some(Error::io(copy_path, e));
         }
     }
     let last = tee.behind_front();
