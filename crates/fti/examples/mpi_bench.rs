@@ -576,6 +576,8 @@ fn report(
     }
     println!();
 
+    ratios(&totals, reps);
+
     let bound_parts = [Measure::L1, Measure::Transfer, Measure::WriteFsync];
     let l2 = total(Measure::L2);
     let bound: f64 = bound_parts.iter().map(|&m| total(m)).sum();
@@ -691,6 +693,41 @@ fn report(
         );
         println!("  rank {r}: returns {ret:.3} s, wait returns {done:.3} s, inline L2 {l2:.3} s");
     }
+}
+
+/// The ratios, of the medians of the totals and, in brackets, the median of the
+/// reps' own ratios: L2/L1 (goal <= 1.2), L3/L1, and L1 against its floor, the larger of the
+/// write + fsync of the same bytes and one MD5 pass over them on all ranks at once (goal <= 1.5).
+fn ratios(totals: &[Vec<f64>], reps: usize) {
+    let total = |m: Measure| median(&totals[m.index()]);
+    let per_rep = |a: Measure, b: &dyn Fn(usize) -> f64| -> f64 {
+        median(
+            &(0..reps)
+                .map(|r| totals[a.index()][r] / b(r))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let rep_of = |m: Measure| move |r: usize| totals[m.index()][r];
+    let floor_of =
+        |r: usize| totals[Measure::WriteFsync.index()][r].max(totals[Measure::Md5.index()][r]);
+    let l1 = total(Measure::L1);
+    let floor = total(Measure::WriteFsync).max(total(Measure::Md5));
+    let (l2, l3) = (total(Measure::L2) / l1, total(Measure::L3) / l1);
+    println!(
+        "ratios (medians of the totals; median of the reps' own ratios in brackets): L2/L1 = {l2:.2}x ({:.2}x): goal <= 1.2: {}; L3/L1 = {l3:.2}x ({:.2}x)",
+        per_rep(Measure::L2, &rep_of(Measure::L1)),
+        verdict(l2 <= 1.2),
+        per_rep(Measure::L3, &rep_of(Measure::L1)),
+    );
+    println!(
+        "L1 floor = max(write+fsync {:.3} s, MD5 of the same bytes on all ranks at once {:.3} s) = {floor:.3} s; L1/floor = {:.2}x ({:.2}x): goal <= 1.5: {}",
+        total(Measure::WriteFsync),
+        total(Measure::Md5),
+        l1 / floor,
+        per_rep(Measure::L1, &floor_of),
+        verdict(l1 <= 1.5 * floor)
+    );
+    println!();
 }
 
 fn verdict(met: bool) -> &'static str {

@@ -632,3 +632,74 @@ fn keep_last_checkpoint_at_finalize_is_fti_tree() {
         assert_eq!(info.level, Level::L4);
     });
 }
+
+/// L2 partner copies streamed while the files are written, with files of several pieces and
+/// of different sizes on every rank (odd variable sizes): every copy is its left partner's
+/// file byte for byte, and a lost node comes back through them.
+#[test]
+fn streamed_partner_copies_of_uneven_files() {
+    let root = tempfile::tempdir().unwrap();
+    // Rank r: three variables of odd sizes, 8-10 MiB in all (three pieces of the stream).
+    let data = |ckpt: i32, rank: u32| -> Vec<(i32, Vec<i32>)> {
+        [
+            1_000_003 + 7919 * rank as usize,
+            1_300_001,
+            77 + rank as usize,
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| {
+            let seed = (ckpt as u32).wrapping_mul(2_654_435_761) ^ (rank << 8) ^ i as u32;
+            let v = (0..n as u32)
+                .map(|x| (x.wrapping_mul(747_796_405) ^ seed).rotate_left(x % 31) as i32)
+                .collect();
+            (i as i32 + 10, v)
+        })
+        .collect()
+    };
+    let run = |recover: bool| {
+        on_ranks(4, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(config(root.path(), 4), comm).unwrap();
+            let mut want = data(2, rank);
+            if recover {
+                let mut got: Vec<(i32, Vec<i32>)> =
+                    want.iter().map(|(id, v)| (*id, vec![0; v.len()])).collect();
+                let mut vars: Vec<Var> = got.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+                let info = fti.recover(&mut vars).unwrap();
+                drop(vars);
+                assert_eq!((info.id, info.level), (2, Level::L2));
+                assert_eq!(got, want, "rank {rank}: recovered data");
+                return fti.recovery_note().unwrap().to_owned();
+            }
+            let mut first = data(1, rank);
+            let vars: Vec<Var> = first.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+            fti.checkpoint(1, Level::L2, &vars).unwrap();
+            let vars: Vec<Var> = want.iter_mut().map(|(id, v)| Var::slice(*id, v)).collect();
+            fti.checkpoint(2, Level::L2, &vars).unwrap();
+            fti.exec_id().to_owned()
+        })
+    };
+    let execs = run(false);
+    let l2 = |node: u32| {
+        root.path()
+            .join(format!("run/Local/node{node}"))
+            .join(&execs[0])
+            .join("l2")
+    };
+    for rank in 0..4u32 {
+        let left = (rank + 3) % 4;
+        let file = std::fs::read(l2(left).join(format!("Ckpt2-Rank{left}.fti"))).unwrap();
+        let copy = std::fs::read(l2(rank).join(format!("Ckpt2-Pcof{rank}.fti"))).unwrap();
+        assert!(file.len() > 8 << 20, "rank {left}: {} bytes", file.len());
+        assert!(
+            file == copy,
+            "rank {rank}: the copy of rank {left}'s file differs"
+        );
+        assert!(!l2(rank).join("Ckpt1-Rank0.fti").exists());
+    }
+    let lost = root.path().join("run/Local/node2");
+    std::fs::remove_dir_all(&lost).unwrap();
+    let notes = run(true);
+    assert!(notes[0].contains("rank(s) [2] rebuilt"), "{}", notes[0]);
+}

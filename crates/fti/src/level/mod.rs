@@ -11,6 +11,7 @@
 
 pub(crate) mod l1;
 pub(crate) mod l2;
+pub(crate) mod l2_stream;
 pub mod l3;
 pub(crate) mod l4;
 

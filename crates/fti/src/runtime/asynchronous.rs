@@ -229,8 +229,13 @@ impl Fti {
                     .as_ref()
                     .map(ftiff::Layout::vars)
                     .unwrap_or_default();
-                let (path, fb) =
-                    self.publish_checkpoint(id, (level, write_level), pending, w.fb, &vars)?;
+                let (path, fb) = self.publish_checkpoint(
+                    id,
+                    (level, write_level),
+                    (pending, None),
+                    w.fb,
+                    &vars,
+                )?;
                 Ok((path, ftiff::Written { fb, ..w }))
             })
             .and_then(|done| self.record_first_checkpoint().map(|()| done));

@@ -115,7 +115,7 @@ impl Fti {
         let (path, fb) = self.publish_checkpoint(
             id,
             (level, write_level),
-            pending,
+            (pending, None),
             written.fb,
             &layout.vars(),
         )?;

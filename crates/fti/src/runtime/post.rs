@@ -25,12 +25,13 @@ impl Fti {
     /// `ptFs` and sends the file to the right partner while receiving the left partner's
     /// copy; then each rank publishes its files; only once every rank has, older checkpoints
     /// are retired. An L4 checkpoint written locally (`inline_l4 = 0`) is then flushed to the
-    /// global directory the same way. Returns the published path and file block.
+    /// global directory the same way. A partner copy made while the file was written
+    /// (`streamed`) is published with it instead. Returns the published path and file block.
     pub(super) fn publish_checkpoint(
         &mut self,
         id: i32,
         (level, write_level): (Level, Level),
-        pending: files::Pending,
+        (pending, streamed): (files::Pending, Option<files::Pending>),
         fb: FileBlock,
         vars: &[VarSize],
     ) -> Result<(PathBuf, FileBlock)> {
@@ -44,8 +45,17 @@ impl Fti {
         let background = self.background.can_post_process() || to_head;
         let defer = background && !self.cfg.inline_l2;
         let encode_by_head = to_head && write_level == Level::L3 && !self.cfg.inline_l3;
-        let (done, max_fs) =
-            self.post_process_level((id, write_level), &pending, fb, defer, encode_by_head);
+        let (done, max_fs) = match streamed {
+            Some(copy) => {
+                let done = PostProcessed {
+                    redundancy: Some(copy),
+                    fb,
+                    deferred: None,
+                };
+                (Ok(done), None)
+            }
+            None => self.post_process_level((id, write_level), &pending, fb, defer, encode_by_head),
+        };
         let PostProcessed {
             redundancy: copy,
             fb,

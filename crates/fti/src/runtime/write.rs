@@ -12,6 +12,8 @@ use crate::config::Level;
 use crate::error::{Error, Result, Step};
 use crate::files;
 use crate::io::{self, Io};
+use crate::level::l2_stream;
+use crate::schedule::Team;
 use crate::trace::{self, Phase};
 use crate::var::Var;
 
@@ -127,35 +129,100 @@ impl Fti {
             .progress(format!("checkpoint {id} ({level})"), layout.file_size());
         let progress = |n| bar.set(n);
         trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Write));
-        let written = match (&self.dirs.io, &base) {
-            (Io::Posix(_), _) => io::write_posix(&*pending.file, &pending.path, &data, &progress),
-            (Io::Ftiff, Some((_, b))) => ftiff::update_file(
-                &pending.file,
-                Some((&b.layout, &b.table)),
-                &layout,
-                &data,
-                &opts,
-                &progress,
-            )
-            .map_err(|e| Error::Format(e.with_path(&pending.path))),
-            (Io::Ftiff, None) => {
-                ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
-                    .map_err(|e| Error::Format(e.with_path(&pending.path)))
-            }
+        let (written, copy) = if self.streams_partner_copy(write_level, base.is_some(), &opts) {
+            let (w, copy) =
+                self.write_with_partner_copy(id, &pending, (&layout, &data), opts, &progress)?;
+            (w, Some(copy))
+        } else {
+            let written = match (&self.dirs.io, &base) {
+                (Io::Posix(_), _) => {
+                    io::write_posix(&*pending.file, &pending.path, &data, &progress)
+                }
+                (Io::Ftiff, Some((_, b))) => ftiff::update_file(
+                    &pending.file,
+                    Some((&b.layout, &b.table)),
+                    &layout,
+                    &data,
+                    &opts,
+                    &progress,
+                )
+                .map_err(|e| Error::Format(e.with_path(&pending.path))),
+                (Io::Ftiff, None) => {
+                    ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
+                        .map_err(|e| Error::Format(e.with_path(&pending.path)))
+                }
+            };
+            (agree(&*self.comm, Step::Write, written)?, None)
         };
-        let written = agree(&*self.comm, Step::Write, written)?;
         drop(bar);
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Write));
         let (path, fb) = self.publish_checkpoint(
             id,
             (level, write_level),
-            pending,
+            (pending, copy),
             written.fb,
             &layout.vars(),
         )?;
         let bytes_written = written.bytes_written;
         self.remember_written(id, write_level, &layout, written.table, fb);
         Ok((path, layout, fb, bytes_written))
+    }
+
+    /// Whether an L2 checkpoint's partner copy is streamed while the file is written
+    /// ([`l2_stream`]): a full FTI-FF write with MD5 (written in file order, with only the
+    /// meta data and the file block behind), the copy made inline by this rank, and the write
+    /// not inside a rayon pool of the caller (the streamed write runs in a thread of its own,
+    /// on the global pool).
+    fn streams_partner_copy(&self, write_level: Level, update: bool, opts: &WriteOptions) -> bool {
+        let inline = self.cfg.inline_l2 || !self.background.can_post_process();
+        write_level == Level::L2
+            && !update
+            && matches!(self.dirs.io, Io::Ftiff)
+            && opts.integrity == ftiff::Integrity::Md5
+            && inline
+            && !self.has_head()
+            && rayon::current_thread_index().is_none()
+    }
+
+    /// Writes this rank's L2 file while streaming it to the right partner and receiving the
+    /// left partner's copy (collective): the group's file sizes are gathered first, so that
+    /// `ptFs` is written with the file block. Returns the write and the copy (under `tmp/`, to
+    /// be published with the file).
+    fn write_with_partner_copy(
+        &mut self,
+        id: i32,
+        pending: &files::Pending,
+        (layout, data): (&Layout, &[&[u8]]),
+        mut opts: WriteOptions,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<(ftiff::Written, files::Pending)> {
+        let comm = &*self.comm;
+        let copy = files::begin_named(&self.dirs, Level::L2, self.dirs.copy_name(id), None);
+        // Matches the agreement of a rank whose own file could not be begun.
+        let copy = agree(comm, Step::Write, copy)?;
+        files::crash_point("partner");
+        let team = Team {
+            comm,
+            topology: &self.topology,
+            dirs: &self.dirs,
+            rank: self.cfg.rank,
+        };
+        let plan = l2_stream::plan(team, layout.file_size())?;
+        opts.pt_fs = plan.left_fs as i64;
+        let own = (&*pending.file, pending.path.as_path());
+        let (written, copied) = l2_stream::write_streamed(
+            comm,
+            &plan,
+            own,
+            (&*copy.file, copy.path.as_path()),
+            |sink| {
+                ftiff::write_file_with_progress(sink, layout, data, &opts, progress)
+                    .map_err(|e| Error::Format(e.with_path(&pending.path)))
+            },
+        );
+        let written = agree(comm, Step::Write, written)?;
+        agree(comm, Step::L2Copy, copied)?;
+        Ok((written, copy))
     }
 
     /// Writes checkpoint `id` into MPI-IO's shared L4 file with the other ranks, publishes it
