@@ -8,6 +8,7 @@ mod abi;
 mod codes;
 mod crash;
 mod fti11;
+mod fti11_suite;
 mod fti_tests;
 mod heads;
 mod heatdis;

@@ -430,6 +430,15 @@ impl Fti {
             data as f64 / (1024.0 * 1024.0),
             took.as_secs_f64(),
         ));
+        // FTI's post-checkpoint mark of the node's first application rank (FTI's nodeFlag):
+        // one rank per node and level, which FTI's test suite checks.
+        if let Some(place) = self.topology.place(self.cfg.rank).filter(|p| p.position == 0) {
+            self.messages.debug(&format!(
+                "Has nodeFlag = 1 and nodeID = {}. CkptLvel = {}.",
+                place.node,
+                info.level.number()
+            ));
+        }
     }
 
     /// Refuses levels this run cannot do: L2 and L3 need a group of at least two ranks.

@@ -1,0 +1,138 @@
+//! The matrix of tests.sh (`runAllConfiguration` for each config, I/O mode and level) and
+//! the slices CI runs.
+
+use super::corrupt::{Damage, Kind, Spread};
+use super::{driver, programs, Io, Scale, Setup, CI_SCALE, FTI_SCALE};
+
+/// One case of the matrix.
+#[derive(Debug, Clone, Copy)]
+pub enum Case {
+    /// `startTestCorr diffSizes` at a level.
+    Corr(u8, Kind, Damage, Spread),
+    /// `startTestLogVerify` at a level: diffSizes (false) or addInArray (true, flushed).
+    LogVerify(u8, bool),
+    /// `startTest` of a program (nodeFlag, heatdis).
+    Plain(&'static str),
+}
+
+/// `runAllConfiguration` at `level`: diffSizes damaged in every way tests.sh damages (FTI-FF
+/// only erased; L1 and L4 have no partner files: one Rank file), both log verifications, and
+/// at L1 nodeFlag and heatdis.
+pub fn all_configuration(io: Io, level: u8) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for damage in [Damage::Corrupt, Damage::Erase] {
+        if io == Io::Ftiff && damage == Damage::Corrupt {
+            continue;
+        }
+        if level == 1 || level == 4 {
+            cases.push(Case::Corr(level, Kind::Ckpt, damage, Spread::One));
+            continue;
+        }
+        for kind in [Kind::Ckpt, Kind::Partner] {
+            for spread in Spread::ALL {
+                cases.push(Case::Corr(level, kind, damage, spread));
+            }
+        }
+    }
+    cases.push(Case::LogVerify(level, false));
+    cases.push(Case::LogVerify(level, true));
+    if level == 1 {
+        cases.push(Case::Plain("fti11_node_flag"));
+        cases.push(Case::Plain("fti11_heatdis"));
+    }
+    cases
+}
+
+/// Runs `case`; says what went wrong.
+pub fn run_case(setup: Setup, scale: Scale, io: Io, case: Case) -> Result<(), String> {
+    match case {
+        Case::Corr(level, kind, damage, spread) => driver::corr(setup, scale, io, level, (kind, damage, spread)),
+        Case::LogVerify(level, flushed) => driver::log_verify(setup, scale, io, level, flushed),
+        Case::Plain(program) => driver::plain(program, setup, scale, io),
+    }
+}
+
+/// Runs every case and fails with the list of those that failed.
+fn run_all(setup: Setup, scale: Scale, cases: &[(Io, Case)]) {
+    let mut failures = Vec::new();
+    for &(io, case) in cases {
+        let started = std::time::Instant::now();
+        let outcome = run_case(setup, scale, io, case);
+        eprintln!(
+            "config{setup:?} ckpt_io={} {case:?}: {} ({:.1} s)",
+            io as u8,
+            if outcome.is_ok() { "ok" } else { "FAILED" },
+            started.elapsed().as_secs_f64()
+        );
+        if let Err(e) = outcome {
+            failures.push(e);
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// CI's slice of a config (L1 and L4: L2 and L3 cost far more): a restart that cannot
+/// recover in each I/O mode (corrupt, erased, the MPI-IO shared file erased) and the flushed
+/// log verification.
+fn ci_slice() -> Vec<(Io, Case)> {
+    vec![
+        (Io::Posix, Case::Corr(1, Kind::Ckpt, Damage::Corrupt, Spread::One)),
+        (Io::MpiIo, Case::Corr(4, Kind::Ckpt, Damage::Erase, Spread::One)),
+        (Io::Ftiff, Case::Corr(1, Kind::Ckpt, Damage::Erase, Spread::One)),
+        (Io::Posix, Case::LogVerify(1, true)),
+    ]
+}
+
+#[test]
+fn fti11_suite_slice_config_h0i1() {
+    run_all(Setup::H0I1, CI_SCALE, &ci_slice());
+}
+
+#[test]
+fn fti11_suite_slice_config_h1i1() {
+    run_all(Setup::H1I1, CI_SCALE, &ci_slice());
+}
+
+#[test]
+fn fti11_suite_slice_config_h1i0() {
+    run_all(Setup::H1I0, CI_SCALE, &ci_slice());
+}
+
+/// tests.sh's whole matrix for `setup` at FTI's scale.
+fn full_matrix(setup: Setup) {
+    let cases: Vec<(Io, Case)> = Io::ALL
+        .into_iter()
+        .flat_map(|io| (1..=4).flat_map(move |level| all_configuration(io, level).into_iter().map(move |c| (io, c))))
+        .collect();
+    run_all(setup, FTI_SCALE, &cases);
+}
+
+#[test]
+#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
+fn fti11_suite_full_config_h0i1() {
+    full_matrix(Setup::H0I1);
+}
+
+#[test]
+#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
+fn fti11_suite_full_config_h1i1() {
+    full_matrix(Setup::H1I1);
+}
+
+#[test]
+#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
+fn fti11_suite_full_config_h1i0() {
+    full_matrix(Setup::H1I0);
+}
+
+#[test]
+#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
+fn fti11_suite_full_programs() {
+    programs::all(FTI_SCALE);
+}

@@ -1,0 +1,51 @@
+//! FTI 1.1's own lines about a restart, said besides the runtime's account of each candidate:
+//! logs, scripts and FTI's test suite (its `test/patterns`) look for them.
+
+use std::path::Path;
+
+use crate::config::Level;
+use crate::io::Io;
+use crate::report::Messages;
+use crate::restart_plan::Holds;
+use crate::topology::Place;
+
+/// A file of a candidate this rank should hold is not there.
+pub(super) fn missing_file(messages: &Messages, io: &Io, path: &Path) {
+    messages.warn(&format!("Missing file: \"{}\"", path.display()));
+    files_failed(messages, io);
+}
+
+/// A file of a candidate did not verify. FTI says more for a checksum of the meta data
+/// (POSIX and MPI-IO files): the error names it.
+pub(super) fn unverified(messages: &Messages, io: &Io) {
+    files_failed(messages, io);
+}
+
+/// With FTI-FF, FTI 1.1 reports a lost or damaged file of this rank as a failure to recover
+/// its files (its recovery is retried at the next candidate).
+fn files_failed(messages: &Messages, io: &Io) {
+    if matches!(io, Io::Ftiff) {
+        messages.warn("FTI failed to recover the checkpoint files.");
+    }
+}
+
+/// An L2 candidate that cannot be recovered: which of this rank's pairs are lost (its own file
+/// with the copy its right partner keeps; its left partner's file with the copy this rank
+/// keeps). `holds` is indexed by rank.
+pub(super) fn l2_lost(messages: &Messages, level: Level, place: &Place, me: u32, holds: &[Holds]) {
+    if level != Level::L2 || place.group.len() < 2 {
+        return;
+    }
+    let held = |r: u32| holds.get(r as usize).copied().unwrap_or_default();
+    if !held(me).own && !held(place.right()).copy {
+        messages.warn("My checkpoint file and partner copy have been lost");
+    }
+    if !held(place.left()).own && !held(me).copy {
+        messages.warn("My Ptner checkpoint file and his checkpoint file have been lost");
+    }
+}
+
+/// No candidate could be recovered.
+pub(super) fn nothing_recovered(messages: &Messages) {
+    messages.warn("Cannot recover from any checkpoint level.");
+}
