@@ -152,3 +152,60 @@ impl Comms {
 pub(crate) fn now() -> f64 {
     mpi::time()
 }
+
+/// `FTI_ENDW` of fti.h.
+const FTI_ENDW: i32 = 995;
+
+/// FTI 1.1's end-of-work message (`FTI_ENDW`, one int with the config's `mpi_tag`) as a head
+/// receives it on the communicator given to `FTI_Init`: FTI's test programs send it to their
+/// head to end a run without `FTI_Finalize`, then enter a barrier of every process.
+pub(crate) struct FtiEndOfWork {
+    global: MPI_Comm,
+    tag: i32,
+}
+
+impl FtiEndOfWork {
+    pub(crate) fn new(global: MPI_Comm, tag: i64) -> FtiEndOfWork {
+        FtiEndOfWork {
+            global,
+            tag: i32::try_from(tag).unwrap_or(2612),
+        }
+    }
+}
+
+impl fti::EndOfWork for FtiEndOfWork {
+    fn ended(&self, app: u32) -> bool {
+        let Ok(source) = i32::try_from(app) else {
+            return false;
+        };
+        let mut flag = 0;
+        // SAFETY: `global` is the live communicator FTI_Init was given; the status is ignored.
+        unsafe {
+            ffi::MPI_Iprobe(source, self.tag, self.global, &mut flag, ffi::RSMPI_STATUS_IGNORE);
+        }
+        if flag == 0 {
+            return false;
+        }
+        let mut value: i32 = 0;
+        // SAFETY: one int into `value`, from the message just probed.
+        unsafe {
+            ffi::MPI_Recv(
+                (&mut value as *mut i32).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                source,
+                self.tag,
+                self.global,
+                ffi::RSMPI_STATUS_IGNORE,
+            );
+        }
+        value == FTI_ENDW
+    }
+
+    fn close(&self) {
+        // SAFETY: a barrier on the live communicator FTI_Init was given.
+        unsafe {
+            ffi::MPI_Barrier(self.global);
+        }
+    }
+}

@@ -203,7 +203,8 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     if heads {
         let application = fti.role() == fti::Role::Application;
         if !comms.keep_application_ranks(application)? {
-            serve_and_exit(fti);
+            let tag = ini.int("advanced", "mpi_tag").unwrap_or(2612);
+            serve_and_exit(fti, &comm::FtiEndOfWork::new(global, tag));
         }
         message::configure(verbosity, comms.rank);
     }
@@ -240,9 +241,10 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
 }
 
 /// What `FTI_Init` does on a head, as FTI 1.1's: serves its node until the application
-/// finalizes, then `MPI_Finalize` and `exit(0)`; never returns to the application's code.
-fn serve_and_exit(fti: Fti) -> ! {
-    let code = match fti.serve_as_head() {
+/// finalizes (or sends FTI's end-of-work message, `end`), then `MPI_Finalize` and `exit(0)`;
+/// never returns to the application's code.
+fn serve_and_exit(fti: Fti, end: &dyn fti::EndOfWork) -> ! {
+    let code = match fti.serve_as_head_with(Some(end)) {
         Ok(()) => 0,
         Err(e) => {
             message::error(&format!("FTI head: {e}"));

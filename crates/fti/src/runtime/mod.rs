@@ -39,7 +39,7 @@ use recovery::VerifiedFile;
 use snapshot::SnapshotTimer;
 
 pub use exec::{format_utc, new_exec_id};
-pub use heads::Role;
+pub use heads::{EndOfWork, Role};
 
 /// How [`Fti::init_with_options`] starts the runtime.
 pub struct Options {

@@ -45,6 +45,11 @@ pub(super) fn l2_lost(messages: &Messages, level: Level, place: &Place, me: u32,
     }
 }
 
+/// MPI-IO's shared L4 file that the meta data names is not there (FTI cannot open it).
+pub(super) fn unable_to_access(messages: &Messages, path: &Path) {
+    messages.warn(&format!("Unable to access file \"{}\"", path.display()));
+}
+
 /// No candidate could be recovered.
 pub(super) fn nothing_recovered(messages: &Messages) {
     messages.warn("Cannot recover from any checkpoint level.");

@@ -150,6 +150,13 @@ impl Search<'_> {
                 }),
             }
         }
+        if candidates.is_empty() {
+            let recorded = crate::io::mpiio::recorded(self.team.dirs);
+            let lost = recorded.filter(|p| self.team.dirs.storage.stat(p).is_err());
+            if let Some(path) = lost {
+                fti_says::unable_to_access(self.messages, &path);
+            }
+        }
         fti_says::nothing_recovered(self.messages);
         None
     }

@@ -22,6 +22,40 @@ use super::{init, Fti, Options};
 pub(super) use job::Work;
 use job::{decode_outcome, encode_outcome, Job, Request};
 
+/// FTI 1.1's end-of-work message from an application rank to its head (`FTI_ENDW` with the
+/// config's `mpi_tag` on the communicator given to `FTI_Init`), which FTI's test programs send
+/// to end a run without `FTI_Finalize`; the front end that owns that communicator reads it.
+pub trait EndOfWork {
+    /// Whether application rank `app` (its rank among all processes) has sent it; a message
+    /// that arrived is consumed.
+    fn ended(&self, app: u32) -> bool;
+    /// FTI's closing barrier of all processes, which the ranks that sent it enter next.
+    fn close(&self);
+}
+
+/// What a head found waiting from an application rank.
+#[derive(Debug, PartialEq, Eq)]
+enum Arrived {
+    /// A request of this runtime's own.
+    Request,
+    /// FTI's end-of-work message.
+    FtiEnd,
+}
+
+/// Waits until application rank `app` has sent either message (polling both, as they come
+/// over different communicators).
+fn wait_for(world: &dyn Comm, end: &dyn EndOfWork, app: u32) -> Arrived {
+    loop {
+        if world.has_message(app) {
+            return Arrived::Request;
+        }
+        if end.ended(app) {
+            return Arrived::FtiEnd;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// What a process of a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -130,6 +164,13 @@ impl Fti {
     /// (`inline_l3 = 0`) and L4 flushes (`inline_l4 = 0`) they hand over, together with the
     /// heads of the other nodes.
     pub fn serve_as_head(self) -> Result<()> {
+        self.serve_as_head_with(None)
+    }
+
+    /// [`Fti::serve_as_head`], also taking FTI 1.1's own end-of-work message (`end`), which an
+    /// application rank may send instead of finalizing; once every rank of the node has ended
+    /// and some did so, the head joins them in FTI's closing barrier ([`EndOfWork::close`]).
+    pub fn serve_as_head_with(self, end: Option<&dyn EndOfWork>) -> Result<()> {
         let link = match &self.heads {
             Some(link) if link.role == Role::Head => link,
             _ => return Err(Error::State(Misuse::NotAHead)),
@@ -137,12 +178,20 @@ impl Fti {
         let heads = link.heads.as_ref().ok_or(Error::State(Misuse::NotAHead))?;
         let mut outcomes: Vec<Result<()>> = link.peers.iter().map(|_| Ok(())).collect();
         let mut ended = vec![false; link.peers.len()];
+        let mut closing = false;
         // Rounds over the node's application ranks in position order: every head is at the
         // same position when the application ranks hand over the same checkpoint.
         while ended.iter().any(|e| !e) {
             for (i, &app) in link.peers.iter().enumerate() {
                 if ended[i] {
                     continue;
+                }
+                if let Some(end) = end {
+                    if wait_for(&*link.world, end, app) == Arrived::FtiEnd {
+                        ended[i] = true;
+                        closing = true;
+                        continue;
+                    }
                 }
                 let got = link.world.exchange(app, &encode_outcome(&outcomes[i]), app);
                 match Request::decode(&got)? {
@@ -151,6 +200,9 @@ impl Fti {
                     Request::Job(job) => outcomes[i] = self.do_job(heads, app, &job),
                 }
             }
+        }
+        if let Some(end) = end.filter(|_| closing) {
+            end.close();
         }
         self.messages
             .info("FTI head has served its node to the end.");
