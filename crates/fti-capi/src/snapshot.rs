@@ -36,6 +36,8 @@ pub(crate) struct Clock {
     /// Time spent in iterations, checkpoints excluded, and the start of the current one.
     total: f64,
     started: f64,
+    /// FTI's line about the last resynchronisation, until the caller takes it.
+    pub(crate) resync: Option<String>,
     /// Mean iteration time over all ranks at the last measurement.
     global_mean: f64,
 }
@@ -80,6 +82,7 @@ impl Clock {
             total: 0.0,
             started: now,
             global_mean: 0.0,
+            resync: None,
         }
     }
 
@@ -127,6 +130,16 @@ impl Clock {
                 .clamp(1.0, f64::from(i32::MAX)) as i64
         };
         let mut candidate = self.last + self.per_unit;
+        let next = candidate + i64::from(self.last == 0);
+        // FTI's debug line of a resynchronisation, which its test suite (syncIntvTest.sh)
+        // reads: the call count, the interval, the next look and the sync interval used.
+        self.resync = Some(format!(
+            "Current iter : {} ckpt intv. : {} . Next ckpt. at iter. {} . Sync. intv. : {}",
+            self.calls,
+            self.per_unit,
+            next.max(self.calls + 1),
+            self.sync_iter
+        ));
         if self.last == 0 {
             candidate += 1;
         }

@@ -130,7 +130,7 @@ fn with_session(f: impl FnOnce(&mut Session) -> Outcome) -> Outcome {
 pub unsafe extern "C" fn FTI_Init(config_file: *mut c_char, global_comm: MPI_Comm) -> c_int {
     let mut guard = lock();
     if guard.take().is_some() {
-        message::warn("FTI_Init called again without FTI_Finalize: the previous session ends, its checkpoints stay");
+        message::info("FTI_Init called again without FTI_Finalize: the previous session ends, its checkpoints stay");
     }
     // SAFETY: the caller's contract.
     let path = (!config_file.is_null()).then(|| unsafe { CStr::from_ptr(config_file) });

@@ -52,29 +52,37 @@ pub fn run_case(setup: Setup, scale: Scale, io: Io, case: Case) -> Result<(), St
     }
 }
 
-/// Runs every case and fails with the list of those that failed.
-fn run_all(setup: Setup, scale: Scale, cases: &[(Io, Case)]) {
+/// Fails with the list of the outcomes that are errors (each printed as it comes).
+fn assert_all_ok(outcomes: impl IntoIterator<Item = (String, Result<(), String>)>) {
     let mut failures = Vec::new();
-    for &(io, case) in cases {
-        let started = std::time::Instant::now();
-        let outcome = run_case(setup, scale, io, case);
-        eprintln!(
-            "config{setup:?} ckpt_io={} {case:?}: {} ({:.1} s)",
-            io as u8,
-            if outcome.is_ok() { "ok" } else { "FAILED" },
-            started.elapsed().as_secs_f64()
-        );
+    let mut count = 0;
+    for (name, outcome) in outcomes {
+        count += 1;
+        eprintln!("{name}: {}", if outcome.is_ok() { "ok" } else { "FAILED" });
         if let Err(e) = outcome {
             failures.push(e);
         }
     }
     assert!(
         failures.is_empty(),
-        "{} of {} cases failed:\n{}",
+        "{} of {count} cases failed:\n{}",
         failures.len(),
-        cases.len(),
         failures.join("\n\n")
     );
+}
+
+/// Runs every case (lazily, so that each is reported as it ends).
+fn run_all(setup: Setup, scale: Scale, cases: &[(Io, Case)]) {
+    assert_all_ok(cases.iter().map(|&(io, case)| {
+        let started = std::time::Instant::now();
+        let outcome = run_case(setup, scale, io, case);
+        let name = format!(
+            "config{setup:?} ckpt_io={} {case:?} ({:.1} s)",
+            io as u8,
+            started.elapsed().as_secs_f64()
+        );
+        (name, outcome)
+    }));
 }
 
 /// CI's slice of a config (L1 and L4: L2 and L3 cost far more): a restart that cannot
@@ -92,6 +100,8 @@ fn ci_slice() -> Vec<(Io, Case)> {
 #[test]
 fn fti11_suite_slice_config_h0i1() {
     run_all(Setup::H0I1, CI_SCALE, &ci_slice());
+    // corners.sh's cases 3 (two problems in one execution) and 4 (FTI_Init twice), at L1.
+    assert_all_ok([3, 4].map(|case| (format!("corners case {case} L1"), programs::corner_once(case, CI_SCALE, 1))));
 }
 
 #[test]
@@ -104,35 +114,48 @@ fn fti11_suite_slice_config_h1i0() {
     run_all(Setup::H1I0, CI_SCALE, &ci_slice());
 }
 
-/// tests.sh's whole matrix for `setup` at FTI's scale.
-fn full_matrix(setup: Setup) {
-    let cases: Vec<(Io, Case)> = Io::ALL
-        .into_iter()
-        .flat_map(|io| (1..=4).flat_map(move |level| all_configuration(io, level).into_iter().map(move |c| (io, c))))
+/// tests.sh's whole matrix for `setup` and `io` at FTI's scale.
+fn full_matrix(setup: Setup, io: Io) {
+    let cases: Vec<(Io, Case)> = (1..=4)
+        .flat_map(|level| all_configuration(io, level).into_iter().map(move |c| (io, c)))
         .collect();
     run_all(setup, FTI_SCALE, &cases);
 }
 
-#[test]
-#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
-fn fti11_suite_full_config_h0i1() {
-    full_matrix(Setup::H0I1);
+macro_rules! full_matrix_tests {
+    ($($name:ident: $setup:ident, $io:ident;)*) => {$(
+        #[test]
+        #[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
+        fn $name() {
+            full_matrix(Setup::$setup, Io::$io);
+        }
+    )*};
 }
 
-#[test]
-#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
-fn fti11_suite_full_config_h1i1() {
-    full_matrix(Setup::H1I1);
+full_matrix_tests! {
+    fti11_suite_full_h0i1_posix: H0I1, Posix;
+    fti11_suite_full_h0i1_mpiio: H0I1, MpiIo;
+    fti11_suite_full_h0i1_ftiff: H0I1, Ftiff;
+    fti11_suite_full_h1i1_posix: H1I1, Posix;
+    fti11_suite_full_h1i1_mpiio: H1I1, MpiIo;
+    fti11_suite_full_h1i1_ftiff: H1I1, Ftiff;
+    fti11_suite_full_h1i0_posix: H1I0, Posix;
+    fti11_suite_full_h1i0_mpiio: H1I0, MpiIo;
+    fti11_suite_full_h1i0_ftiff: H1I0, Ftiff;
 }
 
-#[test]
-#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
-fn fti11_suite_full_config_h1i0() {
-    full_matrix(Setup::H1I0);
+macro_rules! full_program_tests {
+    ($($name:ident: $setup:ident;)*) => {$(
+        #[test]
+        #[ignore = "FTI's syncIntv and corner cases take long: scripts/fti-tests"]
+        fn $name() {
+            assert_all_ok(programs::all(Setup::$setup, FTI_SCALE));
+        }
+    )*};
 }
 
-#[test]
-#[ignore = "FTI's full matrix takes long: scripts/fti-tests"]
-fn fti11_suite_full_programs() {
-    programs::all(FTI_SCALE);
+full_program_tests! {
+    fti11_suite_full_programs_h0i1: H0I1;
+    fti11_suite_full_programs_h1i1: H1I1;
+    fti11_suite_full_programs_h1i0: H1I0;
 }

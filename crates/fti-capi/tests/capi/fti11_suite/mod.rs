@@ -29,8 +29,6 @@ pub enum Setup {
 }
 
 impl Setup {
-    pub const ALL: [Setup; 3] = [Setup::H0I1, Setup::H1I0, Setup::H1I1];
-
     pub fn heads(self) -> bool {
         self != Setup::H0I1
     }
@@ -68,8 +66,6 @@ pub enum Io {
 }
 
 impl Io {
-    pub const ALL: [Io; 3] = [Io::Posix, Io::MpiIo, Io::Ftiff];
-
     /// The folder of its pattern files.
     fn folder(self) -> &'static str {
         match self {
