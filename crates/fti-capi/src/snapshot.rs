@@ -234,6 +234,27 @@ mod tests {
     }
 
     #[test]
+    fn resynchronisations_say_fti_s_line() {
+        // One second per iteration: the first measurement (call 1) sets 60 calls per minute
+        // and the first look at call 61; the sync interval doubles from 1.
+        let intervals = [Some(Duration::from_secs(60)), None, None, None];
+        let mut clock = Clock::new(&intervals, 512, 0.0);
+        let mut lines = Vec::new();
+        for call in 0..5 {
+            clock.tick(f64::from(call), &mut |x| x);
+            lines.extend(clock.resync.take());
+        }
+        assert_eq!(
+            lines,
+            [
+                "Current iter : 1 ckpt intv. : 60 . Next ckpt. at iter. 61 . Sync. intv. : 1",
+                "Current iter : 2 ckpt intv. : 60 . Next ckpt. at iter. 61 . Sync. intv. : 2",
+                "Current iter : 4 ckpt intv. : 60 . Next ckpt. at iter. 61 . Sync. intv. : 4",
+            ]
+        );
+    }
+
+    #[test]
     fn no_interval_never_checkpoints() {
         assert!(run([None; 4], 0.001, 10_000).is_empty());
     }

@@ -54,3 +54,49 @@ pub(super) fn unable_to_access(messages: &Messages, path: &Path) {
 pub(super) fn nothing_recovered(messages: &Messages) {
     messages.warn("Cannot recover from any checkpoint level.");
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::report::{Priority, Reporter};
+    use crate::topology::Topology;
+
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<String>>);
+
+    impl Reporter for Lines {
+        fn report(&self, _priority: Priority, _rank: u32, text: &str) {
+            self.0.lock().unwrap().push(text.to_owned());
+        }
+    }
+
+    /// What each rank of a group of 4 (one per node) says when ranks 0 and 1 lost their files
+    /// and the partner copies they keep (FTI's two adjacent nodes).
+    #[test]
+    fn adjacent_nodes_lost_name_the_pairs_lost() {
+        let topology = Topology::new(&[0, 1, 2, 3], 1, 4).unwrap();
+        let lost = Holds { own: false, copy: false };
+        let kept = Holds { own: true, copy: true };
+        let holds = [lost, lost, kept, kept];
+        let said: Vec<Vec<String>> = (0..4)
+            .map(|rank| {
+                let lines = Arc::new(Lines::default());
+                let messages = Messages::new(rank, 1, lines.clone());
+                let place = topology.place(rank).unwrap();
+                l2_lost(&messages, Level::L2, place, rank, &holds);
+                l2_lost(&messages, Level::L3, place, rank, &holds);
+                let said = lines.0.lock().unwrap().clone();
+                said
+            })
+            .collect();
+        let own = "My checkpoint file and partner copy have been lost";
+        let partner = "My Ptner checkpoint file and his checkpoint file have been lost";
+        // Rank 0's copy is kept by rank 1; rank 1 keeps rank 0's; rank 2 keeps rank 1's.
+        assert_eq!(said[0], vec![own.to_owned()]);
+        assert_eq!(said[1], vec![partner.to_owned()]);
+        assert_eq!(said[2], Vec::<String>::new());
+        assert_eq!(said[3], Vec::<String>::new());
+    }
+}

@@ -159,3 +159,14 @@ full_program_tests! {
     fti11_suite_full_programs_h1i1: H1I1;
     fti11_suite_full_programs_h1i0: H1I0;
 }
+
+#[test]
+#[ignore]
+fn scratch_programs_ci() {
+    let setup = match std::env::var("SCRATCH_SETUP").as_deref() { Ok("H1I1") => Setup::H1I1, Ok("H1I0") => Setup::H1I0, _ => Setup::H0I1 };
+    let mut outcomes = Vec::new();
+    for case in [1, 2] { for level in 1..=4 { outcomes.push((format!("corners case {case} L{level}"), programs::corner_runs(case, setup, CI_SCALE, level))); } }
+    for case in [3, 4] { for level in 1..=4 { outcomes.push((format!("corners case {case} L{level}"), programs::corner_once(case, CI_SCALE, level))); } }
+    outcomes.push(("ckptHierarchy".to_owned(), programs::hierarchy(setup, CI_SCALE)));
+    assert_all_ok(outcomes);
+}
