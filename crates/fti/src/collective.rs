@@ -66,18 +66,6 @@ pub(crate) fn broadcast_u64(comm: &dyn Comm, x: u64) -> u64 {
     u64_of(&comm.broadcast(&x.to_le_bytes()))
 }
 
-/// The sum of the `x` of every rank below this one (an exclusive prefix sum): where this
-/// rank's part of a file shared by every rank starts. All-gathered, as FTI's MPI-IO writer
-/// does (`MPI_Allgather` of the sizes in `FTI_WriteMPI`): O(ranks) bytes per rank.
-pub(crate) fn offset_u64(comm: &dyn Comm, x: u64) -> u64 {
-    let me = comm.rank() as usize;
-    comm.all_gather(&x.to_le_bytes())
-        .iter()
-        .take(me)
-        .map(|b| u64_of(b))
-        .sum()
-}
-
 /// The `x` of every rank of this rank's group (`place`; every member calls it), in group
 /// order: `len - 1` exchanges around the group.
 pub(crate) fn group_gather_u64(comm: &dyn Comm, place: &Place, x: u64) -> Vec<u64> {

@@ -285,10 +285,10 @@ fn heads_refuse_what_they_do_not_do() {
             },
         ),
         (
-            "ckpt_io = 3",
+            "full nodes",
             Config {
                 inline_l4: false,
-                io: fti::IoMode::Posix,
+                node_size: 3,
                 ..heads_config(root.path())
             },
         ),

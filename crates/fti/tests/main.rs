@@ -7,6 +7,7 @@ mod crash;
 mod dcp;
 mod fti_configs;
 mod heads;
+mod heads_posix;
 mod inventory;
 mod l3_group;
 mod levels;

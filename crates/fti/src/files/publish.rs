@@ -376,16 +376,19 @@ pub fn holds_local(dirs: &Dirs) -> bool {
         || !listing.copies(dirs.rank).is_empty()
 }
 
-/// Whether `l4/` or its archive holds a checkpoint file of one of `ranks`.
+/// Whether `l4/` or its archive holds a checkpoint file of one of `ranks`, or (MPI-IO) a
+/// file shared by every rank.
 pub fn any_in_global(dirs: &Dirs, ranks: &std::ops::Range<u32>) -> bool {
     [dirs.level_dir(Level::L4), dirs.archive_dir(Level::L4)]
         .iter()
         .filter_map(|dir| dirs.storage.list(dir).ok())
         .flatten()
         .any(|e| {
-            FileName::parse(&e.name.to_string_lossy())
-                .is_some_and(|n| n.kind == FileKind::Rank && ranks.contains(&n.rank))
-                && e.kind == Kind::File
+            let shared =
+                dirs.io.shared(Level::L4) && crate::io::mpiio::parse_name(&e.path).is_some();
+            let own = FileName::parse(&e.name.to_string_lossy())
+                .is_some_and(|n| n.kind == FileKind::Rank && ranks.contains(&n.rank));
+            (own || shared) && e.kind == Kind::File
         })
 }
 

@@ -10,19 +10,20 @@
 //! * publishing, copying and retiring the meta data (POSIX; FTI-FF files describe themselves);
 //! * MPI-IO's shared L4 file (`mpiio`).
 
+mod meta;
 pub(crate) mod mpiio;
 pub mod posix;
+
+pub(crate) use meta::{add_rsed_checksums, commit, copy_meta, retire};
 
 use std::path::Path;
 
 use ftiff::raw::FileBlock;
 use ftiff::{Checkpoint, FileKind, FileName, Layout, MappedFile, VarInfo, VarSize};
 
-use crate::collective::agree;
-use crate::comm::Comm;
 use crate::config::{Config, IoMode, Level};
-use crate::error::{Error, Result, Step};
-use crate::files::{self, Dirs, Found};
+use crate::error::{Error, Result};
+use crate::files::{Dirs, Found};
 use crate::storage::StorageFile;
 use crate::topology::Place;
 
@@ -174,6 +175,15 @@ pub(crate) fn set_size(
             change(&mut fb);
             Ok(fb)
         }
+    }
+}
+
+/// The size of a published rank file (`fs`, its own bytes): from its file block (FTI-FF) or
+/// its length (POSIX; an L3 file is back to its size once encoded, as `FTI_RSenc` leaves it).
+pub(crate) fn published_size(io: &Io, file: &dyn StorageFile, path: &Path) -> Result<u64> {
+    match io {
+        Io::Ftiff => crate::level::l2::read_fb(file, path).map(|fb| fb.fs.max(0) as u64),
+        Io::Posix(_) => file.len().map_err(|e| Error::io(path, e)),
     }
 }
 
@@ -384,13 +394,25 @@ pub(crate) fn find_meta(
     section: u32,
     name: &str,
 ) -> Result<(std::path::PathBuf, RankMeta)> {
+    find_meta_naming(dirs, g, (level, section), name, |n| n == name)
+}
+
+/// [`find_meta`] for the section that describes a file whose name `wanted` accepts
+/// (`name` says which in errors).
+fn find_meta_naming(
+    dirs: &Dirs,
+    g: &Group,
+    (level, section): (Level, u32),
+    name: &str,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<(std::path::PathBuf, RankMeta)> {
     let path = g.meta_path(&dirs.meta, level);
     let mut first_error = None;
     for p in [path.clone(), Group::previous(&path)] {
         let found =
             posix::read(&*dirs.storage, &p).and_then(|t| posix::parse_rank(&p, &t, section));
         match found {
-            Ok(m) if m.name == name => return Ok((p, m)),
+            Ok(m) if wanted(&m.name) => return Ok((p, m)),
             Ok(m) => {
                 first_error.get_or_insert(Error::meta(
                     &p,
@@ -445,9 +467,13 @@ pub(crate) fn verify_copy(dirs: &Dirs, id: i32, level: Level, copy: &Found) -> R
         (Io::Posix(g), _) => {
             let k = g.ranks.len() as u32;
             let left = (g.rank + k - 1) % k;
-            let owner = g.ranks[left as usize];
-            let name = FileName::new(id, FileKind::Rank, owner).to_string();
-            let (meta_path, m) = find_meta(dirs, g, level, left, &name)?;
+            // The left partner's section names its file (by its rank among all processes,
+            // which with heads is not its rank in the group's communicator).
+            let of_id = |name: &str| {
+                FileName::parse(name).is_some_and(|n| n.kind == FileKind::Rank && n.id == id)
+            };
+            let name = format!("the left partner's file of checkpoint {id}");
+            let (meta_path, m) = find_meta_naming(dirs, g, (level, left), &name, of_id)?;
             posix::check_file(
                 &*dirs.storage,
                 &copy.path,
@@ -468,168 +494,4 @@ pub(crate) fn meta_sizes(dirs: &Dirs, id: i32, level: Level) -> Option<(u64, u64
     find_meta(dirs, g, level, g.rank, &name)
         .ok()
         .map(|(_, m)| (m.maxs, m.size, m.checksum))
-}
-
-/// This rank's part of a group's meta data, as sent to the group's first rank.
-fn encode_record(m: &RankMeta) -> Vec<u8> {
-    let vars: Vec<String> = m.vars.iter().map(|(id, s)| format!("{id}:{s}")).collect();
-    format!(
-        "{}\n{}\n{}\n{}\n{}",
-        m.name,
-        m.size,
-        m.checksum,
-        m.rsed_checksum.clone().unwrap_or_default(),
-        vars.join(",")
-    )
-    .into_bytes()
-}
-
-fn decode_record(bytes: &[u8]) -> Option<RankMeta> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let mut lines = text.split('\n');
-    let (name, size, checksum, rsed, vars) = (
-        lines.next()?,
-        lines.next()?.parse().ok()?,
-        lines.next()?,
-        lines.next()?,
-        lines.next()?,
-    );
-    let vars = vars
-        .split(',')
-        .filter(|v| !v.is_empty())
-        .map(|v| {
-            let (id, s) = v.split_once(':')?;
-            Some((id.parse().ok()?, s.parse().ok()?))
-        })
-        .collect::<Option<Vec<(i32, u64)>>>()?;
-    Some(RankMeta {
-        name: name.to_owned(),
-        size,
-        maxs: size,
-        checksum: checksum.to_owned(),
-        vars,
-        rsed_checksum: (!rsed.is_empty()).then(|| rsed.to_owned()),
-    })
-}
-
-/// After every rank published checkpoint `id` at `level` (collective): POSIX gathers each
-/// rank's file name, size, MD5 and variables, and each group's first rank writes the group's
-/// meta-data file (`FTI_CreateMetadata`, `FTI_WriteMetadata` in `src/meta.c`; at L3 with each
-/// `RSed` file's MD5, `FTI_WriteRSedChecksum`). The file it replaces is kept until the
-/// checkpoint is retired, so that a crash in between leaves the previous checkpoint
-/// described. Nothing for FTI-FF.
-pub(crate) fn commit(
-    comm: &dyn Comm,
-    dirs: &Dirs,
-    id: i32,
-    level: Level,
-    fb: &FileBlock,
-    vars: &[VarSize],
-) -> Result<()> {
-    let Io::Posix(g) = &dirs.io else {
-        return Ok(());
-    };
-    let rsed = if level == Level::L3 {
-        let path = dirs.level_dir(Level::L3).join(dirs.rsed_name(id));
-        dirs.storage
-            .open(&path, false)
-            .map_err(|e| Error::io(&path, e))
-            .and_then(|f| {
-                let len = f.len().map_err(|e| Error::io(&path, e))?;
-                posix::md5_of(&*f, &path, len)
-            })
-            .map(Some)
-    } else {
-        Ok(None)
-    };
-    let mine = rsed.map(|rsed| RankMeta {
-        name: dirs.file_name(id),
-        size: fb.fs.max(0) as u64,
-        maxs: 0,
-        checksum: String::from_utf8_lossy(&fb.checksum[..32]).into_owned(),
-        vars: vars.iter().map(|v| (v.id, v.size)).collect(),
-        rsed_checksum: rsed,
-    });
-    let sent = mine.as_ref().map(encode_record).unwrap_or_default();
-    let all = comm.all_gather(&sent);
-    let local = mine.and_then(|_| {
-        if g.rank != 0 {
-            return Ok(());
-        }
-        let sections: Option<Vec<RankMeta>> = g
-            .ranks
-            .iter()
-            .map(|&r| all.get(r as usize).and_then(|b| decode_record(b)))
-            .collect();
-        // A rank that could not send its part fails the step itself (agreed below): the
-        // group's meta data stays as it was.
-        let Some(mut sections) = sections else {
-            return Ok(());
-        };
-        let maxs = sections.iter().map(|s| s.size).max().unwrap_or(0);
-        for s in &mut sections {
-            s.maxs = maxs;
-        }
-        publish_meta(
-            dirs,
-            &g.meta_path(&dirs.meta, level),
-            &posix::encode(&g.head, &sections),
-        )
-    });
-    agree(comm, Step::WriteMeta, local)
-}
-
-/// Replaces a meta-data file, keeping the one it replaces beside it (until [`retire`]).
-fn publish_meta(dirs: &Dirs, path: &Path, text: &str) -> Result<()> {
-    let st = &*dirs.storage;
-    if let Some(dir) = path.parent() {
-        files::create_dir_durable(st, dir)?;
-    }
-    if let Ok(old) = posix::read(st, path) {
-        files::replace_file(st, &Group::previous(path), old.as_bytes())?;
-    }
-    files::replace_file(st, path, text.as_bytes())
-}
-
-/// Copies the group's meta data of `from` to `to` (collective): an L4 flush of a checkpoint
-/// written at `from` (`FTI_Flush` keeps the meta data in `l4/`). Nothing for FTI-FF.
-pub(crate) fn copy_meta(comm: &dyn Comm, dirs: &Dirs, from: Level, to: Level) -> Result<()> {
-    let Io::Posix(g) = &dirs.io else {
-        return Ok(());
-    };
-    let local = if g.rank == 0 {
-        let src = g.meta_path(&dirs.meta, from);
-        posix::read(&*dirs.storage, &src)
-            .and_then(|text| publish_meta(dirs, &g.meta_path(&dirs.meta, to), &text))
-    } else {
-        Ok(())
-    };
-    agree(comm, Step::WriteMeta, local)
-}
-
-/// Once checkpoint's files at `level` are published by every rank and older ones retired:
-/// the meta data kept for the previous checkpoint goes, and with `retire_lower` the meta data
-/// of the lower levels, whose files were retired too. Every rank may call it.
-pub(crate) fn retire(dirs: &Dirs, level: Level, retire_lower: bool) -> Result<()> {
-    let Io::Posix(g) = &dirs.io else {
-        return Ok(());
-    };
-    let path = g.meta_path(&dirs.meta, level);
-    remove_if_there(dirs, &Group::previous(&path))?;
-    if retire_lower {
-        for lower in Level::ALL.into_iter().filter(|&l| l < level) {
-            let path = g.meta_path(&dirs.meta, lower);
-            remove_if_there(dirs, &path)?;
-            remove_if_there(dirs, &Group::previous(&path))?;
-        }
-    }
-    Ok(())
-}
-
-/// Removes a file durably if it is there (another rank of the group may have removed it).
-fn remove_if_there(dirs: &Dirs, path: &Path) -> Result<()> {
-    if dirs.storage.kind(path).is_ok() {
-        files::remove_file(&*dirs.storage, path)?;
-    }
-    Ok(())
 }

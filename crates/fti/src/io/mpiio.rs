@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use ftiff::raw::FileBlock;
 use ftiff::{FileKind, FileName};
 
-use crate::collective::{agree, offset_u64, CHUNK};
+use crate::collective::{agree, CHUNK};
 use crate::comm::Comm;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
@@ -104,8 +104,36 @@ pub(crate) fn write(
     id: i32,
     source: Result<Source<'_>>,
 ) -> Result<(PathBuf, FileBlock)> {
-    let fs = source.as_ref().map_or(0, Source::len);
-    let offset = offset_u64(comm, fs);
+    let (path, mut fbs) = write_parts(comm, dirs, id, vec![(owner(dirs), source)])?;
+    let fb = fbs
+        .pop()
+        .ok_or(Error::Internal("a shared write without its part"))?;
+    Ok((path, fb))
+}
+
+/// The application rank whose file `dirs` names: the shared file holds the parts by it.
+pub(crate) fn owner(dirs: &Dirs) -> u32 {
+    match &dirs.io {
+        super::Io::Posix(g) => g.ranks.get(g.rank as usize).copied().unwrap_or(g.rank),
+        super::Io::Ftiff => dirs.rank,
+    }
+}
+
+/// [`write`] with several parts per process (a head writes those of its node's application
+/// ranks, as `FTI_FlushMPI`), each `(application rank, source)`: a part goes after the parts
+/// of the lower application ranks, whichever process writes them. Returns the file and each
+/// part's file block, in order.
+pub(crate) fn write_parts(
+    comm: &dyn Comm,
+    dirs: &Dirs,
+    id: i32,
+    parts: Vec<(u32, Result<Source<'_>>)>,
+) -> Result<(PathBuf, Vec<FileBlock>)> {
+    let sizes: Vec<(u32, u64)> = parts
+        .iter()
+        .map(|(r, s)| (*r, s.as_ref().map_or(0, Source::len)))
+        .collect();
+    let offsets = offsets(comm, &sizes);
     let st = &*dirs.storage;
     let (tmp_dir, level_dir) = (dirs.tmp_dir(Level::L4), dirs.level_dir(Level::L4));
     let (tmp, target) = (tmp_dir.join(name(id)), level_dir.join(name(id)));
@@ -116,16 +144,21 @@ pub(crate) fn write(
     } else {
         Ok(())
     };
-    let source = agree(comm, Step::Write, source.and_then(|s| created.map(|()| s)))?;
+    let sources: Result<Vec<Source<'_>>> = parts.into_iter().map(|(_, s)| s).collect();
+    let sources = agree(comm, Step::Write, sources.and_then(|s| created.map(|()| s)))?;
     let written = st
         .open(&tmp, true)
         .map_err(|e| Error::io(&tmp, e))
         .and_then(|f| {
-            let digest = write_part(&*f, &tmp, offset, source)?;
+            let mut fbs = Vec::new();
+            for ((source, offset), (_, fs)) in sources.into_iter().zip(&offsets).zip(&sizes) {
+                let digest = write_part(&*f, &tmp, *offset, source)?;
+                fbs.push(super::posix_fb(&digest, *fs));
+            }
             f.sync().map_err(|e| Error::io(&tmp, e))?;
-            Ok(digest)
+            Ok(fbs)
         });
-    let digest = agree(comm, Step::Write, written)?;
+    let fbs = agree(comm, Step::Write, written)?;
     let published = if comm.rank() == 0 {
         st.rename(&tmp, &target)
             .map_err(|e| Error::io(&target, e))
@@ -134,7 +167,37 @@ pub(crate) fn write(
         Ok(())
     };
     agree(comm, Step::Publish, published)?;
-    Ok((target, super::posix_fb(&digest, fs)))
+    Ok((target, fbs))
+}
+
+/// Each part's offset in the shared file (collective): the sum of the sizes of the parts of
+/// lower application ranks, from every process's `(application rank, size)` list,
+/// all-gathered as FTI's MPI-IO writers do (`MPI_Allgather` of the sizes in `FTI_WriteMPI`
+/// and `FTI_FlushMPI`): O(ranks) bytes per process.
+fn offsets(comm: &dyn Comm, mine: &[(u32, u64)]) -> Vec<u64> {
+    let bytes: Vec<u8> = mine
+        .iter()
+        .flat_map(|(r, s)| r.to_le_bytes().into_iter().chain(s.to_le_bytes()))
+        .collect();
+    let all: Vec<(u32, u64)> = comm
+        .all_gather(&bytes)
+        .iter()
+        .flat_map(|b| b.chunks_exact(12))
+        .map(|c| {
+            let (r, s) = c.split_at(4);
+            let r = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
+            let mut size = [0u8; 8];
+            size.copy_from_slice(s);
+            (r, u64::from_le_bytes(size))
+        })
+        .collect();
+    mine.iter()
+        .map(|(me, _)| {
+            all.iter()
+                .filter(|(r, _)| r < me)
+                .fold(0u64, |sum, (_, s)| sum.saturating_add(*s))
+        })
+        .collect()
 }
 
 /// Writes `source` at `offset` of the shared file; returns its MD5.
@@ -177,7 +240,7 @@ fn write_part(
 
 /// This rank's section of checkpoint `id`'s L4 meta data (describing `name`) and its offset in
 /// the shared file: the sum of the lower ranks' `ckpt_file_size`, from every group's meta-data
-/// file in `l4/`.
+/// file in `l4/` (`FTI_RecoverL4Mpi`, `src/postreco.c`).
 pub(crate) fn locate(dirs: &Dirs, id: i32, name: &str) -> Result<(PathBuf, RankMeta, u64)> {
     let super::Io::Posix(g) = &dirs.io else {
         return Err(Error::Internal("a shared L4 file outside MPI-IO"));
@@ -206,17 +269,23 @@ pub(crate) fn locate(dirs: &Dirs, id: i32, name: &str) -> Result<(PathBuf, RankM
             }
         }
     }
-    let mut offset: u64 = 0;
-    for r in 0..dirs.rank {
-        let size = sizes.get(&r).ok_or_else(|| {
-            Error::meta(
-                &meta_dir,
-                "",
-                format!("no meta data of rank {r} for checkpoint {id}: the offset of rank {} in {} is unknown", dirs.rank, self::name(id)),
-            )
-        })?;
-        offset = offset.saturating_add(*size);
+    // Files are named by rank among all processes (heads included): the lower application
+    // ranks are the lower names, as many as this rank's number among the application ranks.
+    let lower: Vec<u64> = sizes.range(..dirs.rank).map(|(_, s)| *s).collect();
+    let below = owner(dirs) as usize;
+    if lower.len() != below {
+        return Err(Error::meta(
+            &meta_dir,
+            "",
+            format!(
+                "meta data of {} lower ranks for checkpoint {id}, {below} expected: the offset of rank {} in {} is unknown",
+                lower.len(),
+                dirs.rank,
+                self::name(id)
+            ),
+        ));
     }
+    let offset = lower.iter().fold(0u64, |sum, s| sum.saturating_add(*s));
     Ok((own_path, own, offset))
 }
 

@@ -42,22 +42,57 @@ pub(crate) fn copy_in_all(
     (id, local): (i32, &Path),
     step: Step,
 ) -> Result<PathBuf> {
-    if !dirs.io.shared(Level::L4) {
-        return agree(comm, step, copy_in(dirs, id, local));
-    }
-    // A rank that cannot read its file still takes part: its error fails the step everywhere.
-    let (file, source) = match dirs.storage.open(local, false) {
-        Ok(f) => (Some(f), Ok(())),
-        Err(e) => (None, Err(Error::io(local, e))),
+    let mut paths = copy_node_in(comm, &[(dirs.clone(), local)], id, step)?;
+    paths
+        .pop()
+        .ok_or(Error::Internal("a flush without its file"))
+}
+
+/// [`copy_in_all`] for several files per process (a head's node: each application rank's
+/// published file, with its directories): returns where each went.
+fn copy_node_in(
+    comm: &dyn Comm,
+    files: &[(Dirs, &Path)],
+    id: i32,
+    step: Step,
+) -> Result<Vec<PathBuf>> {
+    let Some((first, _)) = files.first() else {
+        return agree(comm, step, Ok(Vec::new()));
     };
-    let source = source.and_then(|()| {
-        let f = file
-            .as_deref()
-            .ok_or(Error::Internal("an open file without its handle"))?;
-        let len = f.len().map_err(|e| Error::io(local, e))?;
-        Ok(crate::io::mpiio::Source::File(f, local, len))
-    });
-    crate::io::mpiio::write(comm, dirs, id, source).map(|(path, _)| path)
+    if !first.io.shared(Level::L4) {
+        let copied = files
+            .iter()
+            .map(|(dirs, local)| copy_in(dirs, id, local))
+            .collect();
+        return agree(comm, step, copied);
+    }
+    // A rank that cannot read a file still takes part: its error fails the step everywhere.
+    let (handles, mut errors): (Vec<_>, Vec<_>) = files
+        .iter()
+        .map(|(dirs, local)| {
+            let opened = dirs
+                .storage
+                .open(local, false)
+                .and_then(|f| f.len().map(|len| (f, len)))
+                .map_err(|e| Error::io(local, e));
+            match opened {
+                Ok(handle) => (Some(handle), None),
+                Err(e) => (None, Some(e)),
+            }
+        })
+        .unzip();
+    let parts = (handles.iter().zip(&mut errors).zip(files))
+        .map(|((handle, error), (dirs, local))| {
+            let source = match (handle, error.take()) {
+                (Some((f, len)), _) => Ok(crate::io::mpiio::Source::File(&**f, local, *len)),
+                (None, Some(e)) => Err(e),
+                (None, None) => Err(Error::Internal("a file neither opened nor failed")),
+            };
+            (crate::io::mpiio::owner(dirs), source)
+        })
+        .collect();
+    let (path, _) = crate::io::mpiio::write_parts(comm, first, id, parts)?;
+    Ok(vec![path; files.len()])
 }
 
 /// Flushes checkpoint `id`, published at L1 as `local`, to L4 on every rank (collective);
@@ -73,4 +108,25 @@ pub(crate) fn flush(
     crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
     files::retire(dirs, Level::L4, id, keep, false)?;
     Ok(path)
+}
+
+/// A head's flush of checkpoint `id` for its node (collective over the heads): each
+/// application rank's file published at L1 (`(its directories, its file)`, in position
+/// order) goes to L4 as [`flush`] does, the node's files at once (`FTI_Flush`,
+/// `src/postckpt.c`: with MPI-IO every head writes its node's parts into the one shared
+/// file); then each group's meta data is copied to `l4/` and older L4 checkpoints retired.
+pub(crate) fn flush_node(
+    comm: &dyn Comm,
+    files: &[(Dirs, &Path)],
+    id: i32,
+    keep: usize,
+) -> Result<()> {
+    copy_node_in(comm, files, id, Step::L4Flush)?;
+    for (dirs, _) in files {
+        crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
+    }
+    for (dirs, _) in files {
+        files::retire(dirs, Level::L4, id, keep, false)?;
+    }
+    Ok(())
 }

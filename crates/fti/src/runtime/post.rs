@@ -54,7 +54,14 @@ impl Fti {
         let files = std::iter::once(pending).chain(copy).collect();
         let local = files::publish_all(&self.dirs, files).map(|mut paths| paths.remove(0));
         let mut path = agree(&*self.comm, Step::Publish, local)?;
-        crate::io::commit(&*self.comm, &self.dirs, id, write_level, &fb, vars)?;
+        let encoded = !encode_by_head;
+        crate::io::commit(
+            &*self.comm,
+            &self.dirs,
+            (id, write_level, encoded),
+            &fb,
+            vars,
+        )?;
         trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Publish));
         if let Some(max_fs) = max_fs {
             // The head encodes, then retires older checkpoints.

@@ -163,11 +163,13 @@ pub(super) fn newest_exec_with_checkpoints(
     if comm.rank() != 0 {
         return local;
     }
-    // A one-rank comm acts as the config's rank alone.
+    // A one-rank comm acts as the config's rank alone; files name the ranks among all
+    // processes (heads included).
     let ranks = if comm.size() == 1 {
-        cfg.rank..cfg.rank + 1
+        let rank = cfg.world_rank.unwrap_or(cfg.rank);
+        rank..rank + 1
     } else {
-        0..cfg.nranks
+        0..u32::try_from(processes(cfg).1).unwrap_or(u32::MAX)
     };
     let global = newest_exec_in(storage, &cfg.glbl_dir, |exec| {
         files::any_in_global(&Dirs::on(Arc::clone(storage), cfg, exec), &ranks)

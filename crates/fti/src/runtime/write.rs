@@ -169,7 +169,13 @@ impl Fti {
     ) -> Result<(PathBuf, Layout, FileBlock, u64)> {
         let source = Ok(io::mpiio::Source::Data(data));
         let (path, fb) = io::mpiio::write(&*self.comm, &self.dirs, id, source)?;
-        io::commit(&*self.comm, &self.dirs, id, Level::L4, &fb, &layout.vars())?;
+        io::commit(
+            &*self.comm,
+            &self.dirs,
+            (id, Level::L4, false),
+            &fb,
+            &layout.vars(),
+        )?;
         files::retire(&self.dirs, Level::L4, id, self.keep(), true)?;
         self.dcp_files.clear();
         let bytes_written = fb.fs.max(0) as u64;

@@ -184,7 +184,8 @@ pub(crate) fn set_max_fs(
 
 /// The encoding of checkpoint `id` left for later, once every rank's own file (with `maxFs`
 /// set) is published as `own` (collective on `comm`, `place` the rank's place among its
-/// ranks): the `RSed` file is published, then older checkpoints retired (keeping `keep`).
+/// ranks): the `RSed` file is published, its MD5 added to the POSIX meta data, then older
+/// checkpoints retired (keeping `keep`).
 pub(crate) fn encode_deferred(
     (comm, place): (&dyn Comm, &Place),
     dirs: &crate::files::Dirs,
@@ -193,24 +194,28 @@ pub(crate) fn encode_deferred(
     keep: usize,
 ) -> Result<()> {
     let file = dirs.storage.open(own, false).map_err(|e| Error::io(own, e));
-    let fs = file
-        .as_ref()
-        .ok()
-        .and_then(|f| crate::level::l2::read_fb(&**f, own).ok())
-        .map_or(0, |fb| fb.fs as u64);
+    // An unopened file's error is the file's (below).
+    let fs = match &file {
+        Ok(f) => crate::io::published_size(&dirs.io, &**f, own),
+        Err(_) => Ok(0),
+    };
     let rsed = files::begin_named(dirs, Level::L3, dirs.rsed_name(id), None);
+    // A rank whose file is unreadable still takes part (with no data): the group's
+    // exchanges match, and its error fails the step.
     let encoded = encode(
         comm,
         place,
-        file.as_ref().ok().map(|f| (&**f, own, fs)),
+        (file.as_ref().ok().zip(fs.as_ref().ok())).map(|(f, fs)| (&**f, own, *fs)),
         (rsed.as_ref().ok(), dirs.io.rsed_trailer()),
         max_fs,
     );
     let published = file
+        .and(fs)
         .and(encoded)
         .and(rsed)
         .and_then(|r| files::publish_pending(dirs, r));
     agree(comm, Step::L3Encode, published)?;
+    crate::io::add_rsed_checksums((comm, place), dirs, id)?;
     files::retire(dirs, Level::L3, id, keep, true)
 }
 

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::level::l2::PartnerPlan;
+use crate::topology::Place;
 
 /// The post-processing a head does for one application rank of its node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,8 +29,9 @@ pub(super) struct Job {
     pub id: i32,
     /// Checkpoints kept per level.
     pub keep: u64,
-    /// The application rank's node (its files' `node<N>/` with `local_test = 1`).
-    pub node: u32,
+    /// The application rank's place among the application's ranks: its node (its files'
+    /// `node<N>/` with `local_test = 1`), position and group (its group's meta data).
+    pub place: Place,
     /// The execution's id.
     pub exec_id: String,
     /// The application rank's published file of the checkpoint.
@@ -79,7 +81,14 @@ impl Request {
         }
         out.extend(job.id.to_le_bytes());
         out.extend(job.keep.to_le_bytes());
-        out.extend(job.node.to_le_bytes());
+        let place = &job.place;
+        for x in [place.node, place.position, place.group_rank] {
+            out.extend(x.to_le_bytes());
+        }
+        out.extend((place.group.len() as u32).to_le_bytes());
+        for r in &place.group {
+            out.extend(r.to_le_bytes());
+        }
         out.extend((job.exec_id.len() as u32).to_le_bytes());
         out.extend(job.exec_id.as_bytes());
         out.extend(job.file.as_os_str().as_bytes());
@@ -102,7 +111,22 @@ impl Request {
             ENCODE => Work::Encode { max_fs: r.u64()? },
             _ => return Err(malformed()),
         };
-        let (id, keep, node) = (r.u32()? as i32, r.u64()?, r.u32()?);
+        let (id, keep) = (r.u32()? as i32, r.u64()?);
+        let (node, position, group_rank) = (r.u32()?, r.u32()?, r.u32()?);
+        let members = r.u32()? as usize;
+        // Each member takes 4 bytes: a count beyond the message is malformed.
+        if members > r.0.len() / 4 || group_rank as usize >= members {
+            return Err(malformed());
+        }
+        let group = (0..members)
+            .map(|_| r.u32())
+            .collect::<Result<Vec<u32>>>()?;
+        let place = Place {
+            node,
+            position,
+            group,
+            group_rank,
+        };
         let len = r.u32()? as usize;
         let exec_id = String::from_utf8(r.take(len)?.to_vec()).map_err(|_| malformed())?;
         crate::config::check_exec_id(&exec_id).map_err(|_| malformed())?;
@@ -111,7 +135,7 @@ impl Request {
             work,
             id,
             keep,
-            node,
+            place,
             exec_id,
             file,
         })))
@@ -168,6 +192,7 @@ impl Reader<'_> {
 mod tests {
     use super::{decode_outcome, encode_outcome, Job, Request, Work};
     use crate::level::l2::PartnerPlan;
+    use crate::topology::Place;
 
     #[test]
     fn requests_round_trip_and_garbage_is_an_error() {
@@ -187,7 +212,12 @@ mod tests {
                 work,
                 id: 7,
                 keep: 1,
-                node: 2,
+                place: Place {
+                    node: 2,
+                    position: 1,
+                    group: vec![1, 4, 7],
+                    group_rank: 0,
+                },
                 exec_id: "2026-11-27_16-39-49".into(),
                 file: "/x/l2/Ckpt7-Rank5.fti".into(),
             }));
@@ -202,6 +232,28 @@ mod tests {
             assert_eq!(Request::decode(&req.encode()).unwrap(), req);
         }
         assert!(Request::decode(&[9, 9]).is_err());
+        // A group count beyond the message, or a group rank outside the group, is refused.
+        let job = |group: Vec<u32>, group_rank| {
+            Request::Job(Box::new(Job {
+                work: Work::Flush,
+                id: 1,
+                keep: 1,
+                place: Place {
+                    node: 0,
+                    position: 0,
+                    group,
+                    group_rank,
+                },
+                exec_id: "2026-11-27_16-39-49".into(),
+                file: "f".into(),
+            }))
+            .encode()
+        };
+        let mut huge = job(vec![5], 0);
+        // The count follows kind (1), id (4), keep (8), node, position, group rank (12).
+        huge[25..29].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Request::decode(&huge).is_err());
+        assert!(Request::decode(&job(vec![5], 1)).is_err());
         assert!(decode_outcome(&encode_outcome(&Ok(()))).is_ok());
         assert!(decode_outcome(&[]).is_err() && decode_outcome(&[1, 2]).is_err());
     }

@@ -12,9 +12,10 @@ use std::path::Path;
 use std::rc::Rc;
 
 use crate::comm::{Comm, Members, SelfComm};
-use crate::config::{Config, IoMode};
+use crate::config::Config;
 use crate::error::{Error, Misuse, Result};
 use crate::files::Dirs;
+use crate::io::Io;
 use crate::level::{l2, l3, l4};
 use crate::topology::Topology;
 
@@ -87,8 +88,6 @@ fn check(cfg: &Config, processes: u32) -> Result<()> {
         Some("head = 1 needs node_size >= 2: one head and at least one application rank per node")
     } else if processes < 2 {
         Some("head = 1 needs a run of several processes: a head and at least one application rank")
-    } else if offline && cfg.io != IoMode::Ftiff {
-        Some("with head = 1, inline_lK = 0 needs ckpt_io = 3 (FTI-FF): post-processing by the heads of POSIX or MPI-IO files is not supported")
     } else if offline && !processes.is_multiple_of(cfg.node_size) {
         Some("with head = 1, inline_lK = 0 needs full nodes: a process count that is a multiple of node_size")
     } else if cfg.async_ckpt {
@@ -176,12 +175,16 @@ impl Fti {
             _ => return Err(Error::State(Misuse::NotAHead)),
         };
         let heads = link.heads.as_ref().ok_or(Error::State(Misuse::NotAHead))?;
-        let mut outcomes: Vec<Result<()>> = link.peers.iter().map(|_| Ok(())).collect();
+        let mut outcomes: Vec<Vec<u8>> =
+            link.peers.iter().map(|_| encode_outcome(&Ok(()))).collect();
         let mut ended = vec![false; link.peers.len()];
         let mut closing = false;
-        // Rounds over the node's application ranks in position order: every head is at the
-        // same position when the application ranks hand over the same checkpoint.
+        // Rounds over the node's application ranks in position order: the application ranks
+        // hand over the same checkpoint in the same round, so every head has the same jobs,
+        // at the same positions, to do after the round (as FTI's `FTI_Listen` hears every
+        // application rank of its node before `FTI_PostCkpt`).
         while ended.iter().any(|e| !e) {
+            let mut jobs = Vec::new();
             for (i, &app) in link.peers.iter().enumerate() {
                 if ended[i] {
                     continue;
@@ -193,12 +196,15 @@ impl Fti {
                         continue;
                     }
                 }
-                let got = link.world.exchange(app, &encode_outcome(&outcomes[i]), app);
+                let got = link.world.exchange(app, &outcomes[i], app);
                 match Request::decode(&got)? {
                     Request::End => ended[i] = true,
                     Request::Wait => {}
-                    Request::Job(job) => outcomes[i] = self.do_job(heads, app, &job),
+                    Request::Job(job) => jobs.push((i, app, job)),
                 }
+            }
+            for (i, outcome) in self.do_jobs(heads, &jobs) {
+                outcomes[i] = encode_outcome(&outcome);
             }
         }
         if let Some(end) = end.filter(|_| closing) {
@@ -209,26 +215,69 @@ impl Fti {
         Ok(())
     }
 
-    /// Does `job` for application rank `app` of this head's node, with the heads of the other
-    /// nodes doing the same for the application ranks at the same position (collective over
-    /// the heads).
-    fn do_job(&self, heads: &Members, app: u32, job: &Job) -> Result<()> {
+    /// Does the jobs of one round (`(index among the node's application ranks, its rank, the
+    /// job)`, in position order) with the heads of the other nodes (collective over the heads);
+    /// returns each job's outcome. The L4 flushes of a checkpoint go together, as
+    /// `FTI_FlushPosix` and `FTI_FlushMPI` (`src/postckpt.c`) flush every file of the node at
+    /// once (MPI-IO writes them all into one shared file); the partner copies and encodings go
+    /// by position, each with the application ranks at that position on the other nodes.
+    fn do_jobs(
+        &self,
+        heads: &Members,
+        jobs: &[(usize, u32, Box<Job>)],
+    ) -> Vec<(usize, Result<()>)> {
+        let (flushes, others): (Vec<_>, Vec<_>) =
+            jobs.iter().partition(|(_, _, job)| job.work == Work::Flush);
+        let mut outcomes: Vec<(usize, Result<()>)> = others
+            .iter()
+            .map(|(i, app, job)| (*i, self.do_job(heads, *app, job)))
+            .collect();
+        if let Some((_, _, first)) = flushes.first() {
+            let files: Vec<(Dirs, &Path)> = flushes
+                .iter()
+                .map(|(_, app, job)| (self.dirs_of(*app, job), job.file.as_path()))
+                .collect();
+            let keep = usize::try_from(first.keep).unwrap_or(usize::MAX);
+            let flushed = l4::flush_node(heads, &files, first.id, keep);
+            for (i, _, _) in &flushes {
+                let outcome = match &flushed {
+                    Ok(()) => Ok(()),
+                    Err(e) => Err(Error::Head(e.to_string())),
+                };
+                outcomes.push((*i, outcome));
+            }
+        }
+        outcomes
+    }
+
+    /// The directories of application rank `app`'s files of `job`, with its group's meta data.
+    fn dirs_of(&self, app: u32, job: &Job) -> Dirs {
         let mut cfg = self.cfg.clone();
         let app_node_size = cfg.node_size - 1;
         cfg.world_rank = Some(app);
         cfg.node_size = app_node_size;
-        cfg.rank = job.node.saturating_mul(app_node_size);
-        let dirs = Dirs::on(
+        // `local_test`'s `node<N>/` is the application rank's node.
+        cfg.rank = job.place.node.saturating_mul(app_node_size);
+        let io = Io::new(&cfg, Some(&job.place));
+        Dirs::on(
             std::sync::Arc::clone(&self.dirs.storage),
             &cfg,
             &job.exec_id,
-        );
+        )
+        .with_io(io)
+    }
+
+    /// Does `job` (partner copies or encoding) for application rank `app` of this head's node,
+    /// with the heads of the other nodes doing the same for the application ranks at the same
+    /// position (collective over the heads).
+    fn do_job(&self, heads: &Members, app: u32, job: &Job) -> Result<()> {
+        let dirs = self.dirs_of(app, job);
         let keep = usize::try_from(job.keep).unwrap_or(usize::MAX);
         match &job.work {
             Work::PartnerCopies(plan) => {
                 l2::copy_deferred(heads, &dirs, job.id, plan, &job.file, keep)
             }
-            Work::Flush => l4::flush(heads, &dirs, job.id, &job.file, keep).map(|_| ()),
+            Work::Flush => l4::flush_node(heads, &[(dirs, job.file.as_path())], job.id, keep),
             Work::Encode { max_fs } => {
                 // The heads stand for their nodes' application ranks at one position: their
                 // groups are those ranks' groups.
@@ -266,7 +315,8 @@ impl Fti {
             work,
             id,
             keep: self.keep() as u64,
-            node: node_of(self.cfg.rank).ok_or(Error::State(Misuse::NotInTopology))?,
+            place: (self.topology.place(self.cfg.rank).cloned())
+                .ok_or(Error::State(Misuse::NotInTopology))?,
             exec_id: self.exec_id.clone(),
             file: file.to_path_buf(),
         };
