@@ -53,7 +53,7 @@ pub use config::{check_exec_id, record_restart, restart_text, Config, IniFile, I
 pub use error::{Candidate, Error, Misuse, Result, Skipped, Step};
 pub use level::l3;
 pub use runtime::{
-    format_utc, new_exec_id, CheckpointInfo, EndOfWork, Fti, Options, Role, Snapshot, Status,
+    format_utc, new_exec_id, CheckpointInfo, Fti, FtiMessages, Options, Role, Snapshot, Status,
 };
 pub use trace::AppOvni;
 pub use var::Var;

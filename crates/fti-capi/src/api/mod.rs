@@ -192,9 +192,15 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     let (heads, verbosity) = (cfg.head, cfg.verbosity);
     // An application tracing this thread with its own libovni gets the runtime's marks in
     // its stream (with `trace = 1` or `app`).
+    // With heads, FTI's own messages between application ranks and heads on `global`.
+    let tag = ini.int("advanced", "mpi_tag").unwrap_or(2612);
+    let fti_messages = heads.then(|| {
+        std::rc::Rc::new(comm::FtiWire::new(global, tag)) as std::rc::Rc<dyn fti::FtiMessages>
+    });
     let options = fti::Options {
         app_ovni: crate::app_ovni::detect().map(|a| Box::new(a) as Box<dyn fti::AppOvni>),
         reporter: std::sync::Arc::new(message::Console::default()),
+        fti_messages,
         ..Default::default()
     };
     let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)
@@ -203,8 +209,7 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     if heads {
         let application = fti.role() == fti::Role::Application;
         if !comms.keep_application_ranks(application)? {
-            let tag = ini.int("advanced", "mpi_tag").unwrap_or(2612);
-            serve_and_exit(fti, &comm::FtiEndOfWork::new(global, tag));
+            serve_and_exit(fti);
         }
         message::configure(verbosity, comms.rank);
     }
@@ -241,10 +246,10 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
 }
 
 /// What `FTI_Init` does on a head, as FTI 1.1's: serves its node until the application
-/// finalizes (or sends FTI's end-of-work message, `end`), then `MPI_Finalize` and `exit(0)`;
+/// finalizes (or sends FTI's end-of-work message), then `MPI_Finalize` and `exit(0)`;
 /// never returns to the application's code.
-fn serve_and_exit(fti: Fti, end: &dyn fti::EndOfWork) -> ! {
-    let code = match fti.serve_as_head_with(Some(end)) {
+fn serve_and_exit(fti: Fti) -> ! {
+    let code = match fti.serve_as_head() {
         Ok(()) => 0,
         Err(e) => {
             message::error(&format!("FTI head: {e}"));

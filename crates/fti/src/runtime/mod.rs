@@ -39,7 +39,7 @@ use recovery::VerifiedFile;
 use snapshot::SnapshotTimer;
 
 pub use exec::{format_utc, new_exec_id};
-pub use heads::{EndOfWork, Role};
+pub use heads::{FtiMessages, Role};
 
 /// How [`Fti::init_with_options`] starts the runtime.
 pub struct Options {
@@ -51,6 +51,9 @@ pub struct Options {
     pub app_ovni: Option<Box<dyn crate::trace::AppOvni>>,
     /// Where the runtime's files go (default: the real file system, [`Disk`]).
     pub storage: Arc<dyn Storage>,
+    /// With dedicated heads: FTI 1.1's own messages between application ranks and heads,
+    /// which a front end on MPI can carry (default: none).
+    pub fti_messages: Option<std::rc::Rc<dyn FtiMessages>>,
 }
 
 impl Default for Options {
@@ -59,6 +62,7 @@ impl Default for Options {
             reporter: std::sync::Arc::new(FtiPrint),
             app_ovni: None,
             storage: Arc::new(Disk),
+            fti_messages: None,
         }
     }
 }
