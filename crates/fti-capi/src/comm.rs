@@ -217,7 +217,13 @@ impl fti::FtiMessages for FtiWire {
         let mut flag = 0;
         // SAFETY: `global` is the live communicator FTI_Init was given; the status is ignored.
         unsafe {
-            ffi::MPI_Iprobe(source, self.tag, self.global, &mut flag, ffi::RSMPI_STATUS_IGNORE);
+            ffi::MPI_Iprobe(
+                source,
+                self.tag,
+                self.global,
+                &mut flag,
+                ffi::RSMPI_STATUS_IGNORE,
+            );
         }
         flag != 0 && self.receive(source) == FTI_ENDW
     }

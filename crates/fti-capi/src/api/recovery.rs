@@ -8,8 +8,8 @@ use fti::{Level, Status, Var};
 
 use super::{refused, runtime, Fail, Icp, Outcome, Session};
 use crate::comm;
-use crate::message;
 use crate::data::{with_var, with_vars};
+use crate::message;
 use crate::snapshot::Tick;
 use crate::{Failure, FTI_SCES};
 

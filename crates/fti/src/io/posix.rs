@@ -339,7 +339,12 @@ pub fn check_file(
 
 /// A file whose MD5 is not the one its meta data records, said as FTI 1.1 begins it
 /// ("Checksum do not match."), which logs and FTI's test suite look for.
-pub(crate) fn checksum_mismatch(path: &Path, got: &str, (key, checksum): (&str, &str), meta: &Path) -> Error {
+pub(crate) fn checksum_mismatch(
+    path: &Path,
+    got: &str,
+    (key, checksum): (&str, &str),
+    meta: &Path,
+) -> Error {
     Error::PosixFile {
         path: path.to_path_buf(),
         what: format!(

@@ -436,7 +436,11 @@ impl Fti {
         ));
         // FTI's post-checkpoint mark of the node's first application rank (FTI's nodeFlag):
         // one rank per node and level, which FTI's test suite checks.
-        if let Some(place) = self.topology.place(self.cfg.rank).filter(|p| p.position == 0) {
+        if let Some(place) = self
+            .topology
+            .place(self.cfg.rank)
+            .filter(|p| p.position == 0)
+        {
             self.messages.debug(&format!(
                 "Has nodeFlag = 1 and nodeID = {}. CkptLvel = {}.",
                 place.node,

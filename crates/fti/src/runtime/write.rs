@@ -109,7 +109,8 @@ impl Fti {
         let data = by_position(&layout, vars);
         let opts = self.write_options();
         let write_level = self.write_level(level);
-        self.messages.debug(io_mode_line(&self.dirs.io, write_level));
+        self.messages
+            .debug(io_mode_line(&self.dirs.io, write_level));
         if self.dirs.io.shared(write_level) {
             return self.write_shared(id, layout, &data);
         }

@@ -77,8 +77,14 @@ mod tests {
     #[test]
     fn adjacent_nodes_lost_name_the_pairs_lost() {
         let topology = Topology::new(&[0, 1, 2, 3], 1, 4).unwrap();
-        let lost = Holds { own: false, copy: false };
-        let kept = Holds { own: true, copy: true };
+        let lost = Holds {
+            own: false,
+            copy: false,
+        };
+        let kept = Holds {
+            own: true,
+            copy: true,
+        };
         let holds = [lost, lost, kept, kept];
         let said: Vec<Vec<String>> = (0..4)
             .map(|rank| {

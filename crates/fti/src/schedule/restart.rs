@@ -319,7 +319,10 @@ impl Search<'_> {
 
     fn skip(&mut self, why: Skipped) {
         self.messages.warn(&why.to_string());
-        if matches!(why, Skipped::Unverified(_) | Skipped::RedundancyUnverified(_)) {
+        if matches!(
+            why,
+            Skipped::Unverified(_) | Skipped::RedundancyUnverified(_)
+        ) {
             fti_says::unverified(self.messages, &self.team.dirs.io);
         }
         self.skipped.push(why);

@@ -58,7 +58,12 @@ pub struct Layout {
 /// The files the tool hits at `level`: (node, rank, kind).
 pub fn targets(layout: &Layout, spread: Spread, kind: Kind) -> Vec<(u32, u32, Kind)> {
     let rank_of = |node: u32| node * layout.node_size + layout.head;
-    let both = |node: u32| [(node, rank_of(node), Kind::Ckpt), (node, rank_of(node), Kind::Partner)];
+    let both = |node: u32| {
+        [
+            (node, rank_of(node), Kind::Ckpt),
+            (node, rank_of(node), Kind::Partner),
+        ]
+    };
     match spread {
         Spread::One => vec![(0, rank_of(0), kind)],
         Spread::NonAdjacent => [both(0), both(layout.group_size - 2)].concat(),
@@ -72,7 +77,14 @@ pub fn targets(layout: &Layout, spread: Spread, kind: Kind) -> Vec<(u32, u32, Ki
 
 /// The path of the file of `rank` and `kind` of the checkpoint in the node's `level`
 /// directory.
-fn target_path(dir: &Path, layout: &Layout, level: u8, node: u32, rank: u32, kind: Kind) -> PathBuf {
+fn target_path(
+    dir: &Path,
+    layout: &Layout,
+    level: u8,
+    node: u32,
+    rank: u32,
+    kind: Kind,
+) -> PathBuf {
     let exec_id = &layout.exec_id;
     let folder = if level == 4 {
         dir.join(format!("Global/{exec_id}/l4"))
@@ -80,11 +92,20 @@ fn target_path(dir: &Path, layout: &Layout, level: u8, node: u32, rank: u32, kin
         dir.join(format!("Local/node{node}/{exec_id}/l{level}"))
     };
     let id = std::fs::read_dir(&folder)
-        .unwrap_or_else(|e| panic!("corrupt: could not open directory {}: {e}", folder.display()))
+        .unwrap_or_else(|e| {
+            panic!(
+                "corrupt: could not open directory {}: {e}",
+                folder.display()
+            )
+        })
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix("Ckpt")?.split('-').next()?.parse::<u32>().ok()
+            name.strip_prefix("Ckpt")?
+                .split('-')
+                .next()?
+                .parse::<u32>()
+                .ok()
         })
         .max()
         .unwrap_or_else(|| panic!("corrupt: no checkpoint files in {}", folder.display()));
@@ -141,7 +162,11 @@ pub fn layout(config: &Path, procs: u32) -> Layout {
             .map(|(_, v)| v.trim().to_owned())
             .unwrap_or_default()
     };
-    let number = |k: &str| key(k).parse::<u32>().unwrap_or_else(|_| panic!("{k} in {}", config.display()));
+    let number = |k: &str| {
+        key(k)
+            .parse::<u32>()
+            .unwrap_or_else(|_| panic!("{k} in {}", config.display()))
+    };
     Layout {
         exec_id: key("exec_id"),
         node_size: number("node_size"),

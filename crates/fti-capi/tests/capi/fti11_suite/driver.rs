@@ -27,7 +27,13 @@ fn failed(what: &str, log: &Log, why: &str) -> String {
 }
 
 /// Runs `program args`, which must exit with status 0.
-fn must_succeed(what: &str, program: &str, args: &[&str], dir: &Path, scale: Scale) -> Result<(), String> {
+fn must_succeed(
+    what: &str,
+    program: &str,
+    args: &[&str],
+    dir: &Path,
+    scale: Scale,
+) -> Result<(), String> {
     let log = run(program, scale, args, dir);
     if !log.success {
         return Err(failed(what, &log, &format!("{program} {args:?} failed")));
@@ -46,7 +52,13 @@ pub fn corr(
     level: u8,
     (kind, damage, spread): (Kind, Damage, Spread),
 ) -> Result<(), String> {
-    let what = name("diffSizes", setup, io, level, &format!(" {kind:?} {damage:?} {spread:?}"));
+    let what = name(
+        "diffSizes",
+        setup,
+        io,
+        level,
+        &format!(" {kind:?} {damage:?} {spread:?}"),
+    );
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_config(dir.path(), setup, scale, io, 1);
     let (level_arg, sizes) = (level.to_string(), u8::from(io.check_sizes()).to_string());
@@ -56,7 +68,8 @@ pub fn corr(
     if !log.success {
         return Err(failed(&what, &log, "first run failed"));
     }
-    check_log(&log.text, io, &format!("L{level}INIT{sp}"), false).map_err(|e| failed(&what, &log, &e))?;
+    check_log(&log.text, io, &format!("L{level}INIT{sp}"), false)
+        .map_err(|e| failed(&what, &log, &e))?;
     let damaged = level != 4 || damage == Damage::Erase;
     if damaged {
         let layout = corrupt::layout(&cfg, scale.procs);
@@ -78,15 +91,29 @@ pub fn corr(
 /// `startTestLogVerify`: diffSizes (`flushed` false: its restart recovers from `level`) or
 /// addInArray (`flushed` true: FTI_Finalize flushed the last checkpoint to L4, and both logs
 /// say "FTI has been finalized."); both runs succeed with the INIT and Clean lines.
-pub fn log_verify(setup: Setup, scale: Scale, io: Io, level: u8, flushed: bool) -> Result<(), String> {
-    let program = if flushed { "fti11_add_in_array" } else { "fti11_diff_sizes" };
+pub fn log_verify(
+    setup: Setup,
+    scale: Scale,
+    io: Io,
+    level: u8,
+    flushed: bool,
+) -> Result<(), String> {
+    let program = if flushed {
+        "fti11_add_in_array"
+    } else {
+        "fti11_diff_sizes"
+    };
     let what = name(program, setup, io, level, " log verify");
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), setup, scale, io, 1);
     let sp = special(setup, io, level);
     let level_arg = level.to_string();
     let sizes = u8::from(io.check_sizes()).to_string();
-    let clean = if flushed || level == 4 { format!("L{level}Clean4{sp}") } else { format!("L{level}Clean{sp}") };
+    let clean = if flushed || level == 4 {
+        format!("L{level}Clean4{sp}")
+    } else {
+        format!("L{level}Clean{sp}")
+    };
     for (fail, pattern) in [("1", format!("L{level}INIT{sp}")), ("0", clean)] {
         let mut args = vec!["config.fti", level_arg.as_str(), fail];
         if !flushed {
@@ -94,11 +121,19 @@ pub fn log_verify(setup: Setup, scale: Scale, io: Io, level: u8, flushed: bool) 
         }
         let log = run(program, scale, &args, dir.path());
         if !log.success {
-            return Err(failed(&what, &log, &format!("run with fail = {fail} failed")));
+            return Err(failed(
+                &what,
+                &log,
+                &format!("run with fail = {fail} failed"),
+            ));
         }
         check_log(&log.text, io, &pattern, false).map_err(|e| failed(&what, &log, &e))?;
         if flushed && !log.text.contains("FTI has been finalized.") {
-            return Err(failed(&what, &log, "\"FTI has been finalized.\" is not in the log"));
+            return Err(failed(
+                &what,
+                &log,
+                "\"FTI has been finalized.\" is not in the log",
+            ));
         }
     }
     Ok(())
@@ -110,7 +145,13 @@ pub fn plain(program: &str, setup: Setup, scale: Scale, io: Io) -> Result<(), St
     let dir = tempfile::tempdir().unwrap();
     write_config(dir.path(), setup, scale, io, 1);
     for fail in ["1", "0"] {
-        must_succeed(&what, program, &["config.fti", "0", fail], dir.path(), scale)?;
+        must_succeed(
+            &what,
+            program,
+            &["config.fti", "0", fail],
+            dir.path(),
+            scale,
+        )?;
     }
     Ok(())
 }

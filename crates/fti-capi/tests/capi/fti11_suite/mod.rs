@@ -143,10 +143,7 @@ pub fn check_log(log: &str, io: Io, pattern: &str, error_allowed: bool) -> Resul
     let path = pattern_file(io, pattern);
     let patterns = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("pattern file {}: {e}", path.display()));
-    let missing: Vec<&str> = patterns
-        .lines()
-        .filter(|p| !log.contains(p))
-        .collect();
+    let missing: Vec<&str> = patterns.lines().filter(|p| !log.contains(p)).collect();
     let mut wrong = Vec::new();
     if !missing.is_empty() {
         wrong.push(format!("{pattern}: not in the log: {missing:?}"));

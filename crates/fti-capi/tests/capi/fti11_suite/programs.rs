@@ -33,7 +33,10 @@ pub fn corner_runs(case: u8, setup: Setup, scale: Scale, level: u8) -> Result<()
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let log = run("fti11_consistency", scale, &args, dir.path());
         text.push_str(&log.text);
-        let so_far = Log { success: log.success, text: text.clone() };
+        let so_far = Log {
+            success: log.success,
+            text: text.clone(),
+        };
         if !log.success {
             return Err(failed(&what, &so_far, &format!("run {step} failed")));
         }
@@ -42,10 +45,12 @@ pub fn corner_runs(case: u8, setup: Setup, scale: Scale, level: u8) -> Result<()
             return Err(failed(&what, &so_far, "Error in the log"));
         }
         if case == 1 && step == 0 && (level == 2 || level == 3) {
-            erase_all(dir.path(), scale, level, Kind::Partner).map_err(|e| failed(&what, &so_far, &e))?;
+            erase_all(dir.path(), scale, level, Kind::Partner)
+                .map_err(|e| failed(&what, &so_far, &e))?;
         }
         if case == 1 && step == 1 {
-            erase_all(dir.path(), scale, level, Kind::Ckpt).map_err(|e| failed(&what, &so_far, &e))?;
+            erase_all(dir.path(), scale, level, Kind::Ckpt)
+                .map_err(|e| failed(&what, &so_far, &e))?;
         }
     }
     Ok(())
@@ -86,7 +91,11 @@ fn hierarchy_run(dir: &Path, scale: Scale, args: &[&str], what: &str) -> Result<
     if log.success {
         Ok(log)
     } else {
-        Err(failed(what, &log, &format!("fti11_ckpt_hierarchy {args:?} failed")))
+        Err(failed(
+            what,
+            &log,
+            &format!("fti11_ckpt_hierarchy {args:?} failed"),
+        ))
     }
 }
 
@@ -97,7 +106,9 @@ fn local_files(dir: &Path, setup: Setup, scale: Scale, level: u8, id: u32) -> Ve
     app_ranks(setup, scale)
         .into_iter()
         .map(|(r, node)| {
-            let path = dir.join(format!("Local/node{node}/{exec_id}/l{level}/Ckpt{id}-Rank{r}.fti"));
+            let path = dir.join(format!(
+                "Local/node{node}/{exec_id}/l{level}/Ckpt{id}-Rank{r}.fti"
+            ));
             (r, path.is_file())
         })
         .collect()
@@ -115,29 +126,71 @@ pub fn hierarchy(setup: Setup, scale: Scale) -> Result<(), String> {
         dir
     };
     let dir = fresh();
-    let log = hierarchy_run(dir.path(), scale, &["4", "3", "2", "1", "1", "0"], &what("4.1.1.1"))?;
+    let log = hierarchy_run(
+        dir.path(),
+        scale,
+        &["4", "3", "2", "1", "1", "0"],
+        &what("4.1.1.1"),
+    )?;
     for level in 1..=3u8 {
         let id = 5 - u32::from(level);
-        let lost: Vec<u32> = local_files(dir.path(), setup, scale, level, id).into_iter().filter(|f| !f.1).map(|f| f.0).collect();
+        let lost: Vec<u32> = local_files(dir.path(), setup, scale, level, id)
+            .into_iter()
+            .filter(|f| !f.1)
+            .map(|f| f.0)
+            .collect();
         if !lost.is_empty() {
-            return Err(failed(&what("4.1.1.1"), &log, &format!("Ckpt{id} at L{level} missing for ranks {lost:?}")));
+            return Err(failed(
+                &what("4.1.1.1"),
+                &log,
+                &format!("Ckpt{id} at L{level} missing for ranks {lost:?}"),
+            ));
         }
     }
     let dir = fresh();
-    let log = hierarchy_run(dir.path(), scale, &["1", "2", "3", "4", "1", "0"], &what("4.1.1.2"))?;
+    let log = hierarchy_run(
+        dir.path(),
+        scale,
+        &["1", "2", "3", "4", "1", "0"],
+        &what("4.1.1.2"),
+    )?;
     for level in 1..=3u8 {
-        let kept: Vec<u32> = local_files(dir.path(), setup, scale, level, level.into()).into_iter().filter(|f| f.1).map(|f| f.0).collect();
+        let kept: Vec<u32> = local_files(dir.path(), setup, scale, level, level.into())
+            .into_iter()
+            .filter(|f| f.1)
+            .map(|f| f.0)
+            .collect();
         if !kept.is_empty() {
-            return Err(failed(&what("4.1.1.2"), &log, &format!("Ckpt{level} still at L{level} for ranks {kept:?}")));
+            return Err(failed(
+                &what("4.1.1.2"),
+                &log,
+                &format!("Ckpt{level} still at L{level} for ranks {kept:?}"),
+            ));
         }
     }
     for level in 1..=3u8 {
         let dir = fresh();
         let l = level.to_string();
-        let log = hierarchy_run(dir.path(), scale, &[&l, &l, &l, &l, "0", "0"], &what("4.1.2"))?;
-        let kept: Vec<(u32, u32)> = (1..=4).flat_map(|id| local_files(dir.path(), setup, scale, level, id).into_iter().filter(|f| f.1).map(move |f| (id, f.0))).collect();
+        let log = hierarchy_run(
+            dir.path(),
+            scale,
+            &[&l, &l, &l, &l, "0", "0"],
+            &what("4.1.2"),
+        )?;
+        let kept: Vec<(u32, u32)> = (1..=4)
+            .flat_map(|id| {
+                local_files(dir.path(), setup, scale, level, id)
+                    .into_iter()
+                    .filter(|f| f.1)
+                    .map(move |f| (id, f.0))
+            })
+            .collect();
         if !kept.is_empty() {
-            return Err(failed(&what("4.1.2"), &log, &format!("L{level} files (id, rank) {kept:?} kept after FTI_Finalize")));
+            return Err(failed(
+                &what("4.1.2"),
+                &log,
+                &format!("L{level} files (id, rank) {kept:?} kept after FTI_Finalize"),
+            ));
         }
     }
     for level in 1..=3u8 {
@@ -156,7 +209,8 @@ fn lowest_recoverable(setup: Setup, scale: Scale, lost: u8, what: &str) -> Resul
     for level in 1..=lost {
         erase_all(dir.path(), scale, level, Kind::Ckpt).map_err(|e| format!("{what}: {e}"))?;
         if level > 1 {
-            erase_all(dir.path(), scale, level, Kind::Partner).map_err(|e| format!("{what}: {e}"))?;
+            erase_all(dir.path(), scale, level, Kind::Partner)
+                .map_err(|e| format!("{what}: {e}"))?;
         }
     }
     let log = hierarchy_run(dir.path(), scale, &["1", "1", "1", "1", "0", "1"], what)?;
@@ -164,7 +218,11 @@ fn lowest_recoverable(setup: Setup, scale: Scale, lost: u8, what: &str) -> Resul
     if log.text.contains(&want) {
         Ok(())
     } else {
-        Err(failed(what, &log, &format!("\"{want}\" is not in the log (L1-L{lost} erased)")))
+        Err(failed(
+            what,
+            &log,
+            &format!("\"{want}\" is not in the log (L1-L{lost} erased)"),
+        ))
     }
 }
 
@@ -202,13 +260,20 @@ fn check_sync_log(text: &str) -> Result<(), String> {
     made.sort_unstable();
     made.dedup();
     if lines.is_empty() || made.is_empty() {
-        return Err(format!("{} resync lines, {} checkpoints: both expected", lines.len(), made.len()));
+        return Err(format!(
+            "{} resync lines, {} checkpoints: both expected",
+            lines.len(),
+            made.len()
+        ));
     }
     for (k, &i) in made.iter().enumerate() {
         let announced = lines.iter().any(|l| l.2 == i + 1);
         let by_interval = k > 0 && lines.iter().any(|l| l.1 == i - made[k - 1]);
         if !announced && !by_interval {
-            return Err(format!("Checkpoint made at i={} not in next ckpt. values.", i + 1));
+            return Err(format!(
+                "Checkpoint made at i={} not in next ckpt. values.",
+                i + 1
+            ));
         }
     }
     for &(call, _, _, sync) in &lines {
@@ -225,13 +290,19 @@ pub fn all(setup: Setup, scale: Scale) -> Vec<(String, Result<(), String>)> {
     let mut outcomes = Vec::new();
     for case in [1, 2] {
         for level in 1..=4 {
-            outcomes.push((format!("corners case {case} L{level}"), corner_runs(case, setup, scale, level)));
+            outcomes.push((
+                format!("corners case {case} L{level}"),
+                corner_runs(case, setup, scale, level),
+            ));
         }
     }
     if setup == Setup::H0I1 {
         for case in [3, 4] {
             for level in 1..=4 {
-                outcomes.push((format!("corners case {case} L{level}"), corner_once(case, scale, level)));
+                outcomes.push((
+                    format!("corners case {case} L{level}"),
+                    corner_once(case, scale, level),
+                ));
             }
         }
     }
