@@ -15,7 +15,7 @@ fn name(test: &str, setup: Setup, io: Io, level: u8, rest: &str) -> String {
 /// The suffix of MPI-IO's L4 patterns with heads post-processing (tests.sh's
 /// `specialcase`): the application ranks write POSIX files there, the heads the shared file.
 fn special(setup: Setup, io: Io, level: u8) -> &'static str {
-    if setup == Setup::H1I0 && io == Io::MpiIo && level == 4 {
+    if setup == Setup::H1I0 && io == Io::Mpi && level == 4 {
         "_H1I0"
     } else {
         ""

@@ -100,7 +100,7 @@ fn ci_slice(setup: Setup) -> Vec<(Io, Case)> {
             Case::Corr(1, Kind::Ckpt, Damage::Corrupt, Spread::One),
         ),
         (
-            Io::MpiIo,
+            Io::Mpi,
             Case::Corr(mpiio_level, Kind::Ckpt, Damage::Erase, Spread::One),
         ),
         (
@@ -157,13 +157,13 @@ macro_rules! full_matrix_tests {
 
 full_matrix_tests! {
     fti11_suite_full_h0i1_posix: H0I1, Posix;
-    fti11_suite_full_h0i1_mpiio: H0I1, MpiIo;
+    fti11_suite_full_h0i1_mpiio: H0I1, Mpi;
     fti11_suite_full_h0i1_ftiff: H0I1, Ftiff;
     fti11_suite_full_h1i1_posix: H1I1, Posix;
-    fti11_suite_full_h1i1_mpiio: H1I1, MpiIo;
+    fti11_suite_full_h1i1_mpiio: H1I1, Mpi;
     fti11_suite_full_h1i1_ftiff: H1I1, Ftiff;
     fti11_suite_full_h1i0_posix: H1I0, Posix;
-    fti11_suite_full_h1i0_mpiio: H1I0, MpiIo;
+    fti11_suite_full_h1i0_mpiio: H1I0, Mpi;
     fti11_suite_full_h1i0_ftiff: H1I0, Ftiff;
 }
 

@@ -60,8 +60,11 @@ pub const CI_SCALE: Scale = Scale {
 /// FTI's checkpoint I/O modes (`ckpt_io`) the suite runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Io {
+    /// POSIX (`ckpt_io = 1`).
     Posix = 1,
-    MpiIo = 2,
+    /// MPI-IO (`ckpt_io = 2`).
+    Mpi = 2,
+    /// FTI-FF (`ckpt_io = 3`).
     Ftiff = 3,
 }
 
@@ -70,7 +73,7 @@ impl Io {
     fn folder(self) -> &'static str {
         match self {
             Io::Posix => "posix_io",
-            Io::MpiIo => "mpi_io",
+            Io::Mpi => "mpi_io",
             Io::Ftiff => "ftiff_io",
         }
     }
