@@ -99,7 +99,7 @@ fn hierarchy_run(dir: &Path, scale: Scale, args: &[&str], what: &str) -> Result<
     }
 }
 
-/// Whether each application rank's file `Ckpt<id>-Rank<r>.fti` is at `level` (`id_of`).
+/// Whether each application rank's file `Ckpt<id>-Rank<r>.fti` is at `level`.
 fn local_files(dir: &Path, setup: Setup, scale: Scale, level: u8, id: u32) -> Vec<(u32, bool)> {
     let cfg = dir.join("config.fti");
     let exec_id = corrupt::layout(&cfg, scale.procs).exec_id;
@@ -120,63 +120,17 @@ fn local_files(dir: &Path, setup: Setup, scale: Scale, level: u8, id: u32) -> Ve
 /// lowest level that can be recovered).
 pub fn hierarchy(setup: Setup, scale: Scale) -> Result<(), String> {
     let what = |case: &str| format!("ckptHierarchy {case} config{setup:?}Silent");
-    let fresh = || {
+    // 4.1.1.1: Ckpt<5 - K> stays at L1-L3; 4.1.1.2: Ckpt<K> is gone from L1-L3.
+    let higher_first = ["4", "3", "2", "1", "1", "0"];
+    files_at_levels(setup, scale, &higher_first, &what("4.1.1.1"), true)?;
+    let lower_first = ["1", "2", "3", "4", "1", "0"];
+    files_at_levels(setup, scale, &lower_first, &what("4.1.1.2"), false)?;
+    for level in 1..=3u8 {
         let dir = tempfile::tempdir().unwrap();
         write_config(dir.path(), setup, scale, Io::Posix, SILENT);
-        dir
-    };
-    let dir = fresh();
-    let log = hierarchy_run(
-        dir.path(),
-        scale,
-        &["4", "3", "2", "1", "1", "0"],
-        &what("4.1.1.1"),
-    )?;
-    for level in 1..=3u8 {
-        let id = 5 - u32::from(level);
-        let lost: Vec<u32> = local_files(dir.path(), setup, scale, level, id)
-            .into_iter()
-            .filter(|f| !f.1)
-            .map(|f| f.0)
-            .collect();
-        if !lost.is_empty() {
-            return Err(failed(
-                &what("4.1.1.1"),
-                &log,
-                &format!("Ckpt{id} at L{level} missing for ranks {lost:?}"),
-            ));
-        }
-    }
-    let dir = fresh();
-    let log = hierarchy_run(
-        dir.path(),
-        scale,
-        &["1", "2", "3", "4", "1", "0"],
-        &what("4.1.1.2"),
-    )?;
-    for level in 1..=3u8 {
-        let kept: Vec<u32> = local_files(dir.path(), setup, scale, level, level.into())
-            .into_iter()
-            .filter(|f| f.1)
-            .map(|f| f.0)
-            .collect();
-        if !kept.is_empty() {
-            return Err(failed(
-                &what("4.1.1.2"),
-                &log,
-                &format!("Ckpt{level} still at L{level} for ranks {kept:?}"),
-            ));
-        }
-    }
-    for level in 1..=3u8 {
-        let dir = fresh();
         let l = level.to_string();
-        let log = hierarchy_run(
-            dir.path(),
-            scale,
-            &[&l, &l, &l, &l, "0", "0"],
-            &what("4.1.2"),
-        )?;
+        let args = [l.as_str(), &l, &l, &l, "0", "0"];
+        let log = hierarchy_run(dir.path(), scale, &args, &what("4.1.2"))?;
         let kept: Vec<(u32, u32)> = (1..=4)
             .flat_map(|id| {
                 local_files(dir.path(), setup, scale, level, id)
@@ -195,6 +149,38 @@ pub fn hierarchy(setup: Setup, scale: Scale) -> Result<(), String> {
     }
     for level in 1..=3u8 {
         lowest_recoverable(setup, scale, level, &what("4.2"))?;
+    }
+    Ok(())
+}
+
+/// ckptHierarchy 4.1.1.1 (`kept`: checkpoints at L4, L3, L2, L1, each of L1-L3 holds its own,
+/// id 5 - K) and 4.1.1.2 (checkpoints at L1, L2, L3, L4: none of L1-L3 holds its own, id K).
+fn files_at_levels(
+    setup: Setup,
+    scale: Scale,
+    args: &[&str],
+    what: &str,
+    kept: bool,
+) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), setup, scale, Io::Posix, SILENT);
+    let log = hierarchy_run(dir.path(), scale, args, what)?;
+    for level in 1..=3u8 {
+        let id = if kept {
+            5 - u32::from(level)
+        } else {
+            level.into()
+        };
+        let wrong: Vec<u32> = local_files(dir.path(), setup, scale, level, id)
+            .into_iter()
+            .filter(|f| f.1 != kept)
+            .map(|f| f.0)
+            .collect();
+        if !wrong.is_empty() {
+            let how = if kept { "missing" } else { "still there" };
+            let why = format!("Ckpt{id} at L{level} {how} for ranks {wrong:?}");
+            return Err(failed(what, &log, &why));
+        }
     }
     Ok(())
 }
