@@ -111,26 +111,37 @@ fn ci_slice(setup: Setup) -> Vec<(Io, Case)> {
     ]
 }
 
-#[test]
-fn fti11_suite_slice_config_h0i1() {
-    run_all(Setup::H0I1, CI_SCALE, &ci_slice(Setup::H0I1));
-    // corners.sh's cases 3 (two problems in one execution) and 4 (FTI_Init twice), at L1.
-    assert_all_ok([3, 4].map(|case| {
-        (
-            format!("corners case {case} L1"),
-            programs::corner_once(case, CI_SCALE, 1),
-        )
-    }));
+/// The cases of CI's slice of `setup`, run in turn, with their names.
+fn slice_outcomes(setup: Setup) -> Vec<(String, Result<(), String>)> {
+    ci_slice(setup)
+        .into_iter()
+        .map(|(io, case)| {
+            let started = std::time::Instant::now();
+            let outcome = run_case(setup, CI_SCALE, io, case);
+            let secs = started.elapsed().as_secs_f64();
+            let name = format!(
+                "config{setup:?} ckpt_io={} {case:?} ({secs:.1} s)",
+                io as u8
+            );
+            (name, outcome)
+        })
+        .collect()
 }
 
+/// CI's slices of the three configs, one after the other (8 processes at a time: the
+/// machine's other tests run meanwhile), and corners.sh's cases 3 (two problems in one
+/// execution) and 4 (FTI_Init twice) at L1.
 #[test]
-fn fti11_suite_slice_config_h1i1() {
-    run_all(Setup::H1I1, CI_SCALE, &ci_slice(Setup::H1I1));
-}
-
-#[test]
-fn fti11_suite_slice_config_h1i0() {
-    run_all(Setup::H1I0, CI_SCALE, &ci_slice(Setup::H1I0));
+fn fti11_suite_slices_of_the_three_configs() {
+    let mut outcomes = Vec::new();
+    for setup in [Setup::H0I1, Setup::H1I1, Setup::H1I0] {
+        outcomes.extend(slice_outcomes(setup));
+    }
+    for case in [3, 4] {
+        let outcome = programs::corner_once(case, CI_SCALE, 1);
+        outcomes.push((format!("corners case {case} L1"), outcome));
+    }
+    assert_all_ok(outcomes);
 }
 
 /// tests.sh's whole matrix for `setup` and `io` at FTI's scale.
