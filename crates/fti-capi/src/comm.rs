@@ -152,3 +152,96 @@ impl Comms {
 pub(crate) fn now() -> f64 {
     mpi::time()
 }
+
+/// `FTI_ENDW` of fti.h.
+const FTI_ENDW: i32 = 995;
+
+/// FTI 1.1's own messages between application ranks and their head (one int each, with the
+/// config's `mpi_tag`, on the communicator given to `FTI_Init`): FTI's test programs send
+/// `FTI_ENDW` to their head to end a run without `FTI_Finalize` and take the outcome of the
+/// head's last post-processing themselves. Ints are sent eagerly by every MPI, so a send never
+/// waits for its receive.
+pub(crate) struct FtiWire {
+    global: MPI_Comm,
+    tag: i32,
+}
+
+impl FtiWire {
+    pub(crate) fn new(global: MPI_Comm, tag: i64) -> FtiWire {
+        FtiWire {
+            global,
+            tag: i32::try_from(tag).unwrap_or(2612),
+        }
+    }
+
+    fn send(&self, to: u32, value: i32) {
+        let Ok(dest) = i32::try_from(to) else {
+            return;
+        };
+        // SAFETY: one int from `value` on the live communicator FTI_Init was given.
+        unsafe {
+            ffi::MPI_Send(
+                (&value as *const i32).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                dest,
+                self.tag,
+                self.global,
+            );
+        }
+    }
+
+    fn receive(&self, from: i32) -> i32 {
+        let mut value: i32 = 0;
+        // SAFETY: one int into `value` on the live communicator FTI_Init was given.
+        unsafe {
+            ffi::MPI_Recv(
+                (&mut value as *mut i32).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                from,
+                self.tag,
+                self.global,
+                ffi::RSMPI_STATUS_IGNORE,
+            );
+        }
+        value
+    }
+}
+
+impl fti::FtiMessages for FtiWire {
+    fn ended(&self, app: u32) -> bool {
+        let Ok(source) = i32::try_from(app) else {
+            return false;
+        };
+        let mut flag = 0;
+        // SAFETY: `global` is the live communicator FTI_Init was given; the status is ignored.
+        unsafe {
+            ffi::MPI_Iprobe(
+                source,
+                self.tag,
+                self.global,
+                &mut flag,
+                ffi::RSMPI_STATUS_IGNORE,
+            );
+        }
+        flag != 0 && self.receive(source) == FTI_ENDW
+    }
+
+    fn close(&self) {
+        // SAFETY: a barrier on the live communicator FTI_Init was given.
+        unsafe {
+            ffi::MPI_Barrier(self.global);
+        }
+    }
+
+    fn post_processed(&self, app: u32, ok: bool) {
+        self.send(app, if ok { crate::FTI_SCES } else { crate::FTI_NSCS });
+    }
+
+    fn take_post_processed(&self, head: u32) {
+        if let Ok(source) = i32::try_from(head) {
+            self.receive(source);
+        }
+    }
+}

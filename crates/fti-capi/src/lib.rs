@@ -82,6 +82,10 @@ impl Failure {
             Failure::NotInitialized | Failure::Refused(_) | Failure::Dataset { .. } => {
                 message::warn(&self.to_string())
             }
+            // A size mismatch is FTI's warning: the application resizes and recovers again.
+            Failure::Runtime { err, .. } if matches!(**err, fti::Error::SizeMismatch { .. }) => {
+                message::warn(&err.to_string())
+            }
             Failure::Runtime { .. } | Failure::Mpi(_) => message::error(&self.to_string()),
         }
     }

@@ -36,6 +36,8 @@ pub(crate) struct Clock {
     /// Time spent in iterations, checkpoints excluded, and the start of the current one.
     total: f64,
     started: f64,
+    /// FTI's line about the last resynchronisation, until the caller takes it.
+    pub(crate) resync: Option<String>,
     /// Mean iteration time over all ranks at the last measurement.
     global_mean: f64,
 }
@@ -80,6 +82,7 @@ impl Clock {
             total: 0.0,
             started: now,
             global_mean: 0.0,
+            resync: None,
         }
     }
 
@@ -127,6 +130,16 @@ impl Clock {
                 .clamp(1.0, f64::from(i32::MAX)) as i64
         };
         let mut candidate = self.last + self.per_unit;
+        let next = candidate + i64::from(self.last == 0);
+        // FTI's debug line of a resynchronisation, which its test suite (syncIntvTest.sh)
+        // reads: the call count, the interval, the next look and the sync interval used.
+        self.resync = Some(format!(
+            "Current iter : {} ckpt intv. : {} . Next ckpt. at iter. {} . Sync. intv. : {}",
+            self.calls,
+            self.per_unit,
+            next.max(self.calls + 1),
+            self.sync_iter
+        ));
         if self.last == 0 {
             candidate += 1;
         }
@@ -218,6 +231,27 @@ mod tests {
         let taken = run([Some(60), None, None, None], 120.0, 5);
         assert_eq!(taken.first().map(|t| t.1), Some(Level::L1));
         assert!(taken.len() >= 3, "{taken:?}");
+    }
+
+    #[test]
+    fn resynchronisations_say_fti_s_line() {
+        // One second per iteration: the first measurement (call 1) sets 60 calls per minute
+        // and the first look at call 61; the sync interval doubles from 1.
+        let intervals = [Some(Duration::from_secs(60)), None, None, None];
+        let mut clock = Clock::new(&intervals, 512, 0.0);
+        let mut lines = Vec::new();
+        for call in 0..5 {
+            clock.tick(f64::from(call), &mut |x| x);
+            lines.extend(clock.resync.take());
+        }
+        assert_eq!(
+            lines,
+            [
+                "Current iter : 1 ckpt intv. : 60 . Next ckpt. at iter. 61 . Sync. intv. : 1",
+                "Current iter : 2 ckpt intv. : 60 . Next ckpt. at iter. 61 . Sync. intv. : 2",
+                "Current iter : 4 ckpt intv. : 60 . Next ckpt. at iter. 61 . Sync. intv. : 4",
+            ]
+        );
     }
 
     #[test]

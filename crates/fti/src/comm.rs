@@ -32,6 +32,13 @@ pub trait Comm {
     /// Sends `bytes` to rank `to` while receiving the message rank `from` sends to this rank
     /// (MPI_Sendrecv). `to` or `from` may be this rank.
     fn exchange(&self, to: u32, bytes: &[u8], from: u32) -> Vec<u8>;
+    /// Whether a message from rank `from` is waiting to be received (so that an
+    /// [`Comm::exchange`] with it would not wait for its send). The default says yes: the
+    /// caller then waits in the exchange.
+    fn has_message(&self, from: u32) -> bool {
+        let _ = from;
+        true
+    }
     /// Rank 0's `bytes`, on every rank (a binomial tree of exchanges).
     fn broadcast(&self, bytes: &[u8]) -> Vec<u8> {
         tree_broadcast(self, bytes)

@@ -36,6 +36,17 @@ pub enum Error {
         /// What does not match.
         what: String,
     },
+    /// A protected variable's size is not the size its checkpoint holds: the application
+    /// resizes it (to `FTI_GetStoredSize`) and recovers again. Said as FTI 1.1 says it.
+    #[error("Cannot recover {stored} bytes to protected variable (ID {id}) size: {size}")]
+    SizeMismatch {
+        /// Variable id.
+        id: i32,
+        /// The bytes the checkpoint holds.
+        stored: u64,
+        /// The variable's size.
+        size: u64,
+    },
     /// Recovery was asked for but no checkpoint could be used; each candidate says why.
     #[error("no usable checkpoint for rank {rank}{}", tried.iter().map(|t| format!("\n  {t}")).collect::<String>())]
     NothingToRecover {

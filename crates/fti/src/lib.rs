@@ -52,6 +52,8 @@ pub use comm::{Comm, SelfComm, Threads, Traffic};
 pub use config::{check_exec_id, record_restart, restart_text, Config, IniFile, IoMode, Level};
 pub use error::{Candidate, Error, Misuse, Result, Skipped, Step};
 pub use level::l3;
-pub use runtime::{format_utc, new_exec_id, CheckpointInfo, Fti, Options, Role, Snapshot, Status};
+pub use runtime::{
+    format_utc, new_exec_id, CheckpointInfo, Fti, FtiMessages, Options, Role, Snapshot, Status,
+};
 pub use trace::AppOvni;
 pub use var::Var;

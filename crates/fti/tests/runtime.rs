@@ -170,7 +170,7 @@ fn checkpoint_crash_recover_with_resizes() {
     let err = fti
         .recover(&mut [Var::new(0, &mut step2), Var::slice(1, &mut field2)])
         .unwrap_err();
-    assert!(matches!(err, Error::Variable { id: 1, .. }), "{err}");
+    assert!(matches!(err, Error::SizeMismatch { id: 1, .. }), "{err}");
     assert_eq!(step2, 0);
     // Wrong order.
     let err = fti

@@ -130,7 +130,7 @@ fn with_session(f: impl FnOnce(&mut Session) -> Outcome) -> Outcome {
 pub unsafe extern "C" fn FTI_Init(config_file: *mut c_char, global_comm: MPI_Comm) -> c_int {
     let mut guard = lock();
     if guard.take().is_some() {
-        message::warn("FTI_Init called again without FTI_Finalize: the previous session ends, its checkpoints stay");
+        message::info("FTI_Init called again without FTI_Finalize: the previous session ends, its checkpoints stay");
     }
     // SAFETY: the caller's contract.
     let path = (!config_file.is_null()).then(|| unsafe { CStr::from_ptr(config_file) });
@@ -192,9 +192,15 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
     let (heads, verbosity) = (cfg.head, cfg.verbosity);
     // An application tracing this thread with its own libovni gets the runtime's marks in
     // its stream (with `trace = 1` or `app`).
+    // With heads, FTI's own messages between application ranks and heads on `global`.
+    let tag = ini.int("advanced", "mpi_tag").unwrap_or(2612);
+    let fti_messages = heads.then(|| {
+        std::rc::Rc::new(comm::FtiWire::new(global, tag)) as std::rc::Rc<dyn fti::FtiMessages>
+    });
     let options = fti::Options {
         app_ovni: crate::app_ovni::detect().map(|a| Box::new(a) as Box<dyn fti::AppOvni>),
         reporter: std::sync::Arc::new(message::Console::default()),
+        fti_messages,
         ..Default::default()
     };
     let fti = Fti::init_with_options(cfg, Box::new(runtime_comm), options)
@@ -240,7 +246,8 @@ fn init(path: &Path, global: MPI_Comm) -> Result<(Session, c_int), Fail> {
 }
 
 /// What `FTI_Init` does on a head, as FTI 1.1's: serves its node until the application
-/// finalizes, then `MPI_Finalize` and `exit(0)`; never returns to the application's code.
+/// finalizes (or sends FTI's end-of-work message), then `MPI_Finalize` and `exit(0)`;
+/// never returns to the application's code.
 fn serve_and_exit(fti: Fti) -> ! {
     let code = match fti.serve_as_head() {
         Ok(()) => 0,

@@ -9,6 +9,7 @@ use fti::{Level, Status, Var};
 use super::{refused, runtime, Fail, Icp, Outcome, Session};
 use crate::comm;
 use crate::data::{with_var, with_vars};
+use crate::message;
 use crate::snapshot::Tick;
 use crate::{Failure, FTI_SCES};
 
@@ -161,6 +162,9 @@ impl Session {
         }
         let comms = &self.comms;
         let tick = self.clock.tick(comm::now(), &mut |x| comms.mean(x));
+        if let Some(line) = self.clock.resync.take() {
+            message::debug(&line);
+        }
         let Tick::Checked(due) = tick else {
             return Ok(FTI_SCES);
         };

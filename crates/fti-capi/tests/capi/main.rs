@@ -9,6 +9,7 @@ mod codes;
 mod crash;
 mod fti11;
 mod fti11_heads;
+mod fti11_suite;
 mod fti_tests;
 mod heads;
 mod heatdis;

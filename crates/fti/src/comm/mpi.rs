@@ -77,6 +77,13 @@ impl Comm for MpiComm {
             .collect()
     }
 
+    fn has_message(&self, from: u32) -> bool {
+        self.comm
+            .process_at_rank(from as i32)
+            .immediate_probe()
+            .is_some()
+    }
+
     fn exchange(&self, to: u32, bytes: &[u8], from: u32) -> Vec<u8> {
         let pad = [0u8; 1];
         let bytes = real_pointer(bytes, &pad);

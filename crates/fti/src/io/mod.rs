@@ -379,13 +379,7 @@ fn check_bytes(
     }
     let got = ftiff::hash::to_hex(&ftiff::hash::md5(bytes));
     if got != checksum {
-        return Err(Error::PosixFile {
-            path: path.to_path_buf(),
-            what: format!(
-                "MD5 {got} differs from {key} {checksum} in {}",
-                meta.display()
-            ),
-        });
+        return Err(posix::checksum_mismatch(path, &got, (key, checksum), meta));
     }
     Ok(())
 }

@@ -38,6 +38,22 @@ pub(crate) fn parse_name(path: &Path) -> Option<i32> {
         .filter(|id| *id >= 0)
 }
 
+/// The shared file this rank's L4 meta data names (by the checkpoint id of its Rank file),
+/// whether or not it is there: what a restart that finds no checkpoint file expected.
+pub(crate) fn recorded(dirs: &Dirs) -> Option<PathBuf> {
+    let super::Io::Posix(g) = &dirs.io else {
+        return None;
+    };
+    if !g.shared_l4 {
+        return None;
+    }
+    let meta = g.meta_path(&dirs.meta, Level::L4);
+    let text = posix::read(&*dirs.storage, &meta).ok()?;
+    let rank = posix::parse_rank(&meta, &text, g.rank).ok()?;
+    let id = FileName::parse(&rank.name)?.id;
+    Some(dirs.level_dir(Level::L4).join(name(id)))
+}
+
 /// The shared files in `l4/`, as this rank's L4 checkpoints (every rank holds its part of each).
 pub(crate) fn find(dirs: &Dirs) -> Vec<Found> {
     if !dirs.io.shared(Level::L4) {

@@ -334,15 +334,26 @@ pub fn check_file(
     }
     let got = md5_of(&*file, path, len)?;
     if got != checksum {
-        return Err(Error::PosixFile {
-            path: path.to_path_buf(),
-            what: format!(
-                "MD5 {got} differs from {key} {checksum} in {}",
-                meta_path.display()
-            ),
-        });
+        return Err(checksum_mismatch(path, &got, (key, checksum), meta_path));
     }
     Ok(())
+}
+
+/// A file whose MD5 is not the one its meta data records, said as FTI 1.1 begins it
+/// ("Checksum do not match."), which logs and FTI's test suite look for.
+pub(crate) fn checksum_mismatch(
+    path: &Path,
+    got: &str,
+    (key, checksum): (&str, &str),
+    meta: &Path,
+) -> Error {
+    Error::PosixFile {
+        path: path.to_path_buf(),
+        what: format!(
+            "Checksum do not match. The file is corrupted: MD5 {got} differs from {key} {checksum} in {}",
+            meta.display()
+        ),
+    }
 }
 
 /// A POSIX meta-data file (`l<K>/sector<s>-group<g>.fti`) that says `path` belongs to a POSIX

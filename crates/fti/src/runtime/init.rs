@@ -61,6 +61,7 @@ pub(super) fn configure(mut cfg: Config, comm: Box<dyn Comm>, options: Options) 
         reporter,
         app_ovni,
         storage,
+        fti_messages: _,
     } = options;
     if comm.size() > 1 {
         cfg.rank = comm.rank();

@@ -39,7 +39,7 @@ use recovery::VerifiedFile;
 use snapshot::SnapshotTimer;
 
 pub use exec::{format_utc, new_exec_id};
-pub use heads::Role;
+pub use heads::{FtiMessages, Role};
 
 /// How [`Fti::init_with_options`] starts the runtime.
 pub struct Options {
@@ -51,6 +51,9 @@ pub struct Options {
     pub app_ovni: Option<Box<dyn crate::trace::AppOvni>>,
     /// Where the runtime's files go (default: the real file system, [`Disk`]).
     pub storage: Arc<dyn Storage>,
+    /// With dedicated heads: FTI 1.1's own messages between application ranks and heads,
+    /// which a front end on MPI can carry (default: none).
+    pub fti_messages: Option<std::rc::Rc<dyn FtiMessages>>,
 }
 
 impl Default for Options {
@@ -59,6 +62,7 @@ impl Default for Options {
             reporter: std::sync::Arc::new(FtiPrint),
             app_ovni: None,
             storage: Arc::new(Disk),
+            fti_messages: None,
         }
     }
 }
@@ -430,6 +434,19 @@ impl Fti {
             data as f64 / (1024.0 * 1024.0),
             took.as_secs_f64(),
         ));
+        // FTI's post-checkpoint mark of the node's first application rank (FTI's nodeFlag):
+        // one rank per node and level, which FTI's test suite checks.
+        if let Some(place) = self
+            .topology
+            .place(self.cfg.rank)
+            .filter(|p| p.position == 0)
+        {
+            self.messages.debug(&format!(
+                "Has nodeFlag = 1 and nodeID = {}. CkptLvel = {}.",
+                place.node,
+                info.level.number()
+            ));
+        }
     }
 
     /// Refuses levels this run cannot do: L2 and L3 need a group of at least two ranks.

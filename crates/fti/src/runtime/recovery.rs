@@ -219,9 +219,10 @@ pub(super) fn check_matches(stored: &ftiff::VarInfo, var: &Var<'_>) -> Result<()
         });
     }
     if stored.size != var.size() {
-        return Err(Error::Variable {
+        return Err(Error::SizeMismatch {
             id: var.id,
-            what: format!("the checkpoint holds {} bytes, the variable has {} (resize it to stored_size first)", stored.size, var.size()),
+            stored: stored.size,
+            size: var.size(),
         });
     }
     Ok(())

@@ -111,6 +111,8 @@ impl Fti {
         let data = by_position(&layout, vars);
         let opts = self.write_options();
         let write_level = self.write_level(level);
+        self.messages
+            .debug(io_mode_line(&self.dirs.io, write_level));
         if self.dirs.io.shared(write_level) {
             return self.write_shared(id, layout, &data);
         }
@@ -277,6 +279,16 @@ impl Fti {
 }
 
 /// The id and size of each variable.
+/// FTI 1.1's line for the format a checkpoint file is written in (POSIX files at L1-L3 in
+/// MPI-IO mode, and at L4 when the head flushes them).
+fn io_mode_line(io: &Io, write_level: Level) -> &'static str {
+    match io {
+        Io::Ftiff => "I/O mode: FTI File Format.",
+        io if io.shared(write_level) => "I/O mode: MPI-IO.",
+        Io::Posix(_) => "I/O mode: Posix.",
+    }
+}
+
 pub(super) fn var_sizes(vars: &[Var<'_>]) -> Vec<VarSize> {
     vars.iter()
         .map(|v| VarSize {

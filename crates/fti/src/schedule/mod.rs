@@ -4,6 +4,7 @@
 //! decided by a pure function of the gathered data ([`crate::restart_plan`]), identically on
 //! every rank.
 
+mod fti_says;
 pub(crate) mod restart;
 
 use crate::comm::Comm;

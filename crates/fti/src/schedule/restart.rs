@@ -23,7 +23,7 @@ use crate::report::Messages;
 use crate::restart_plan::{self, Holds, Plan};
 use crate::runtime::{open_verified, Restart};
 
-use super::Team;
+use super::{fti_says, Team};
 
 /// The checkpoint the ranks agreed to restart from.
 pub(crate) struct Chosen {
@@ -113,8 +113,14 @@ impl Search<'_> {
             .map(|f| (f.id, f.level))
             .filter(|(id, _)| wanted.is_none_or(|w| w == *id))
             .collect();
-        for (id, level) in collective::candidates(self.team.comm, &mine) {
+        let candidates = collective::candidates(self.team.comm, &mine);
+        for &(id, level) in &candidates {
             let mut local = self.verify_own(&holdings, id, level);
+            if local.own.is_none() {
+                let dirs = self.team.dirs;
+                let path = dirs.level_dir(level).join(dirs.file_name(id));
+                fti_says::missing_file(self.messages, &dirs.io, &path);
+            }
             // Every redundancy file is verified, so that a lost or corrupt one is repaired.
             let started = std::time::Instant::now();
             self.verify_copy(&mut local, id, level);
@@ -144,6 +150,14 @@ impl Search<'_> {
                 }),
             }
         }
+        if candidates.is_empty() {
+            let recorded = crate::io::mpiio::recorded(self.team.dirs);
+            let lost = recorded.filter(|p| self.team.dirs.storage.stat(p).is_err());
+            if let Some(path) = lost {
+                fti_says::unable_to_access(self.messages, &path);
+            }
+        }
+        fti_says::nothing_recovered(self.messages);
         None
     }
 
@@ -208,8 +222,24 @@ impl Search<'_> {
                     }
                 }
             }
+            None if self.keeps_copy(level) => {
+                let dirs = self.team.dirs;
+                let name = if level == Level::L2 {
+                    dirs.copy_name(id)
+                } else {
+                    dirs.rsed_name(id)
+                };
+                fti_says::missing_file(self.messages, &dirs.io, &dirs.level_dir(level).join(name));
+                false
+            }
             found => found.is_some(),
         };
+    }
+
+    /// Whether each rank keeps a redundancy file at `level` (L2 and L3, in groups of several).
+    fn keeps_copy(&self, level: Level) -> bool {
+        let group = self.team.place().map_or(1, |p| p.group.len());
+        matches!(level, Level::L2 | Level::L3) && group > 1
     }
 
     /// Step 5 (collective when the plan rebuilds): this rank's verified file of the
@@ -240,8 +270,7 @@ impl Search<'_> {
     /// ([`restart_plan::plan`]). `Err` with the holdings when the candidate cannot be
     /// recovered.
     fn plan(&self, level: Level, mine: Holds) -> std::result::Result<Plan, Vec<Holds>> {
-        let group = self.team.place().map_or(1, |p| p.group.len());
-        let kept = matches!(level, Level::L2 | Level::L3) && group > 1;
+        let kept = self.keeps_copy(level);
         if collective::all(self.team.comm, mine.own && (mine.copy || !kept)) {
             return Ok(Plan::Own);
         }
@@ -255,6 +284,10 @@ impl Search<'_> {
         let missing: Vec<u32> = (0..holds.len() as u32)
             .filter(|&r| !holds[r as usize].own)
             .collect();
+        if let Ok(place) = self.team.place() {
+            let me = self.team.comm.rank();
+            fti_says::l2_lost(self.messages, level, place, me, holds);
+        }
         if said_why && missing == [self.team.comm.rank()] {
             return;
         }
@@ -286,6 +319,12 @@ impl Search<'_> {
 
     fn skip(&mut self, why: Skipped) {
         self.messages.warn(&why.to_string());
+        if matches!(
+            why,
+            Skipped::Unverified(_) | Skipped::RedundancyUnverified(_)
+        ) {
+            fti_says::unverified(self.messages, &self.team.dirs.io);
+        }
         self.skipped.push(why);
     }
 }

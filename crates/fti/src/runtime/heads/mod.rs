@@ -23,6 +23,49 @@ use super::{init, Fti, Options};
 pub(super) use job::Work;
 use job::{decode_outcome, encode_outcome, Job, Request};
 
+/// FTI 1.1's own messages between application ranks and their head, on the communicator
+/// given to `FTI_Init` with the config's `mpi_tag` (one int each), which FTI's test programs
+/// use directly: `FTI_ENDW` from an application rank ends its work without `FTI_Finalize`
+/// (then every process enters a barrier), and after post-processing a job the head sends the
+/// job's outcome, which the application rank takes when it next waits for its head (the last
+/// one is left to a program that ends without `FTI_Finalize`). The front end that owns that
+/// communicator sends and receives them ([`Options::fti_messages`]).
+pub trait FtiMessages {
+    /// On a head: whether application rank `app` (its rank among all processes) has sent
+    /// `FTI_ENDW`; a message that arrived is consumed.
+    fn ended(&self, app: u32) -> bool;
+    /// On a head: FTI's closing barrier of all processes, which the ranks that sent
+    /// `FTI_ENDW` enter next.
+    fn close(&self);
+    /// On a head: tells application rank `app` the outcome of the job it handed over.
+    fn post_processed(&self, app: u32, ok: bool);
+    /// On an application rank: takes the outcome its head sent of its last job.
+    fn take_post_processed(&self, head: u32);
+}
+
+/// What a head found waiting from an application rank.
+#[derive(Debug, PartialEq, Eq)]
+enum Arrived {
+    /// A request of this runtime's own.
+    Request,
+    /// FTI's end-of-work message.
+    FtiEnd,
+}
+
+/// Waits until application rank `app` has sent either message (polling both, as they come
+/// over different communicators).
+fn wait_for(world: &dyn Comm, end: &dyn FtiMessages, app: u32) -> Arrived {
+    loop {
+        if world.has_message(app) {
+            return Arrived::Request;
+        }
+        if end.ended(app) {
+            return Arrived::FtiEnd;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// What a process of a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -44,6 +87,8 @@ pub(super) struct Link {
     heads: Option<Members>,
     /// On an application rank: a job was handed to the head, its outcome not yet known.
     outstanding: bool,
+    /// FTI's own messages with the other side, when the front end speaks them.
+    fti_messages: Option<Rc<dyn FtiMessages>>,
 }
 
 /// The settings heads do not take, refused before any communication (every process reads
@@ -75,6 +120,7 @@ fn check(cfg: &Config, processes: u32) -> Result<()> {
 /// over the application's communicator with its files named by its rank among all processes.
 pub(super) fn start(mut cfg: Config, comm: Box<dyn Comm>, options: Options) -> Result<Fti> {
     check(&cfg, comm.size())?;
+    let fti_messages = options.fti_messages.clone();
     let world: Rc<dyn Comm> = Rc::from(comm);
     let (order, _) = init::rank_order(&cfg, &*world);
     let nodes: Vec<&[u32]> = order.chunks(cfg.node_size as usize).collect();
@@ -93,6 +139,7 @@ pub(super) fn start(mut cfg: Config, comm: Box<dyn Comm>, options: Options) -> R
             peers,
             heads,
             outstanding: false,
+            fti_messages,
         });
         return Ok(fti);
     }
@@ -113,6 +160,7 @@ pub(super) fn start(mut cfg: Config, comm: Box<dyn Comm>, options: Options) -> R
         peers: vec![head],
         heads: None,
         outstanding: false,
+        fti_messages,
     });
     Ok(fti)
 }
@@ -128,15 +176,21 @@ impl Fti {
     /// (what `FTI_Init` runs on heads): the partner copies (`inline_l2 = 0`), L3 encodings
     /// (`inline_l3 = 0`) and L4 flushes (`inline_l4 = 0`) they hand over, together with the
     /// heads of the other nodes.
+    ///
+    /// With [`Options::fti_messages`], it also takes FTI's own `FTI_ENDW` from an application
+    /// rank as its end, and joins FTI's closing barrier once every rank of the node has ended
+    /// and some did so that way; it tells each job's outcome with FTI's message too.
     pub fn serve_as_head(self) -> Result<()> {
         let link = match &self.heads {
             Some(link) if link.role == Role::Head => link,
             _ => return Err(Error::State(Misuse::NotAHead)),
         };
+        let end = link.fti_messages.as_deref();
         let heads = link.heads.as_ref().ok_or(Error::State(Misuse::NotAHead))?;
         let mut outcomes: Vec<Vec<u8>> =
             link.peers.iter().map(|_| encode_outcome(&Ok(()))).collect();
         let mut ended = vec![false; link.peers.len()];
+        let mut closing = false;
         // Rounds over the node's application ranks in position order: the application ranks
         // hand over the same checkpoint in the same round, so every head has the same jobs,
         // at the same positions, to do after the round (as FTI's `FTI_Listen` hears every
@@ -147,6 +201,13 @@ impl Fti {
                 if ended[i] {
                     continue;
                 }
+                if let Some(end) = end {
+                    if wait_for(&*link.world, end, app) == Arrived::FtiEnd {
+                        ended[i] = true;
+                        closing = true;
+                        continue;
+                    }
+                }
                 let got = link.world.exchange(app, &outcomes[i], app);
                 match Request::decode(&got)? {
                     Request::End => ended[i] = true,
@@ -155,8 +216,14 @@ impl Fti {
                 }
             }
             for (i, outcome) in self.do_jobs(heads, &jobs) {
+                if let Some(fti) = end {
+                    fti.post_processed(link.peers[i], outcome.is_ok());
+                }
                 outcomes[i] = encode_outcome(&outcome);
             }
+        }
+        if let Some(end) = end.filter(|_| closing) {
+            end.close();
         }
         self.messages
             .info("FTI head has served its node to the end.");
@@ -285,6 +352,9 @@ impl Fti {
         let head = link.peers[0];
         let got = link.world.exchange(head, &Request::Wait.encode(), head);
         link.outstanding = false;
+        if let Some(fti) = &link.fti_messages {
+            fti.take_post_processed(head);
+        }
         decode_outcome(&got)
     }
 
