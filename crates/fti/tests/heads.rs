@@ -223,15 +223,11 @@ fn levels_crash_and_restart(level: Level, inline: bool) {
     }
 }
 
-/// Restarts with `cfg`, recovering checkpoint 2 with exact data from `level` (L1 for an L4
-/// checkpoint written at L1 and flushed, `inline_l4 = 0`: FTI tries L1 first), then
-/// checkpoints again and finalizes.
+/// Restarts with `cfg`, recovering checkpoint 2 with exact data from `level` (also an L4
+/// checkpoint written at L1 and flushed, `inline_l4 = 0`, whose L1 files the flush retired as
+/// FTI's `FTI_Clean(4)` does), then checkpoints again and finalizes.
 fn restart_and_check(cfg: &Config, level: Level) {
-    let found = if level == Level::L4 && !cfg.inline_l4 {
-        Level::L1
-    } else {
-        level
-    };
+    let found = level;
     run(cfg, false, |mut fti, rank| {
         assert!(
             matches!(fti.status(), Status::Restart(_)),

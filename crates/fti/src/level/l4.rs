@@ -96,7 +96,8 @@ fn copy_node_in(
 }
 
 /// Flushes checkpoint `id`, published at L1 as `local`, to L4 on every rank (collective);
-/// once every rank has, older L4 checkpoints are retired (keeping `keep`).
+/// once every rank has, the lower levels' files (its L1 copy included) and older L4
+/// checkpoints are retired (keeping `keep`), as FTI 1.1's post-checkpoint `FTI_Clean(4)`.
 pub(crate) fn flush(
     comm: &dyn Comm,
     dirs: &Dirs,
@@ -106,7 +107,7 @@ pub(crate) fn flush(
 ) -> Result<PathBuf> {
     let path = copy_in_all(comm, dirs, (id, local), Step::L4Flush)?;
     crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
-    files::retire(dirs, Level::L4, id, keep, false)?;
+    files::retire(dirs, Level::L4, id, keep, true)?;
     Ok(path)
 }
 
@@ -114,7 +115,8 @@ pub(crate) fn flush(
 /// application rank's file published at L1 (`(its directories, its file)`, in position
 /// order) goes to L4 as [`flush`] does, the node's files at once (`FTI_Flush`,
 /// `src/postckpt.c`: with MPI-IO every head writes its node's parts into the one shared
-/// file); then each group's meta data is copied to `l4/` and older L4 checkpoints retired.
+/// file); then each group's meta data is copied to `l4/` and the lower levels' files and
+/// older L4 checkpoints retired.
 pub(crate) fn flush_node(
     comm: &dyn Comm,
     files: &[(Dirs, &Path)],
@@ -126,7 +128,7 @@ pub(crate) fn flush_node(
         crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
     }
     for (dirs, _) in files {
-        files::retire(dirs, Level::L4, id, keep, false)?;
+        files::retire(dirs, Level::L4, id, keep, true)?;
     }
     Ok(())
 }
