@@ -195,7 +195,12 @@ fn check_tree(root: &Path, exec: &str, io: IoMode, level: Level) {
     let l4 = root.join(format!("Global/{exec}/l4"));
     for rank in APPS {
         let own = local(rank, format!("Ckpt2-Rank{rank}.fti"));
-        assert_eq!(own.is_file(), level != Level::L4, "{io:?} {level:?}: {}", own.display());
+        assert_eq!(
+            own.is_file(),
+            level != Level::L4,
+            "{io:?} {level:?}: {}",
+            own.display()
+        );
         let copy = match level {
             Level::L2 => Some(format!("Ckpt2-Pcof{rank}.fti")),
             Level::L3 => Some(format!("Ckpt2-RSed{rank}.fti")),
