@@ -196,7 +196,9 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     ("restart", &["failure", "exec_id", "ckpt_id"]),
-    ("advanced", &["local_test"]),
+    // `mpi_tag`: the tag of FTI's own messages between application ranks and heads (the C
+    // API's end of work and post-processing outcomes).
+    ("advanced", &["local_test", "mpi_tag"]),
     (
         "injection",
         &["rank", "number", "position", "frequency", "index"],
@@ -226,7 +228,6 @@ const WITHOUT_EFFECT: &[(&str, &[&str])] = &[
         &[
             "block_size",
             "transfer_size",
-            "mpi_tag",
             "general_tag",
             "ckpt_tag",
             "stage_tag",
@@ -527,7 +528,7 @@ impl Keys<'_> {
     /// Keys FTI's own config files carry with their defaults: a non-default value asks for
     /// something this runtime does not do, so it is named rather than silently dropped.
     pub(super) fn warn_without_effect(&self, warnings: &mut Vec<String>) -> Result<()> {
-        const NO_EFFECT: [(&str, &str, i64, &str); 5] = [
+        const NO_EFFECT: [(&str, &str, i64, &str); 4] = [
             (
                 "basic",
                 "max_sync_intv",
@@ -544,12 +545,6 @@ impl Keys<'_> {
                 "advanced",
                 "transfer_size",
                 16,
-                "used by FTI's MPI transfers only",
-            ),
-            (
-                "advanced",
-                "mpi_tag",
-                2612,
                 "used by FTI's MPI transfers only",
             ),
             (
