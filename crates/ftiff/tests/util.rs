@@ -62,18 +62,21 @@ pub fn files_with_suffix(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     out
 }
 
-/// Every FTI-FF checkpoint file (Rank, Pcof, RSed, seed) in the fixtures: named `Ckpt…` (or
-/// `ckpt…`), outside the trees of FTI's POSIX files (whose `Ckpt…` files are raw data). Config
-/// and meta-data files (`config.fti`, `Topology.fti`, `sector…`) are not checkpoints.
+/// Every FTI-FF checkpoint file (Rank, Pcof, RSed, seed) of the format's vectors: named
+/// `Ckpt…` (or `ckpt…`), outside the trees of FTI's POSIX files (whose `Ckpt…` files are raw
+/// data) and of FTI's runs with heads (`head-…`: the runtime's and tool's fixtures, without
+/// the expected views the vectors have). Config and meta-data files (`config.fti`,
+/// `Topology.fti`, `sector…`) are not checkpoints.
 pub fn all_fti_files() -> Vec<PathBuf> {
     files_with_suffix(&fixtures(), ".fti")
         .into_iter()
         .filter(|p| {
             let name = p.file_name().unwrap().to_string_lossy().to_lowercase();
-            let posix = p
-                .components()
-                .any(|c| c.as_os_str().to_string_lossy().starts_with("posix-"));
-            name.starts_with("ckpt") && !posix
+            let runtime_tree = p.components().any(|c| {
+                let c = c.as_os_str().to_string_lossy();
+                c.starts_with("posix-") || c.starts_with("head-")
+            });
+            name.starts_with("ckpt") && !runtime_tree
         })
         .collect()
 }
