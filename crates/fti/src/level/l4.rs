@@ -96,18 +96,19 @@ fn copy_node_in(
 }
 
 /// Flushes checkpoint `id`, published at L1 as `local`, to L4 on every rank (collective);
-/// once every rank has, the lower levels' files (its L1 copy included) and older L4
-/// checkpoints are retired (keeping `keep`), as FTI 1.1's post-checkpoint `FTI_Clean(4)`.
+/// once every rank has, older L4 checkpoints are retired (keeping `keep`), and with
+/// `retire_local` the lower levels' files, its L1 copy included, as FTI 1.1's post-checkpoint
+/// `FTI_Clean(4)` (differential checkpoints keep the L1 copy: the next one updates it).
 pub(crate) fn flush(
     comm: &dyn Comm,
     dirs: &Dirs,
-    id: i32,
-    local: &Path,
+    (id, local): (i32, &Path),
     keep: usize,
+    retire_local: bool,
 ) -> Result<PathBuf> {
     let path = copy_in_all(comm, dirs, (id, local), Step::L4Flush)?;
     crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
-    files::retire(dirs, Level::L4, id, keep, true)?;
+    files::retire(dirs, Level::L4, id, keep, retire_local)?;
     Ok(path)
 }
 
@@ -115,20 +116,20 @@ pub(crate) fn flush(
 /// application rank's file published at L1 (`(its directories, its file)`, in position
 /// order) goes to L4 as [`flush`] does, the node's files at once (`FTI_Flush`,
 /// `src/postckpt.c`: with MPI-IO every head writes its node's parts into the one shared
-/// file); then each group's meta data is copied to `l4/` and the lower levels' files and
-/// older L4 checkpoints retired.
+/// file); then each group's meta data is copied to `l4/` and older L4 checkpoints retired,
+/// with `retire_local` the lower levels' files too.
 pub(crate) fn flush_node(
     comm: &dyn Comm,
     files: &[(Dirs, &Path)],
-    id: i32,
-    keep: usize,
+    (id, keep): (i32, usize),
+    retire_local: bool,
 ) -> Result<()> {
     copy_node_in(comm, files, id, Step::L4Flush)?;
     for (dirs, _) in files {
         crate::io::copy_meta(comm, dirs, Level::L1, Level::L4)?;
     }
     for (dirs, _) in files {
-        files::retire(dirs, Level::L4, id, keep, true)?;
+        files::retire(dirs, Level::L4, id, keep, retire_local)?;
     }
     Ok(())
 }

@@ -102,10 +102,13 @@ impl Fti {
             if background {
                 let (dirs, local) = (self.dirs.clone(), path.clone());
                 path = self.dirs.level_dir(level).join(self.dirs.file_name(id));
-                self.spawn_post(move |comm| l4::flush(comm, &dirs, id, &local, keep).map(|_| ()));
+                let retire_local = !self.cfg.dcp;
+                self.spawn_post(move |comm| {
+                    l4::flush(comm, &dirs, (id, &local), keep, retire_local).map(|_| ())
+                });
             } else {
                 trace::with(&mut self.tracer, &self.messages, |t| t.begin(Phase::Flush));
-                path = l4::flush(&*self.comm, &self.dirs, id, &path, keep)?;
+                path = l4::flush(&*self.comm, &self.dirs, (id, &path), keep, !self.cfg.dcp)?;
                 trace::with(&mut self.tracer, &self.messages, |t| t.end(Phase::Flush));
             }
         }

@@ -253,7 +253,7 @@ impl Fti {
                 .map(|(_, app, job)| (self.dirs_of(*app, job), job.file.as_path()))
                 .collect();
             let keep = usize::try_from(first.keep).unwrap_or(usize::MAX);
-            let flushed = l4::flush_node(heads, &files, first.id, keep);
+            let flushed = l4::flush_node(heads, &files, (first.id, keep), !self.cfg.dcp);
             for (i, _, _) in &flushes {
                 let outcome = match &flushed {
                     Ok(()) => Ok(()),
