@@ -54,6 +54,37 @@ static inline double step(int procs, int rank, int m, int lines, double* g, doub
 }
 
 /* The precision FTI's heatdis ends with: 0.004998 within 1e-6. */
+/* What both heat-diffusion programs do first, as FTI's do: MPI and FTI started with the config
+ * named by the first argument,
+ * the grids allocated and initialised, FTI's size lines printed by rank 0, the iteration
+ * counter `*i` and both grids protected. */
+typedef struct {
+    int procs, rank, m, lines;
+    double *h, *g;
+} heat_run;
+
+static inline heat_run heat_start(int* argc, char*** argv, int* i) {
+    heat_run r;
+    MPI_Init(argc, argv);
+    FTI_Init((*argv)[1], MPI_COMM_WORLD);
+    MPI_Comm_size(FTI_COMM_WORLD, &r.procs);
+    MPI_Comm_rank(FTI_COMM_WORLD, &r.rank);
+    heat_size(r.procs, &r.m, &r.lines);
+    r.h = malloc(sizeof(double) * r.m * r.lines);
+    r.g = malloc(sizeof(double) * r.m * r.lines);
+    init_data(r.lines, r.m, r.rank, r.g);
+    if (r.rank == 0) {
+        printf("Local data size is %d x %d = %f MB (4).\n", r.m, r.lines,
+               (double)(r.m * r.lines * 2 * sizeof(double) / (1024 * 1024)));
+        printf("Target precision : %f \n", PRECISION);
+        printf("Maximum number of iterations : %d \n", ITER_TIMES);
+    }
+    FTI_Protect(0, i, 1, FTI_INTG);
+    FTI_Protect(1, r.h, (long)r.m * r.lines, FTI_DBLE);
+    FTI_Protect(2, r.g, (long)r.m * r.lines, FTI_DBLE);
+    return r;
+}
+
 static inline int heat_verified(double error, int rank) {
     if (fabs(error - 0.004998) <= 0.000001) return 1;
     printf("%d: globalerror = %f, should be 0.004998\n", rank, error);

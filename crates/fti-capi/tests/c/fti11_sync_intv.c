@@ -19,25 +19,10 @@ int main(int argc, char** argv) {
         printf("usage: fti11_sync_intv CONFIG\n");
         return 2;
     }
-    int procs, rank, i;
-    MPI_Init(&argc, &argv);
-    FTI_Init(argv[1], MPI_COMM_WORLD);
-    MPI_Comm_size(FTI_COMM_WORLD, &procs);
-    MPI_Comm_rank(FTI_COMM_WORLD, &rank);
-    int m, lines;
-    heat_size(procs, &m, &lines);
-    double* h = malloc(sizeof(double) * m * lines);
-    double* g = malloc(sizeof(double) * m * lines);
-    init_data(lines, m, rank, g);
-    if (rank == 0) {
-        printf("Local data size is %d x %d = %f MB (4).\n", m, lines,
-               (double)(m * lines * 2 * sizeof(double) / (1024 * 1024)));
-        printf("Target precision : %f \n", PRECISION);
-        printf("Maximum number of iterations : %d \n", ITER_TIMES);
-    }
-    FTI_Protect(0, &i, 1, FTI_INTG);
-    FTI_Protect(1, h, (long)m * lines, FTI_DBLE);
-    FTI_Protect(2, g, (long)m * lines, FTI_DBLE);
+    int i;
+    heat_run run = heat_start(&argc, &argv, &i);
+    int procs = run.procs, rank = run.rank, m = run.m, lines = run.lines;
+    double *h = run.h, *g = run.g;
     double started = MPI_Wtime(), local, global = 1;
     for (i = 0; i < ITER_TIMES; i++) {
         int snapshot = FTI_Snapshot();
