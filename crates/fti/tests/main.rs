@@ -20,6 +20,7 @@ mod regression;
 mod repair;
 mod runtime;
 mod scale;
+mod spare;
 mod topology;
 mod trace;
 mod trust;

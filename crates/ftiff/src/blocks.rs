@@ -6,7 +6,6 @@
 //! cut into blocks of `block_size` bytes (the last one shorter). Hashing works on that virtual
 //! content without materialising the zero fill.
 
-use md5::Digest as _;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{Error, ErrorKind, Record, Result};
@@ -122,7 +121,7 @@ impl Blocking {
     pub fn hash(&self, bytes: &[u8]) -> u128 {
         match self.hash {
             BlockHash::Xxh3 => xxh3_128(bytes),
-            BlockHash::Md5 => u128::from_le_bytes(md5::Md5::digest(bytes).into()),
+            BlockHash::Md5 => u128::from_le_bytes(crate::hash::md5(bytes)),
             BlockHash::Crc32 => crc32fast::hash(bytes).into(),
         }
     }

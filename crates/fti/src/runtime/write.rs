@@ -117,12 +117,17 @@ impl Fti {
             return self.write_shared(id, layout, &data);
         }
         let base = self.take_dcp_base(write_level);
-        let pending = match files::begin(
-            &self.dirs,
-            write_level,
-            id,
-            base.as_ref().map(|(p, _)| p.as_path()),
-        ) {
+        // Every writer below but the fast-integrity one writes every byte, then sets the length.
+        let overwrites_all =
+            matches!(self.dirs.io, Io::Posix(_)) || opts.integrity == ftiff::Integrity::Md5;
+        let begun = match &base {
+            Some((old, _)) => files::begin(&self.dirs, write_level, id, Some(old)),
+            None if overwrites_all => {
+                files::begin_overwriting(&self.dirs, write_level, self.dirs.file_name(id))
+            }
+            None => files::begin(&self.dirs, write_level, id, None),
+        };
+        let pending = match begun {
             Ok(p) => p,
             Err(e) => return agree(&*self.comm, Step::Write, Err(e)),
         };
@@ -199,7 +204,8 @@ impl Fti {
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<(ftiff::Written, files::Pending)> {
         let comm = &*self.comm;
-        let copy = files::begin_named(&self.dirs, Level::L2, self.dirs.copy_name(id), None);
+        // The stream writes every byte of the copy, then cuts it at the partner's size.
+        let copy = files::begin_overwriting(&self.dirs, Level::L2, self.dirs.copy_name(id));
         // Matches the agreement of a rank whose own file could not be begun.
         let copy = agree(comm, Step::Write, copy)?;
         files::crash_point("partner");

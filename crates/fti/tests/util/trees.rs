@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Every file under `root`, by path relative to it with the execution id replaced by `EXEC`.
+/// Every file under `root`, by path relative to it with the execution id replaced by `EXEC`;
+/// the ranks' spares (`spare/`: retired files kept for the next checkpoint to overwrite, no
+/// checkpoint's and not FTI's) left out.
 pub fn tree(root: &Path, exec: &str) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
@@ -11,7 +13,9 @@ pub fn tree(root: &Path, exec: &str) -> BTreeMap<String, Vec<u8>> {
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
-                stack.push(path);
+                if !path.ends_with("spare") {
+                    stack.push(path);
+                }
             } else {
                 let rel = path.strip_prefix(root).unwrap().to_string_lossy();
                 out.insert(rel.replace(exec, "EXEC"), std::fs::read(&path).unwrap());

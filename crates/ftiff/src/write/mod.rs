@@ -196,16 +196,23 @@ pub fn write_file_with_progress(
         // The chunk hashes run on the calling thread's rayon pool (the global one, or the one
         // the caller installed: a background write runs in a pool of its own).
         for block in &layout.blocks {
-            let hashes = block
-                .chunks
-                .par_iter()
-                .map(|c| {
-                    let chunk = chunk_slice(data, c);
-                    let blocks = table_blocking
-                        .map_or_else(Vec::new, |b| b.container_hashes(chunk, c.container_size));
-                    (hash::md5(chunk), blocks)
-                })
-                .collect();
+            let hashes = match table_blocking {
+                None => chunk_hashes(block, data)
+                    .into_iter()
+                    .map(|h| (h, Vec::new()))
+                    .collect(),
+                Some(b) => block
+                    .chunks
+                    .par_iter()
+                    .map(|c| {
+                        let chunk = chunk_slice(data, c);
+                        (
+                            hash::md5(chunk),
+                            b.container_hashes(chunk, c.container_size),
+                        )
+                    })
+                    .collect(),
+            };
             if tx_sum.send(hashes).is_err() || tx_write.send(block).is_err() {
                 break;
             }
@@ -237,6 +244,24 @@ pub fn write_file_with_progress(
         table,
         bytes_written: fs,
     })
+}
+
+/// The chunk hashes of `block`, in order: chunks of equal length hashed together in SIMD
+/// lanes ([`hash::md5_many`]), the groups spread over the rayon pool.
+fn chunk_hashes(block: &Block, data: &[&[u8]]) -> Vec<hash::Digest> {
+    let chunks: Vec<&[u8]> = block.chunks.iter().map(|c| chunk_slice(data, c)).collect();
+    let groups = hash::equal_length_groups(&chunks, hash::lanes());
+    let digests: Vec<Vec<hash::Digest>> = groups
+        .par_iter()
+        .map(|g| hash::md5_many(&g.iter().map(|&i| chunks[i]).collect::<Vec<_>>()))
+        .collect();
+    let mut out = vec![hash::EMPTY_MD5; chunks.len()];
+    for (g, d) in groups.iter().zip(digests) {
+        for (&i, digest) in g.iter().zip(d) {
+            out[i] = digest;
+        }
+    }
+    out
 }
 
 /// Chunk hashes of one block and, with a block table, its containers' hashes.
