@@ -41,6 +41,25 @@ pub fn md5_many(messages: &[&[u8]]) -> Vec<Digest> {
     out
 }
 
+/// MD5 of each of `messages`, in order, on the rayon pool of the calling thread: the groups
+/// of equal length of [`md5_many`] (one register's lanes each) and the other messages are
+/// spread over its threads.
+pub fn md5_each(messages: &[&[u8]]) -> Vec<Digest> {
+    use rayon::prelude::*;
+    let groups = equal_length_groups(messages, lanes());
+    let digests: Vec<Vec<Digest>> = groups
+        .par_iter()
+        .map(|g| md5_many(&g.iter().map(|&i| messages[i]).collect::<Vec<_>>()))
+        .collect();
+    let mut out = vec![EMPTY_MD5; messages.len()];
+    for (g, d) in groups.iter().zip(digests) {
+        for (&i, digest) in g.iter().zip(d) {
+            out[i] = digest;
+        }
+    }
+    out
+}
+
 /// How many messages [`md5_many`] hashes at once on this CPU (1 without SIMD).
 pub fn lanes() -> usize {
     md5_simd::runtime_lanes().max(1)
@@ -159,6 +178,7 @@ mod tests {
             .collect();
         let want: Vec<Digest> = mixed.iter().map(|m| oracle(m)).collect();
         assert_eq!(md5_many(&mixed), want);
+        assert_eq!(md5_each(&mixed), want);
         assert!(md5_many(&[]).is_empty());
     }
 

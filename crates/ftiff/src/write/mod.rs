@@ -247,21 +247,10 @@ pub fn write_file_with_progress(
 }
 
 /// The chunk hashes of `block`, in order: chunks of equal length hashed together in SIMD
-/// lanes ([`hash::md5_many`]), the groups spread over the rayon pool.
+/// lanes, spread over the rayon pool ([`hash::md5_each`]).
 fn chunk_hashes(block: &Block, data: &[&[u8]]) -> Vec<hash::Digest> {
     let chunks: Vec<&[u8]> = block.chunks.iter().map(|c| chunk_slice(data, c)).collect();
-    let groups = hash::equal_length_groups(&chunks, hash::lanes());
-    let digests: Vec<Vec<hash::Digest>> = groups
-        .par_iter()
-        .map(|g| hash::md5_many(&g.iter().map(|&i| chunks[i]).collect::<Vec<_>>()))
-        .collect();
-    let mut out = vec![hash::EMPTY_MD5; chunks.len()];
-    for (g, d) in groups.iter().zip(digests) {
-        for (&i, digest) in g.iter().zip(d) {
-            out[i] = digest;
-        }
-    }
-    out
+    hash::md5_each(&chunks)
 }
 
 /// Chunk hashes of one block and, with a block table, its containers' hashes.
