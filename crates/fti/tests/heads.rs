@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::on_ranks;
 use crate::util::trees::copy_tree;
-use fti::{Config, Fti, Level, Role, Status, Var};
+use fti::{Config, Fti, Level, Status, Var};
 
 const FTI_EXEC: &str = "2026-11-27_16-39-49";
 const N: usize = 1 << 18;
@@ -16,13 +16,9 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/head-L4-io3")
 }
 
-/// The data of the trees: ids 1 and 2, `a[j] = r*1000000 + k*1000 + j%977`, `b = -a`.
+/// The data of the trees (`util::dataset::pair`).
 fn data(rank: u32, k: i32) -> [(i32, Vec<i32>); 2] {
-    let a: Vec<i32> = (0..N)
-        .map(|j| rank as i32 * 1_000_000 + k * 1000 + (j % 977) as i32)
-        .collect();
-    let b = a.iter().map(|x| -x).collect();
-    [(1, a), (2, b)]
+    crate::util::dataset::pair(rank, k, N)
 }
 
 /// FTI's tree in `root/run`: the fixture's config and meta data, each L4 file rebuilt from the
@@ -85,36 +81,9 @@ fn recover_and_check(fti: &mut Fti, rank: u32, k: i32) -> fti::CheckpointInfo {
     info
 }
 
-/// Runs `app` on the application ranks (with their global rank) of an 8-process run with
-/// heads; the heads serve until the application finalizes or, when `crash` (nobody
-/// finalizes), until an application rank is gone, as the job would end them. Returns what the
-/// application ranks returned, by global rank.
+/// Runs `app` on the application ranks of an 8-process run with heads (`run_with_heads`).
 fn run<T: Send>(cfg: &Config, crash: bool, app: impl Fn(Fti, u32) -> T + Sync) -> Vec<Option<T>> {
-    on_ranks(8, |comm| {
-        let world = comm.rank();
-        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
-        match fti.role() {
-            Role::Head => {
-                assert_eq!(world % 2, 0, "heads are the first rank of each node");
-                if crash {
-                    let serve = std::panic::AssertUnwindSafe(|| fti.serve_as_head());
-                    assert!(
-                        std::panic::catch_unwind(serve).is_err(),
-                        "served past a crash"
-                    );
-                } else {
-                    fti.serve_as_head().unwrap();
-                }
-                None
-            }
-            Role::Application => {
-                assert_eq!(world % 2, 1);
-                assert_eq!(fti.comm().size(), 4, "the application's communicator");
-                assert_eq!(fti.comm().rank(), world / 2);
-                Some(app(fti, world))
-            }
-        }
-    })
+    crate::util::heads::run_with_heads(8, cfg, crash, app)
 }
 
 /// FTI 1.1's head tree (heads 0, 2, 4, 6; application ranks 1, 3, 5, 7, FTI-FF, L4) restarts

@@ -9,8 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::util::on_ranks;
-use fti::{Config, Fti, IoMode, Level, Role, Status, Var};
+use fti::{Config, Fti, IoMode, Level, Status, Var};
 
 const N: usize = 1 << 14;
 /// The application ranks by global rank: heads are 0 and 4.
@@ -19,11 +18,7 @@ const APPS: [u32; 6] = [1, 2, 3, 5, 6, 7];
 const FILE_SIZE: u64 = 2 * N as u64 * 4;
 
 fn data(rank: u32, k: i32) -> [(i32, Vec<i32>); 2] {
-    let a: Vec<i32> = (0..N)
-        .map(|j| rank as i32 * 1_000_000 + k * 1000 + (j % 977) as i32)
-        .collect();
-    let b = a.iter().map(|x| -x).collect();
-    [(1, a), (2, b)]
+    crate::util::dataset::pair(rank, k, N)
 }
 
 /// 8 processes, `node_size = 4`, `group_size = 2`, heads on, every level post-processed by
@@ -61,23 +56,7 @@ fn run_on<T: Send>(
     crash: bool,
     app: impl Fn(Fti, u32) -> T + Sync,
 ) -> Vec<T> {
-    let got = on_ranks(n, |comm| {
-        let world = comm.rank();
-        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
-        match fti.role() {
-            Role::Head => {
-                assert_eq!(world % 4, 0, "heads are the first rank of each node");
-                if crash {
-                    let serve = std::panic::AssertUnwindSafe(|| fti.serve_as_head());
-                    assert!(std::panic::catch_unwind(serve).is_err());
-                } else {
-                    fti.serve_as_head().unwrap();
-                }
-                None
-            }
-            Role::Application => Some(app(fti, world)),
-        }
-    });
+    let got = crate::util::heads::run_with_heads(n, cfg, crash, app);
     got.into_iter().flatten().collect()
 }
 

@@ -17,13 +17,9 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/posix-L1")
 }
 
-/// The data of the trees: ids 1 and 2, `a[j] = r*1000000 + k*1000 + j%977`, `b = -a`.
+/// The data of the trees (`util::dataset::pair`).
 fn data(rank: u32, k: i32) -> [(i32, Vec<i32>); 2] {
-    let a: Vec<i32> = (0..N)
-        .map(|j| rank as i32 * 1_000_000 + k * 1000 + (j % 977) as i32)
-        .collect();
-    let b = a.iter().map(|x| -x).collect();
-    [(1, a), (2, b)]
+    crate::util::dataset::pair(rank, k, N)
 }
 
 /// A POSIX data file: the variables' bytes in protect order.

@@ -3,6 +3,7 @@
 
 pub mod dataset;
 pub mod files;
+pub mod heads;
 pub mod scale;
 pub mod trees;
 pub mod unwritable;
