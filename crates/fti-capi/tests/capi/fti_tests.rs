@@ -97,19 +97,7 @@ fn target_file(dir: &Path, io: u8, exec_id: &str, level: u8, rank: u32, kind: Ki
         (Kind::Partner, 2) => "Pcof",
         (Kind::Partner, _) => "RSed",
     };
-    let id = std::fs::read_dir(&folder)
-        .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.strip_prefix("Ckpt")?
-                .split('-')
-                .next()?
-                .parse::<u32>()
-                .ok()
-        })
-        .max()
-        .expect("a checkpoint file");
+    let id = util::newest_checkpoint_id(&folder);
     if io == 2 && level == 4 {
         return folder.join(format!("Ckpt{id}-mpiio.fti"));
     }

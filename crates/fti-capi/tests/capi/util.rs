@@ -343,3 +343,22 @@ pub fn checkpoint_files(dir: &Path) -> Vec<PathBuf> {
     found.sort();
     found
 }
+
+/// The newest checkpoint id among the `Ckpt<id>-...` files of `folder` (FTI's drivers damage
+/// the files of the checkpoint a run left last). Panics naming the folder when it cannot be
+/// read or holds none.
+pub fn newest_checkpoint_id(folder: &Path) -> u32 {
+    std::fs::read_dir(folder)
+        .unwrap_or_else(|e| panic!("could not open directory {}: {e}", folder.display()))
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("Ckpt")?
+                .split('-')
+                .next()?
+                .parse::<u32>()
+                .ok()
+        })
+        .max()
+        .unwrap_or_else(|| panic!("no checkpoint files in {}", folder.display()))
+}

@@ -91,24 +91,7 @@ fn target_path(
     } else {
         dir.join(format!("Local/node{node}/{exec_id}/l{level}"))
     };
-    let id = std::fs::read_dir(&folder)
-        .unwrap_or_else(|e| {
-            panic!(
-                "corrupt: could not open directory {}: {e}",
-                folder.display()
-            )
-        })
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            name.strip_prefix("Ckpt")?
-                .split('-')
-                .next()?
-                .parse::<u32>()
-                .ok()
-        })
-        .max()
-        .unwrap_or_else(|| panic!("corrupt: no checkpoint files in {}", folder.display()));
+    let id = crate::util::newest_checkpoint_id(&folder);
     let name = match (kind, level) {
         (Kind::Ckpt, _) => "Rank",
         (Kind::Partner, 2) => "Pcof",
