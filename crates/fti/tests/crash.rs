@@ -209,6 +209,22 @@ fn kill_at_every_step_of_a_differential_checkpoint() {
     }
 }
 
+/// With one checkpoint kept, checkpoint 4 (L1) is written into the rank's spare, checkpoint
+/// 1's file retired by checkpoint 2: killed after it took the spare ("spare") or at any step
+/// of its publication, recovery finds checkpoint 3 or 4 whole, never the spare's old content.
+#[test]
+fn kill_while_a_spare_is_overwritten() {
+    let steps = std::iter::once("spare").chain(fti::files::STEPS.iter().copied());
+    for (i, step) in steps.enumerate() {
+        let root = tempfile::tempdir().unwrap();
+        // "spare" is first reached by checkpoint 4 (checkpoint 3 is an L4 one).
+        let nth = if step == "spare" { 1 } else { 4 };
+        let got = kill_at(root.path(), 1, Mode::Full, step, nth);
+        let expected = if i < 3 { 3 } else { 4 };
+        assert_eq!(got, expected, "killed at {step}");
+    }
+}
+
 #[test]
 fn kill_at_random_times_during_a_stream_of_checkpoints() {
     let mut seed = 0x2545_f491_4f6c_dd1du64;

@@ -25,7 +25,8 @@ pub const STEPS: &[&str] = &[
 
 /// Test hook of builds with the `crash-points` feature (the crate's own tests and examples;
 /// never a release): at a step of [`STEPS`] (also `reused`, when a differential checkpoint
-/// takes an older file, and `partner`, before an L2 checkpoint sends any byte to the partner),
+/// takes an older file, `spare`, when a checkpoint has taken the rank's spare to overwrite, and
+/// `partner`, before an L2 checkpoint sends any byte to the partner),
 /// when the environment variable `FTI_STOP_AT` is `<step>` or `<step>:<n>` (reached for the
 /// n-th time, default 1), the process announces `FTI_STOPPED <step>` on stderr and waits to be
 /// killed. Crash tests use it to kill a real process at every step of the protocol.
@@ -216,6 +217,7 @@ pub fn begin_overwriting(dirs: &Dirs, level: Level, name: String) -> Result<Pend
         }
         Err(e) => return Err(Error::io(&spare, e)),
     }
+    crash_point("spare");
     let file = st.open(&tmp, true).map_err(|e| Error::io(&tmp, e))?;
     Ok(Pending {
         file,
