@@ -16,9 +16,9 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/head-L4-io3")
 }
 
-/// The data of the trees (`util::dataset::pair`).
+/// The data of the trees (`util::trees::pair`).
 fn data(rank: u32, k: i32) -> [(i32, Vec<i32>); 2] {
-    crate::util::dataset::pair(rank, k, N)
+    crate::util::trees::pair(rank, k, N)
 }
 
 /// FTI's tree in `root/run`: the fixture's config and meta data, each L4 file rebuilt from the

@@ -18,7 +18,7 @@ const APPS: [u32; 6] = [1, 2, 3, 5, 6, 7];
 const FILE_SIZE: u64 = 2 * N as u64 * 4;
 
 fn data(rank: u32, k: i32) -> [(i32, Vec<i32>); 2] {
-    crate::util::dataset::pair(rank, k, N)
+    crate::util::trees::pair(rank, k, N)
 }
 
 /// 8 processes, `node_size = 4`, `group_size = 2`, heads on, every level post-processed by

@@ -17,9 +17,9 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fti/posix-L1")
 }
 
-/// The data of the trees (`util::dataset::pair`).
+/// The data of the trees (`util::trees::pair`).
 fn data(rank: u32, k: i32) -> [(i32, Vec<i32>); 2] {
-    crate::util::dataset::pair(rank, k, N)
+    crate::util::trees::pair(rank, k, N)
 }
 
 /// A POSIX data file: the variables' bytes in protect order.

@@ -26,14 +26,3 @@ pub fn data(ckpt: i32, rank: u32) -> Vec<(i32, Vec<i32>)> {
         .map(|(id, n)| (id, ints(id, n, rank)))
         .collect()
 }
-
-/// The data of FTI 1.1's trees written by the C test program (`posix-L1`, `head-L4-io3`, and
-/// our runs compared with them): checkpoint `k` of `rank` holds ids 1 and 2 of `n` ints,
-/// `a[j] = r*1000000 + k*1000 + j%977` and `b = -a`.
-pub fn pair(rank: u32, k: i32, n: usize) -> [(i32, Vec<i32>); 2] {
-    let a: Vec<i32> = (0..n)
-        .map(|j| rank as i32 * 1_000_000 + k * 1000 + (j % 977) as i32)
-        .collect();
-    let b = a.iter().map(|x| -x).collect();
-    [(1, a), (2, b)]
-}
