@@ -111,6 +111,24 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// A file being written at `path` under `tmp/`, to be published as `name` at `level`.
+    fn new(
+        dirs: &Dirs,
+        file: Box<dyn StorageFile>,
+        path: PathBuf,
+        level: Level,
+        name: String,
+    ) -> Pending {
+        Pending {
+            file,
+            path,
+            level,
+            name,
+            published: false,
+            storage: Arc::clone(&dirs.storage),
+        }
+    }
+
     /// Maps the file as written so far, through its storage.
     pub fn map(&self) -> Result<ftiff::MappedFile> {
         self.storage
@@ -160,14 +178,7 @@ pub fn begin_named(
         st.create(&tmp)
     }
     .map_err(|e| Error::io(&tmp, e))?;
-    Ok(Pending {
-        file,
-        path: tmp,
-        level,
-        name,
-        published: false,
-        storage: Arc::clone(&dirs.storage),
-    })
+    Ok(Pending::new(dirs, file, tmp, level, name))
 }
 
 /// The spare of this rank for files of `kind` (its checkpoint files, or the partner copies
@@ -219,14 +230,7 @@ pub fn begin_overwriting(dirs: &Dirs, level: Level, name: String) -> Result<Pend
     }
     crash_point("spare");
     let file = st.open(&tmp, true).map_err(|e| Error::io(&tmp, e))?;
-    Ok(Pending {
-        file,
-        path: tmp,
-        level,
-        name,
-        published: false,
-        storage: Arc::clone(&dirs.storage),
-    })
+    Ok(Pending::new(dirs, file, tmp, level, name))
 }
 
 /// The commit point of one file: fsync, rename into `lK/`, fsync of the directory. Older
