@@ -64,12 +64,15 @@ struct Work {
 fn work() -> &'static Work {
     static WORK: OnceLock<Work> = OnceLock::new();
     WORK.get_or_init(|| {
-        // One directory per test binary, emptied at its start: the libraries are large, and
-        // statics are never dropped, so a temporary directory would outlive every run.
+        // One directory per run of the test binary, those of finished runs removed at its
+        // start: the libraries are large, and statics are never dropped, so a temporary
+        // directory would outlive every run. Runs at once (the long FTI suites) keep apart.
         let exe = std::env::current_exe().expect("test executable path");
         let name = exe.file_stem().expect("executable name").to_string_lossy();
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("fti-capi-{name}"));
-        let _ = std::fs::remove_dir_all(&dir);
+        let prefix = format!("fti-capi-{name}-");
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        remove_finished_runs(tmp, &prefix);
+        let dir = tmp.join(format!("{prefix}{}", std::process::id()));
         let lib = dir.join("lib");
         std::fs::create_dir_all(&lib).expect("work directory");
         let built = built_lib_dir();
@@ -80,6 +83,25 @@ fn work() -> &'static Work {
             built: Mutex::new(HashMap::new()),
         }
     })
+}
+
+/// Removes the work directories `<prefix><pid>` in `tmp` of runs no longer running.
+fn remove_finished_runs(tmp: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(prefix)
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The private copy of the libraries (`libfti.so`, `libfti.a`).
@@ -213,8 +235,13 @@ pub fn run(exe: &Path, args: &[&str], cwd: &Path) -> Output {
 /// one rank may be cut by another's): there each rank writes to files of its own, returned in
 /// rank order, followed by what the launcher itself wrote.
 pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
+    mpirun_within(np, exe, args, cwd, DEADLINE)
+}
+
+/// `mpirun` for a program that runs longer than [`DEADLINE`]: the job ends at `deadline`.
+pub fn mpirun_within(np: u32, exe: &Path, args: &[&str], cwd: &Path, deadline: Duration) -> Output {
     let program = tool("MPIRUN", "mpirun");
-    let deadline = DEADLINE.as_secs().to_string();
+    let seconds = deadline.as_secs().to_string();
     let mut cmd = Command::new(&program);
     let mut files = None;
     match launcher() {
@@ -223,12 +250,12 @@ pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
                 "--allow-run-as-root",
                 "--oversubscribe",
                 "--timeout",
-                &deadline,
+                &seconds,
             ]);
         }
         Launcher::Hydra => {
             let dir = tempfile::tempdir().unwrap();
-            cmd.env("MPIEXEC_TIMEOUT", &deadline)
+            cmd.env("MPIEXEC_TIMEOUT", &seconds)
                 .arg("-outfile-pattern")
                 .arg(dir.path().join("out.%r"))
                 .arg("-errfile-pattern")
@@ -247,10 +274,8 @@ pub fn mpirun(np: u32, exe: &Path, args: &[&str], cwd: &Path) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
-    let mut out = wait(
-        child,
-        &format!("mpirun -np {np} {} {args:?}", exe.display()),
-    );
+    let what = format!("mpirun -np {np} {} {args:?}", exe.display());
+    let mut out = test_support::output_within(child, deadline + Duration::from_secs(10), &what);
     if let Some(dir) = files {
         let ranks = |stream: &str| -> Vec<u8> {
             (0..np)

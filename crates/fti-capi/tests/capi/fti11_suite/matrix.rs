@@ -177,17 +177,26 @@ full_matrix_tests! {
 }
 
 macro_rules! full_program_tests {
-    ($($name:ident: $setup:ident;)*) => {$(
+    ($($name:ident, $sync_name:ident: $setup:ident;)*) => {$(
         #[test]
-        #[ignore = "FTI's syncIntv and corner cases take long: scripts/fti-tests"]
+        #[ignore = "FTI's corner cases and ckptHierarchy at FTI's scale take long: scripts/fti-tests"]
         fn $name() {
-            assert_all_ok(programs::all(Setup::$setup, FTI_SCALE));
+            assert_all_ok(programs::corners_and_hierarchy(Setup::$setup, FTI_SCALE));
+        }
+
+        /// About 35 minutes, mostly asleep (FTI's iterations of a second): the three configs'
+        /// can run at once.
+        #[test]
+        #[ignore = "FTI's syncIntv takes about 35 minutes: scripts/fti-tests"]
+        fn $sync_name() {
+            let outcome = programs::sync_intv(Setup::$setup, FTI_SCALE);
+            assert_all_ok(vec![("syncIntv".to_owned(), outcome)]);
         }
     )*};
 }
 
 full_program_tests! {
-    fti11_suite_full_programs_h0i1: H0I1;
-    fti11_suite_full_programs_h1i1: H1I1;
-    fti11_suite_full_programs_h1i0: H1I0;
+    fti11_suite_full_programs_h0i1, fti11_suite_full_sync_intv_h0i1: H0I1;
+    fti11_suite_full_programs_h1i1, fti11_suite_full_sync_intv_h1i1: H1I1;
+    fti11_suite_full_programs_h1i0, fti11_suite_full_sync_intv_h1i0: H1I0;
 }

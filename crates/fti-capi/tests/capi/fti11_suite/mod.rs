@@ -128,8 +128,19 @@ impl Log {
 
 /// `mpirun -np <procs> tests/c/<program> args` in `dir`.
 pub fn run(program: &str, scale: Scale, args: &[&str], dir: &Path) -> Log {
+    run_within(program, scale, args, dir, util::DEADLINE)
+}
+
+/// [`run`] for a program that runs longer than the tests' usual deadline.
+pub fn run_within(
+    program: &str,
+    scale: Scale,
+    args: &[&str],
+    dir: &Path,
+    deadline: std::time::Duration,
+) -> Log {
     let exe = util::compile(program, util::Link::Shared);
-    Log::of(&util::mpirun(scale.procs, &exe, args, dir))
+    Log::of(&util::mpirun_within(scale.procs, &exe, args, dir, deadline))
 }
 
 /// The pattern file `name` of I/O mode `io`.
