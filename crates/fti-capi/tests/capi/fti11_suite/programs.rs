@@ -234,7 +234,9 @@ pub fn sync_intv(setup: Setup, scale: Scale) -> Result<(), String> {
     if !log.success {
         return Err(failed(&what, &log, "the run failed"));
     }
-    check_sync_log(&log.text).map_err(|e| failed(&what, &log, &e))
+    let (made, resyncs) = check_sync_log(&log.text).map_err(|e| failed(&what, &log, &e))?;
+    eprintln!("{what}: {made} checkpoints and {resyncs} resynchronisation lines checked");
+    Ok(())
 }
 
 /// The numbers of a "Current iter" line: (call, interval, next, sync).
@@ -246,7 +248,9 @@ fn resync_numbers(line: &str) -> Option<(i64, i64, i64, i64)> {
     Some((number(0)?, number(4)?, number(10)?, number(15)?))
 }
 
-fn check_sync_log(text: &str) -> Result<(), String> {
+/// syncIntvTest.sh's `check` of a log; returns how many checkpoints and resynchronisation
+/// lines it checked.
+fn check_sync_log(text: &str) -> Result<(usize, usize), String> {
     let lines: Vec<(i64, i64, i64, i64)> = text.lines().filter_map(resync_numbers).collect();
     let mut made: Vec<i64> = text
         .lines()
@@ -277,7 +281,61 @@ fn check_sync_log(text: &str) -> Result<(), String> {
             return Err(format!("resync at call {call} with sync. intv. {sync}"));
         }
     }
-    Ok(())
+    Ok((made.len(), lines.len()))
+}
+
+/// FTI 1.1's own syncIntv log (its program and library, 16 processes, configH0I1).
+fn fti_sync_log() -> String {
+    let path =
+        crate::util::crate_dir().join("tests/fixtures/fti11-sync-intv/configH0I1-16procs.log");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn sync_intv_check_passes_fti_own_log() {
+    assert_eq!(check_sync_log(&fti_sync_log()), Ok((7, 18)));
+}
+
+#[test]
+fn sync_intv_check_finds_a_checkpoint_no_line_announced() {
+    // Without the last resync line, checkpoint 4747 was neither announced (4748) nor an
+    // interval (162) after 4585.
+    let log: String = fti_sync_log()
+        .lines()
+        .filter(|l| !l.contains("Current iter : 4608 "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        check_sync_log(&log),
+        Err("Checkpoint made at i=4748 not in next ckpt. values.".to_owned())
+    );
+}
+
+#[test]
+fn sync_intv_check_finds_a_resync_off_its_interval() {
+    let log = fti_sync_log().replace("Current iter : 3584 ", "Current iter : 3585 ");
+    assert_eq!(
+        check_sync_log(&log),
+        Err("resync at call 3585 with sync. intv. 512".to_owned())
+    );
+    let log = fti_sync_log().replace("Sync. intv. : 512 \n", "Sync. intv. : 1024 \n");
+    assert_eq!(
+        check_sync_log(&log),
+        Err("resync at call 512 with sync. intv. 1024".to_owned())
+    );
+}
+
+#[test]
+fn sync_intv_check_wants_checkpoints() {
+    let log: String = fti_sync_log()
+        .lines()
+        .filter(|l| !l.starts_with("Checkpoint made"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(
+        check_sync_log(&log),
+        Err("18 resync lines, 0 checkpoints: both expected".to_owned())
+    );
 }
 
 /// corners.sh and ckptHierarchy.sh for `setup` (corners.sh's cases 3 and 4 run with configH0I1
