@@ -27,6 +27,8 @@ mod timeline;
 /// Works on any level's files: `Ckpt<id>-Rank<r>.fti` (L1, L2, L3, L4), the L2 partner copies
 /// `Ckpt<id>-Pcof<r>.fti` and the L3 Reed-Solomon files `Ckpt<id>-RSed<r>.fti`, whose 96-byte
 /// file block is a trailer after the code (recognised by the name, or with `--kind rsed`).
+/// Trees of FTI's POSIX and MPI-IO modes (`ckpt_io = 1, 2`: raw data, meta data in sector
+/// files) are refused with a message: the runtime and libfti restart from them.
 ///
 /// Examples:
 ///   fti inspect Ckpt3-Rank0.fti                 readable view of every record

@@ -279,13 +279,20 @@ fn fast_integrity_files_are_understood() {
     );
 }
 
-/// A POSIX tree (`ckpt_io = 1`, FTI 1.1's `posix-L1` meta data) is named as such by every
-/// command that reads checkpoints, never reported as corrupt FTI-FF.
+/// A POSIX tree (`ckpt_io = 1`, FTI 1.1's `posix-L1` meta data) and an MPI-IO tree
+/// (`ckpt_io = 2`: L4 as one shared file `Global/<exec_id>/l4/Ckpt<id>-mpiio.fti`) are named as
+/// such by every command that reads checkpoints, never reported as corrupt FTI-FF.
 #[test]
 fn posix_trees_are_refused_by_name() {
+    posix_tree_refused_by_name("Local/node0", "l1", "Ckpt2-Rank0.fti");
+    posix_tree_refused_by_name("Global", "l4", "Ckpt2-mpiio.fti");
+}
+
+/// A tree with FTI's meta data at `level` and the data file `name` under `run/<under>`.
+fn posix_tree_refused_by_name(under: &str, level: &str, name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let exec = "2026-11-27_16-39-21";
-    let meta = dir.path().join("run/Meta").join(exec).join("l1");
+    let meta = dir.path().join("run/Meta").join(exec).join(level);
     std::fs::create_dir_all(&meta).unwrap();
     std::fs::copy(
         fixtures()
@@ -295,9 +302,9 @@ fn posix_trees_are_refused_by_name() {
         meta.join("sector0-group0.fti"),
     )
     .unwrap();
-    let l1 = dir.path().join("run/Local/node0").join(exec).join("l1");
+    let l1 = dir.path().join("run").join(under).join(exec).join(level);
     std::fs::create_dir_all(&l1).unwrap();
-    let file = l1.join("Ckpt2-Rank0.fti");
+    let file = l1.join(name);
     std::fs::write(&file, vec![7u8; 4096]).unwrap();
     let run = dir.path().join("run");
     let out_file = dir.path().join("x");
@@ -324,7 +331,7 @@ fn posix_trees_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
         assert!(
             stderr.contains("POSIX checkpoint tree (ckpt_io = 1") && stdout(&out).is_empty(),
-            "{args:?}: {stderr}"
+            "{name}, {args:?}: {stderr}"
         );
     }
 }

@@ -347,3 +347,56 @@ fn a_head_s_failure_is_returned_by_the_next_checkpoint() {
         assert!(err.contains("post-processing by the head"), "{err}");
     }
 }
+
+/// FTI 1.1's own tree with heads at L2 (`tests/fixtures/fti/head-L2-io3`: FTI-FF, written by
+/// FTI running `crash.c` on 8 processes) loses node 1, application rank 3's file and its copy
+/// of rank 1's: every application rank recovers checkpoint 3 with exact data (rank 3 from the
+/// copy rank 5 holds), and the restart makes node 1's two files again, byte for byte FTI's.
+#[test]
+fn fti_head_l2_tree_restarts_after_losing_a_node() {
+    const EXEC: &str = "2026-11-28_00-14-48";
+    let fixture = fixture().join("../head-L2-io3");
+    let root = tempfile::tempdir().unwrap();
+    let root = root.path();
+    for dir in ["Local", "Meta"] {
+        copy_tree(&fixture.join(dir), &root.join("run").join(dir));
+    }
+    std::fs::copy(fixture.join("config.fti"), root.join("config.fti")).unwrap();
+    let node1 = root.join("run/Local/node1");
+    std::fs::remove_dir_all(&node1).unwrap();
+    let cfg = fti_config_at(root);
+    // crash.c's data: the step, `n = 1000 + 37 r` doubles `r*1e6 + s*1e3 + i*0.5`, and
+    // (r, s, n), with `r` the rank in FTI_COMM_WORLD.
+    let got = run(&cfg, true, |mut fti, world| {
+        let Status::Restart(info) = fti.status().clone() else {
+            panic!("rank {world}: not a restart");
+        };
+        assert_eq!((info.id, info.level), (3, Level::L2), "rank {world}");
+        let r = world / 2;
+        let n = 1000 + 37 * r as usize;
+        let mut step = [0i32];
+        let mut data = vec![0f64; n];
+        let mut meta = [0i64; 3];
+        let mut vars = [
+            Var::slice(0, &mut step),
+            Var::slice(1, &mut data),
+            Var::slice(2, &mut meta),
+        ];
+        fti.recover(&mut vars).unwrap();
+        drop(vars);
+        let want: Vec<f64> = (0..n)
+            .map(|i| f64::from(r) * 1e6 + 3e3 + i as f64 * 0.5)
+            .collect();
+        assert_eq!(step, [3], "rank {world}: step");
+        assert!(data == want, "rank {world}: data");
+        assert_eq!(meta, [i64::from(r), 3, n as i64], "rank {world}: meta");
+    });
+    assert_eq!(got.iter().flatten().count(), 4);
+    for name in ["Ckpt3-Rank3.fti", "Ckpt3-Pcof3.fti"] {
+        let rel = format!("{EXEC}/l2/{name}");
+        let made = std::fs::read(node1.join(&rel))
+            .unwrap_or_else(|e| panic!("node1/{rel} not made again: {e}"));
+        let fti_wrote = std::fs::read(fixture.join("Local/node1").join(&rel)).unwrap();
+        assert!(made == fti_wrote, "{rel}: not FTI's bytes");
+    }
+}

@@ -690,3 +690,64 @@ fn posix_meta_data_fifo_is_not_opened() {
     assert_eq!(status, Status::Fresh);
     assert!(said[0].contains("not a regular file"), "{said:?}");
 }
+
+/// What POSIX and MPI-IO files cannot carry is refused at init, before anything is written,
+/// each naming `ckpt_io = 3` (`docs/io-modes.md`, *Extensions*); an incremental checkpoint is
+/// refused when it is opened, and the run goes on.
+#[test]
+fn extensions_posix_files_cannot_carry_are_refused() {
+    type Set = fn(&mut Config);
+    let extensions: [(&str, Set); 4] = [
+        ("asynchronous checkpoints (async_ckpt = 1)", |c| {
+            c.async_ckpt = true
+        }),
+        ("differential checkpoints (enable_dcp = 1)", |c| {
+            c.dcp = true
+        }),
+        ("integrity = fast", |c| c.fast_integrity = true),
+        ("keep_ckpts > 1", |c| c.keep_ckpts = 2),
+    ];
+    for io in [fti::IoMode::Posix, fti::IoMode::MpiIo] {
+        for (what, set) in extensions {
+            let root = tempfile::tempdir().unwrap();
+            let mut cfg = Config {
+                io,
+                ..code_config(root.path(), None)
+            };
+            set(&mut cfg);
+            let refusals = on_ranks(4, |comm| {
+                Fti::init_with(cfg.clone(), comm)
+                    .err()
+                    .map(|e| e.to_string())
+            });
+            for (rank, refusal) in refusals.into_iter().enumerate() {
+                let e = refusal.unwrap_or_else(|| panic!("{io:?}, {what}: rank {rank} accepted"));
+                assert!(
+                    e.contains(what) && e.contains("ckpt_io = 3"),
+                    "{io:?}, {what}: {e}"
+                );
+            }
+            assert!(
+                tree(root.path(), "EXEC").is_empty(),
+                "{io:?}, {what}: files written"
+            );
+        }
+        let root = tempfile::tempdir().unwrap();
+        let cfg = Config {
+            io,
+            ..code_config(root.path(), None)
+        };
+        on_ranks(4, |comm| {
+            let rank = comm.rank();
+            let mut fti = Fti::init_with(cfg.clone(), comm).unwrap();
+            let var = ftiff::VarSize { id: 1, size: 8 };
+            let e = fti.init_icp(1, Level::L1, &[var]).unwrap_err().to_string();
+            assert!(
+                e.contains("FTI_InitICP") && e.contains("ckpt_io = 3"),
+                "{io:?}: {e}"
+            );
+            checkpoint(&mut fti, rank, 1, Level::L1);
+            fti.finalize().unwrap();
+        });
+    }
+}

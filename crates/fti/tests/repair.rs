@@ -73,8 +73,23 @@ fn intact_and_redundant(root: &Path) -> bool {
     !ckpts[0].has_corrupt() && ckpts[0].verdict().survives
 }
 
+/// How the redundancy files of a checkpoint are damaged before the restart.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Damage {
+    /// Every file erased.
+    AllLost,
+    /// Three erased, one corrupt.
+    LostAndCorrupt,
+}
+
 #[test]
 fn lost_and_corrupt_redundancy_is_made_again_at_restart() {
+    for damage in [Damage::AllLost, Damage::LostAndCorrupt] {
+        redundancy_made_again(damage);
+    }
+}
+
+fn redundancy_made_again(damage: Damage) {
     for (level, kind) in [(Level::L2, "Pcof"), (Level::L3, "RSed")] {
         let root = tempfile::tempdir().unwrap();
         let root = root.path();
@@ -91,10 +106,9 @@ fn lost_and_corrupt_redundancy_is_made_again_at_restart() {
                 (p, bytes)
             })
             .collect();
-        assert_eq!(written.len(), 4, "{level}");
-        // Three lost, one corrupt.
+        assert_eq!(written.len(), 4, "{level} {damage:?}");
         for (i, (path, bytes)) in written.iter().enumerate() {
-            if i == 2 {
+            if i == 2 && damage == Damage::LostAndCorrupt {
                 let mut b = bytes.clone();
                 b[100] ^= 0x10;
                 std::fs::write(path, b).unwrap();
@@ -102,16 +116,20 @@ fn lost_and_corrupt_redundancy_is_made_again_at_restart() {
                 std::fs::remove_file(path).unwrap();
             }
         }
-        assert!(!intact_and_redundant(root), "{level}: damaged");
+        assert!(!intact_and_redundant(root), "{level} {damage:?}: damaged");
 
         let notes = restart(root);
-        assert!(notes[0].contains("made again"), "{level}: {}", notes[0]);
+        assert!(
+            notes[0].contains("made again"),
+            "{level} {damage:?}: {}",
+            notes[0]
+        );
         assert_eq!(
             files(&local, kind).len(),
             4,
-            "{level}: redundancy files back"
+            "{level} {damage:?}: redundancy files back"
         );
-        assert!(intact_and_redundant(root), "{level}: repaired");
+        assert!(intact_and_redundant(root), "{level} {damage:?}: repaired");
         if level == Level::L2 {
             // Partner copies are byte copies: back exactly as written.
             for (path, bytes) in &written {
@@ -124,6 +142,6 @@ fn lost_and_corrupt_redundancy_is_made_again_at_restart() {
             std::fs::remove_file(r).unwrap();
         }
         let notes = restart(root);
-        assert!(notes[0].contains("[1]"), "{level}: {}", notes[0]);
+        assert!(notes[0].contains("[1]"), "{level} {damage:?}: {}", notes[0]);
     }
 }
