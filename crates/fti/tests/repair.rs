@@ -58,7 +58,7 @@ fn restart(root: &Path) -> Vec<String> {
 
 /// The inventory's verdict on the tree: every file verifies, and the checkpoint survives the
 /// loss of any node.
-fn intact_and_redundant(root: &Path) -> bool {
+pub fn intact_and_redundant(root: &Path) -> bool {
     let scan = fti::inventory::scan(&root.join("run")).unwrap();
     let sizes = fti::inventory::Sizes {
         node_size: Some(1),
