@@ -68,13 +68,21 @@ fn tree(root: &std::path::Path, exec: &str) -> Vec<(String, Vec<u8>)> {
     files
 }
 
-/// The tree this library writes from FTI's config and the same data is FTI's: names, sizes,
-/// data, meta data and topology byte for byte (POSIX at L2 with heads: `Rank` and `Pcof`
-/// files under the application ranks' world numbers, `Meta/<exec>/l2/sector0-group1.fti`).
+/// The trees this library writes from FTI's configs and the same data are FTI's: names, sizes,
+/// data, meta data and topology byte for byte, with heads: POSIX at L2 (`Rank` and `Pcof`
+/// files under the application ranks' world numbers, `Meta/<exec>/l2/sector0-group1.fti`),
+/// POSIX at L3 (`Rank` and `RSed` files, the RSed files' MD5s in the meta data) and MPI-IO at
+/// L4 (one shared file `Global/<exec>/l4/Ckpt3-mpiio.fti`).
 #[test]
-fn head_posix_tree_written_here_is_ftis() {
+fn head_posix_trees_written_here_are_ftis() {
+    for (name, level) in [("io1-L2", "2"), ("io1-L3", "3"), ("io2-L4", "4")] {
+        written_here_is_ftis(name, level);
+    }
+}
+
+fn written_here_is_ftis(name: &str, level: &str) {
     let exe = util::compile("crash", Link::Shared);
-    let fixture = util::fixtures().join("head-posix/io1-L2");
+    let fixture = util::fixtures().join("head-posix").join(name);
     let dir = tempfile::tempdir().unwrap();
     let config = std::fs::read_to_string(fixture.join("config.fti")).unwrap();
     let (_, fti_exec) = util::restart_keys(&fixture.join("config.fti"));
@@ -84,15 +92,15 @@ fn head_posix_tree_written_here_is_ftis() {
     );
     assert_ne!(fresh, config, "the fixture's config records a failure");
     std::fs::write(dir.path().join("config.fti"), fresh).unwrap();
-    let out = util::mpirun(8, &exe, &["write", "config.fti", "2", "die"], dir.path());
+    let out = util::mpirun(8, &exe, &["write", "config.fti", level, "die"], dir.path());
     assert!(!out.status.success(), "every rank kills itself");
     let (failure, exec) = util::restart_keys(&dir.path().join("config.fti"));
     assert_eq!(failure, 1);
     let ours = tree(dir.path(), &exec);
     let ftis = tree(&fixture, &fti_exec);
     let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
-    assert_eq!(names(&ours), names(&ftis));
-    for ((name, got), (_, want)) in ours.iter().zip(&ftis) {
-        assert!(got == want, "{name} differs from FTI's");
+    assert_eq!(names(&ours), names(&ftis), "{name}");
+    for ((file, got), (_, want)) in ours.iter().zip(&ftis) {
+        assert!(got == want, "{name}: {file} differs from FTI's");
     }
 }
