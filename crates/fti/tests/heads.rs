@@ -377,13 +377,12 @@ fn fti_head_l2_tree_restarts_after_losing_a_node() {
         let mut step = [0i32];
         let mut data = vec![0f64; n];
         let mut meta = [0i64; 3];
-        let mut vars = [
+        fti.recover(&mut [
             Var::slice(0, &mut step),
             Var::slice(1, &mut data),
             Var::slice(2, &mut meta),
-        ];
-        fti.recover(&mut vars).unwrap();
-        drop(vars);
+        ])
+        .unwrap();
         let want: Vec<f64> = (0..n)
             .map(|i| f64::from(r) * 1e6 + 3e3 + i as f64 * 0.5)
             .collect();
