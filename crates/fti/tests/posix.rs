@@ -154,6 +154,34 @@ fn posix_file_not_matching_its_checksum_is_refused() {
     );
 }
 
+/// FTI 1.1's POSIX L1 tree after node 1's files are erased: L1 has no redundancy, so no rank
+/// recovers (FTI's restart cannot either: "Cannot recover from any checkpoint level."); every
+/// rank starts fresh, saying which rank's file is missing, and none is left half recovered.
+#[test]
+fn posix_l1_tree_without_a_node_starts_fresh_on_every_rank() {
+    let root = tempfile::tempdir().unwrap();
+    fti_tree(root.path());
+    let node1 = root.path().join("run/Local/node1");
+    assert!(node1.is_dir());
+    std::fs::remove_dir_all(&node1).unwrap();
+    let cfg = config(root.path(), true);
+    let said = on_ranks(4, |comm| {
+        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
+        assert_eq!(fti.status(), &Status::Fresh);
+        fti.skipped()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    });
+    for (rank, said) in said.iter().enumerate() {
+        assert!(
+            said.contains("checkpoint 2 at L1 skipped: no usable file for rank(s) [1]"),
+            "rank {rank}: {said}"
+        );
+    }
+}
+
 /// The files of every level of a tree, by relative path (exec id as `EXEC`).
 fn level_files(root: &Path, exec: &str) -> BTreeMap<String, Vec<u8>> {
     tree(&root.join("run"), exec)
