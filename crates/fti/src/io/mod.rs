@@ -78,6 +78,57 @@ impl Io {
     }
 }
 
+impl Io {
+    /// Writes a rank's checkpoint file of `layout` with `data` into `pending` (not collective:
+    /// the caller agrees on the outcome). FTI-FF writes the self-describing file, or
+    /// updates `base` (the previous file's layout and block table) in place for a differential
+    /// checkpoint; POSIX writes the variables' raw bytes, described by the returned file block.
+    pub(crate) fn write_file(
+        &self,
+        pending: &crate::files::Pending,
+        (layout, data): (&Layout, &[&[u8]]),
+        base: Option<(&Layout, &ftiff::BlockTable)>,
+        opts: &ftiff::WriteOptions,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<ftiff::Written> {
+        let in_file = |e: ftiff::Error| Error::Format(e.with_path(&pending.path));
+        match (self, base) {
+            (Io::Posix(_), _) => write_posix(&*pending.file, &pending.path, data, progress),
+            (Io::Ftiff, Some(old)) => {
+                ftiff::update_file(&pending.file, Some(old), layout, data, opts, progress)
+                    .map_err(in_file)
+            }
+            (Io::Ftiff, None) => {
+                ftiff::write_file_with_progress(&pending.file, layout, data, opts, progress)
+                    .map_err(in_file)
+            }
+        }
+    }
+
+    /// Whether a full write ([`Io::write_file`] without a base) writes every byte, then sets
+    /// the length: it may then overwrite an old file (the rank's spare) in place. FTI-FF's
+    /// fast integrity writes by blocks and reads what it leaves.
+    pub(crate) fn writes_every_byte(&self, opts: &ftiff::WriteOptions) -> bool {
+        matches!(self, Io::Posix(_)) || opts.integrity == ftiff::Integrity::Md5
+    }
+
+    /// Whether files describe themselves (FTI-FF): the L2 partner copy can then be streamed
+    /// while the file is written, its meta data and file block last.
+    pub(crate) fn self_describing(&self) -> bool {
+        matches!(self, Io::Ftiff)
+    }
+
+    /// FTI 1.1's line for the format a checkpoint file is written in at `write_level` (POSIX
+    /// files at L1-L3 in MPI-IO mode, and at L4 when the head flushes them).
+    pub(crate) fn mode_line(&self, write_level: Level) -> &'static str {
+        match self {
+            Io::Ftiff => "I/O mode: FTI File Format.",
+            io if io.shared(write_level) => "I/O mode: MPI-IO.",
+            Io::Posix(_) => "I/O mode: Posix.",
+        }
+    }
+}
+
 /// Refuses the extensions POSIX files cannot carry, before anything is written: each needs
 /// what only FTI-FF files hold (block hashes, in-place updates, archived checkpoints'
 /// self-description) or a write path POSIX does not have (asynchronous staging).
@@ -111,7 +162,7 @@ pub(crate) fn check_incremental(io: &Io) -> Result<()> {
 
 /// Writes a POSIX file: the variables' bytes in protect order; returns the file block that
 /// describes it (checksum, sizes, time), kept in the meta data rather than in the file.
-pub(crate) fn write_posix(
+fn write_posix(
     file: &dyn StorageFile,
     path: &Path,
     data: &[&[u8]],

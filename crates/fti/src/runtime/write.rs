@@ -11,7 +11,7 @@ use crate::collective::agree;
 use crate::config::Level;
 use crate::error::{Error, Result, Step};
 use crate::files;
-use crate::io::{self, Io};
+use crate::io;
 use crate::level::l2_stream;
 use crate::schedule::Team;
 use crate::trace::{self, Phase};
@@ -111,18 +111,15 @@ impl Fti {
         let data = by_position(&layout, vars);
         let opts = self.write_options();
         let write_level = self.write_level(level);
-        self.messages
-            .debug(io_mode_line(&self.dirs.io, write_level));
+        self.messages.debug(self.dirs.io.mode_line(write_level));
         if self.dirs.io.shared(write_level) {
             return self.write_shared(id, layout, &data);
         }
         let base = self.take_dcp_base(write_level);
         // Every writer below but the fast-integrity one writes every byte, then sets the length.
-        let overwrites_all =
-            matches!(self.dirs.io, Io::Posix(_)) || opts.integrity == ftiff::Integrity::Md5;
         let begun = match &base {
             Some((old, _)) => files::begin(&self.dirs, write_level, id, Some(old)),
-            None if overwrites_all => {
+            None if self.dirs.io.writes_every_byte(&opts) => {
                 files::begin_overwriting(&self.dirs, write_level, self.dirs.file_name(id))
             }
             None => files::begin(&self.dirs, write_level, id, None),
@@ -141,24 +138,11 @@ impl Fti {
                 self.write_with_partner_copy(id, &pending, (&layout, &data), opts, &progress)?;
             (w, Some(copy))
         } else {
-            let written = match (&self.dirs.io, &base) {
-                (Io::Posix(_), _) => {
-                    io::write_posix(&*pending.file, &pending.path, &data, &progress)
-                }
-                (Io::Ftiff, Some((_, b))) => ftiff::update_file(
-                    &pending.file,
-                    Some((&b.layout, &b.table)),
-                    &layout,
-                    &data,
-                    &opts,
-                    &progress,
-                )
-                .map_err(|e| Error::Format(e.with_path(&pending.path))),
-                (Io::Ftiff, None) => {
-                    ftiff::write_file_with_progress(&pending.file, &layout, &data, &opts, &progress)
-                        .map_err(|e| Error::Format(e.with_path(&pending.path)))
-                }
-            };
+            let old = base.as_ref().map(|(_, b)| (&b.layout, &b.table));
+            let written =
+                self.dirs
+                    .io
+                    .write_file(&pending, (&layout, &data), old, &opts, &progress);
             (agree(&*self.comm, Step::Write, written)?, None)
         };
         drop(bar);
@@ -184,7 +168,7 @@ impl Fti {
         let inline = self.cfg.inline_l2 || !self.background.can_post_process();
         write_level == Level::L2
             && !update
-            && matches!(self.dirs.io, Io::Ftiff)
+            && self.dirs.io.self_describing()
             && opts.integrity == ftiff::Integrity::Md5
             && inline
             && !self.has_head()
@@ -285,16 +269,6 @@ impl Fti {
 }
 
 /// The id and size of each variable.
-/// FTI 1.1's line for the format a checkpoint file is written in (POSIX files at L1-L3 in
-/// MPI-IO mode, and at L4 when the head flushes them).
-fn io_mode_line(io: &Io, write_level: Level) -> &'static str {
-    match io {
-        Io::Ftiff => "I/O mode: FTI File Format.",
-        io if io.shared(write_level) => "I/O mode: MPI-IO.",
-        Io::Posix(_) => "I/O mode: Posix.",
-    }
-}
-
 pub(super) fn var_sizes(vars: &[Var<'_>]) -> Vec<VarSize> {
     vars.iter()
         .map(|v| VarSize {
