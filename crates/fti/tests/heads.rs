@@ -366,7 +366,8 @@ fn fti_head_l2_tree_restarts_after_losing_a_node() {
     std::fs::remove_dir_all(&node1).unwrap();
     let cfg = fti_config_at(root);
     // crash.c's data: the step, `n = 1000 + 37 r` doubles `r*1e6 + s*1e3 + i*0.5`, and
-    // (r, s, n), with `r` the rank in FTI_COMM_WORLD.
+    // (r, s, n), with `r` the rank in FTI_COMM_WORLD. Nobody finalizes (`crash`), so that the
+    // files stay for the check below.
     let got = run(&cfg, true, |mut fti, world| {
         let Status::Restart(info) = fti.status().clone() else {
             panic!("rank {world}: not a restart");

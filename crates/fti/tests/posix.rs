@@ -127,6 +127,21 @@ fn fti_posix_l1_tree_restarts_here() {
     });
 }
 
+/// Restarts FTI's execution in `root` on 4 ranks, each of which must start fresh; returns what
+/// each said of the checkpoints it skipped.
+fn restart_starts_fresh(root: &Path) -> Vec<String> {
+    let cfg = config(root, true);
+    on_ranks(4, |comm| {
+        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
+        assert_eq!(fti.status(), &Status::Fresh);
+        fti.skipped()
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    })
+}
+
 /// A data file whose bytes no longer match FTI's `ckpt_checksum` is refused, naming the file
 /// and the checksum: with L1 only there is nothing else, so the run starts fresh.
 #[test]
@@ -137,16 +152,7 @@ fn posix_file_not_matching_its_checksum_is_refused() {
     let mut bytes = std::fs::read(&victim).unwrap();
     bytes[12345] ^= 1;
     std::fs::write(&victim, bytes).unwrap();
-    let cfg = config(root.path(), true);
-    let said = on_ranks(4, |comm| {
-        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
-        assert_eq!(fti.status(), &Status::Fresh);
-        fti.skipped()
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    let said = restart_starts_fresh(root.path());
     assert!(
         said[2].contains("Ckpt2-Rank2.fti") && said[2].contains("ckpt_checksum"),
         "{}",
@@ -164,16 +170,7 @@ fn posix_l1_tree_without_a_node_starts_fresh_on_every_rank() {
     let node1 = root.path().join("run/Local/node1");
     assert!(node1.is_dir());
     std::fs::remove_dir_all(&node1).unwrap();
-    let cfg = config(root.path(), true);
-    let said = on_ranks(4, |comm| {
-        let fti = Fti::init_with(cfg.clone(), comm).unwrap();
-        assert_eq!(fti.status(), &Status::Fresh);
-        fti.skipped()
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n")
-    });
+    let said = restart_starts_fresh(root.path());
     for (rank, said) in said.iter().enumerate() {
         assert!(
             said.contains("checkpoint 2 at L1 skipped: no usable file for rank(s) [1]"),

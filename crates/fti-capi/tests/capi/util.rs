@@ -275,7 +275,7 @@ pub fn mpirun_within(np: u32, exe: &Path, args: &[&str], cwd: &Path, deadline: D
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run the MPI launcher {program} ($MPIRUN): {e}"));
     let what = format!("mpirun -np {np} {} {args:?}", exe.display());
-    let mut out = test_support::output_within(child, deadline + Duration::from_secs(10), &what);
+    let mut out = wait_within(child, deadline, &what);
     if let Some(dir) = files {
         let ranks = |stream: &str| -> Vec<u8> {
             (0..np)
@@ -292,7 +292,12 @@ pub fn mpirun_within(np: u32, exe: &Path, args: &[&str], cwd: &Path, deadline: D
 
 /// Waits for `child`, reading its output meanwhile; kills it at the deadline.
 pub fn wait(child: Child, what: &str) -> Output {
-    test_support::output_within(child, DEADLINE + Duration::from_secs(10), what)
+    wait_within(child, DEADLINE, what)
+}
+
+/// [`wait`] with `deadline` (and 10 s more for a launcher to end its job at `deadline`).
+fn wait_within(child: Child, deadline: Duration, what: &str) -> Output {
+    test_support::output_within(child, deadline + Duration::from_secs(10), what)
 }
 
 /// The program's stdout, after checking that it exited with status 0.

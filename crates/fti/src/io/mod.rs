@@ -76,9 +76,7 @@ impl Io {
     pub(crate) fn rsed_trailer(&self) -> bool {
         matches!(self, Io::Ftiff)
     }
-}
 
-impl Io {
     /// Writes a rank's checkpoint file of `layout` with `data` into `pending` (not collective:
     /// the caller agrees on the outcome). FTI-FF writes the self-describing file, or
     /// updates `base` (the previous file's layout and block table) in place for a differential

@@ -116,7 +116,6 @@ impl Fti {
             return self.write_shared(id, layout, &data);
         }
         let base = self.take_dcp_base(write_level);
-        // Every writer below but the fast-integrity one writes every byte, then sets the length.
         let begun = match &base {
             Some((old, _)) => files::begin(&self.dirs, write_level, id, Some(old)),
             None if self.dirs.io.writes_every_byte(&opts) => {

@@ -291,6 +291,15 @@ fn fti_sync_log() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// FTI's syncIntv log without the lines `drop` picks.
+fn fti_sync_log_without(drop: impl Fn(&str) -> bool) -> String {
+    fti_sync_log()
+        .lines()
+        .filter(|l| !drop(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 #[test]
 fn sync_intv_check_passes_fti_own_log() {
     assert_eq!(check_sync_log(&fti_sync_log()), Ok((7, 18)));
@@ -300,11 +309,7 @@ fn sync_intv_check_passes_fti_own_log() {
 fn sync_intv_check_finds_a_checkpoint_no_line_announced() {
     // Without the last resync line, checkpoint 4747 was neither announced (4748) nor an
     // interval (162) after 4585.
-    let log: String = fti_sync_log()
-        .lines()
-        .filter(|l| !l.contains("Current iter : 4608 "))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let log = fti_sync_log_without(|l| l.contains("Current iter : 4608 "));
     assert_eq!(
         check_sync_log(&log),
         Err("Checkpoint made at i=4748 not in next ckpt. values.".to_owned())
@@ -327,11 +332,7 @@ fn sync_intv_check_finds_a_resync_off_its_interval() {
 
 #[test]
 fn sync_intv_check_wants_checkpoints() {
-    let log: String = fti_sync_log()
-        .lines()
-        .filter(|l| !l.starts_with("Checkpoint made"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let log = fti_sync_log_without(|l| l.starts_with("Checkpoint made"));
     assert_eq!(
         check_sync_log(&log),
         Err("18 resync lines, 0 checkpoints: both expected".to_owned())
